@@ -99,14 +99,7 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     MESHLEARN_RETURN_IF_ERROR(t.Number("proj_ratio", &c.emd_proj_ratio, 0, 1, true));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("refresh", &c.emd_refresh, 0, 1000000));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("peers_per_round", &c.emd_peers_per_round, 0, 100000));
-    bool witness = false;
-    MESHLEARN_RETURN_IF_ERROR(t.Bool("witness", &witness));
-    if (witness) {
-      return Status::InvalidArgument(t.file() +
-                                     ": [emd] witness = true is not available in this "
-                                     "build (direct exchange only); remove it");
-    }
-    return Status::Ok();
+    return t.Bool("witness", &c.emd_witness);
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("round", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(t.Bool("sync", &c.sync));
@@ -210,7 +203,8 @@ std::string RenderNodeConfig(const NodeConfig& c) {
   out << "\n[emd]\nenabled = " << (c.emd_enabled ? "true" : "false")
       << "\nepsilon = " << c.emd_epsilon << "\nsolver = " << Quote(c.emd_solver)
       << "\nmax_samples = " << c.emd_max_samples << "\nproj_ratio = " << c.emd_proj_ratio
-      << "\nrefresh = " << c.emd_refresh << "\npeers_per_round = " << c.emd_peers_per_round << "\n";
+      << "\nrefresh = " << c.emd_refresh << "\npeers_per_round = " << c.emd_peers_per_round
+      << "\nwitness = " << (c.emd_witness ? "true" : "false") << "\n";
   out << "\n[round]\nsync = " << (c.sync ? "true" : "false")
       << "\nround_deadline_s = " << c.round_deadline_s
       << "\ndead_after_failures = " << c.dead_after_failures << "\nlinger_s = " << c.linger_s

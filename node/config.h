@@ -74,6 +74,7 @@ struct NodeConfig {
   double emd_proj_ratio = 0.9;
   int64_t emd_refresh = 0;      // 0: once after round 0; R: every R rounds
   int emd_peers_per_round = 0;  // 0: every active peer at once
+  bool emd_witness = false;     // a random third peer measures each EMD (witness mode)
 
   // [round]
   bool sync = true;

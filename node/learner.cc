@@ -159,6 +159,14 @@ class TrainingLearner final : public Learner {
 
   Result<EmdMeasure> MeasureEmd(const ProjectedEmbeddings& peer, uint64_t seed,
                                 uint32_t max_samples) override {
+    auto own = ProjectOwnTrain(seed, max_samples);
+    if (!own.ok()) return own.status();
+    auto emd = Distance(own->train, peer);
+    if (!emd.ok()) return emd.status().WithContext("EMD(train_i, val_j)");
+    return EmdMeasure{*emd, own->reference};
+  }
+
+  Result<OwnProjection> ProjectOwnTrain(uint64_t seed, uint32_t max_samples) override {
     if (!emd_solver_) return Status::InvalidArgument("[emd] is not enabled");
     if (!own_train_z_) {
       // phi_i's embeddings of the node's own samples are the same for every peer (only R
@@ -177,14 +185,15 @@ class TrainingLearner final : public Learner {
     if (!train.ok()) return train.status();
     auto val = ProjectRows(*own_val_z_, seed);
     if (!val.ok()) return val.status();
-    auto points = [](const ProjectedEmbeddings& e) {
-      return similarity::PointSet{e.values.view(), e.rows, e.cols};
-    };
-    auto emd = emd_solver_->Distance(points(*train), points(peer));
-    if (!emd.ok()) return emd.status().WithContext("EMD(train_i, val_j)");
-    auto reference = emd_solver_->Distance(points(*train), points(*val));
+    auto reference = Distance(*train, *val);
     if (!reference.ok()) return reference.status().WithContext("EMD(train_i, val_i)");
-    return EmdMeasure{*emd, *reference};
+    return OwnProjection{std::move(*train), *reference};
+  }
+
+  Result<double> WitnessDistance(const ProjectedEmbeddings& train,
+                                 const ProjectedEmbeddings& validation) override {
+    if (!emd_solver_) return Status::InvalidArgument("[emd] is not enabled");
+    return Distance(train, validation);
   }
 
   LearnerState Snapshot() const override {
@@ -244,6 +253,12 @@ class TrainingLearner final : public Learner {
     auto z = training::Embed(model, data, rows);
     if (!z.ok()) return z.status();
     return Embeddings{std::move(*z), rows.size(), static_cast<size_t>(model.EmbeddingDim())};
+  }
+
+  // W(a, b) with the configured solver (uniform weights, cosine cost).
+  Result<double> Distance(const ProjectedEmbeddings& a, const ProjectedEmbeddings& b) const {
+    return emd_solver_->Distance({a.values.view(), a.rows, a.cols},
+                                 {b.values.view(), b.rows, b.cols});
   }
 
   // Projects `z` with R(`projection_seed`).

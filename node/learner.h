@@ -70,6 +70,13 @@ struct EmdMeasure {
   double reference = 0;
 };
 
+// Node i's own side of a witnessed EMD measurement: its projected training rows, sent to the
+// witness, and ref_i = W(train_i, val_i), which never leaves the node.
+struct OwnProjection {
+  ProjectedEmbeddings train;
+  double reference = 0;
+};
+
 // The learner's state for checkpoints: current weights and early-stopping memory.
 struct LearnerState {
   std::vector<float> weights;
@@ -107,6 +114,14 @@ class Learner {
   // validation samples with phi_i and R(`seed`), and measures the two distances.
   virtual Result<EmdMeasure> MeasureEmd(const ProjectedEmbeddings& peer_validation, uint64_t seed,
                                         uint32_t max_samples) = 0;
+  // Requester side in witness mode: projects up to `max_samples` of its own training samples'
+  // phi_i embeddings with R(`seed`) (the rows for the witness) and measures ref_i the same way
+  // MeasureEmd does. kInvalidArgument when [emd] is off.
+  virtual Result<OwnProjection> ProjectOwnTrain(uint64_t seed, uint32_t max_samples) = 0;
+  // Witness side: W(`train`, `validation`) with the configured solver, uniform weights and cosine
+  // cost. kInvalidArgument when [emd] is off, empty sets or mismatched widths; kNonFinite on NaN.
+  virtual Result<double> WitnessDistance(const ProjectedEmbeddings& train,
+                                         const ProjectedEmbeddings& validation) = 0;
   // Runs one round (see RoundJob). Errors only for failures of the node itself (a NaN loss);
   // a bad peer model costs that peer's score, never the round.
   virtual Result<RoundOutcome> RunRound(const RoundJob& job) = 0;

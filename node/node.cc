@@ -36,16 +36,19 @@ struct ComputeEvent {
   Result<RoundOutcome> outcome;
   LearnerState state;
 };
-struct EmbedEvent {
-  EmbedJob job;
-  Result<ProjectedEmbeddings> result;
+// A learner job of the EMD exchange and its result.
+template <class JobType, class ResultType>
+struct JobDone {
+  JobType job;
+  Result<ResultType> result;
 };
-struct EmdEvent {
-  EmdJob job;
-  Result<EmdMeasure> result;
-};
-using Event = std::variant<InboundEvent, ReplyEvent, ComputeEvent, EmbedEvent, EmdEvent>;
-using Job = std::variant<RoundJob, EmbedJob, EmdJob>;
+using EmbedEvent = JobDone<EmbedJob, ProjectedEmbeddings>;
+using EmdEvent = JobDone<EmdJob, EmdMeasure>;
+using OwnProjectionEvent = JobDone<OwnProjectionJob, OwnProjection>;
+using WitnessEmdEvent = JobDone<WitnessEmdJob, double>;
+using Event = std::variant<InboundEvent, ReplyEvent, ComputeEvent, EmbedEvent, EmdEvent,
+                           OwnProjectionEvent, WitnessEmdEvent>;
+using Job = std::variant<RoundJob, EmbedJob, EmdJob, OwnProjectionJob, WitnessEmdJob>;
 
 std::string JsonString(const std::string& text) {
   std::string out = "\"";
@@ -126,6 +129,7 @@ class Node::Impl {
   bool worker_exit = false;
 
   std::map<InboundId, ReplyToken> tokens;  // event thread only
+  uint64_t written_emd_revision = 0;        // the machine's emd_revision() in emd.csv
   InboundId last_inbound = 0;
   Status failure;  // a failure of the node itself, ends Run()
 
@@ -169,6 +173,12 @@ class Node::Impl {
         auto result =
             learner->MeasureEmd(emd->peer_validation, emd->projection_seed, emd->max_samples);
         Push(EmdEvent{std::move(*emd), std::move(result)});
+      } else if (auto* own = std::get_if<OwnProjectionJob>(&next)) {
+        auto result = learner->ProjectOwnTrain(own->projection_seed, own->max_samples);
+        Push(OwnProjectionEvent{std::move(*own), std::move(result)});
+      } else if (auto* witness = std::get_if<WitnessEmdJob>(&next)) {
+        auto result = learner->WitnessDistance(witness->train, witness->validation);
+        Push(WitnessEmdEvent{std::move(*witness), std::move(result)});
       }
     }
   }
@@ -205,6 +215,8 @@ class Node::Impl {
   void Do(StartCompute& a) { Enqueue(std::move(a.job)); }
   void Do(StartEmbed& a) { Enqueue(std::move(a.job)); }
   void Do(StartEmd& a) { Enqueue(std::move(a.job)); }
+  void Do(StartOwnProjection& a) { Enqueue(std::move(a.job)); }
+  void Do(StartWitnessEmd& a) { Enqueue(std::move(a.job)); }
 
   void Do(RoundCompleted& a) {
     const RoundRecord& r = a.record;
@@ -271,7 +283,15 @@ class Node::Impl {
       Execute(machine->OnEmbedDone(embed->job, embed->result, now));
     } else if (auto* emd = std::get_if<EmdEvent>(&event)) {
       Execute(machine->OnEmdDone(emd->job, emd->result, now));
-      if (outputs && config.emd_enabled) (void)outputs->WriteEmd(machine->EmdRows());
+    } else if (auto* own = std::get_if<OwnProjectionEvent>(&event)) {
+      Execute(machine->OnOwnProjectionDone(own->job, own->result, now));
+    } else if (auto* witness = std::get_if<WitnessEmdEvent>(&event)) {
+      Execute(machine->OnWitnessEmdDone(witness->job, witness->result, now));
+    }
+    // emd.csv follows every change of the exchange (a measurement may finish after the rounds).
+    if (outputs && config.emd_enabled && machine->emd_revision() != written_emd_revision) {
+      written_emd_revision = machine->emd_revision();
+      (void)outputs->WriteEmd(machine->EmdRows());
     }
   }
 
@@ -415,6 +435,7 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
   machine_config.emd_peers_per_round = config.emd_peers_per_round;
   machine_config.emd_cluster_sampler = config.sampler == "emd_cluster";
   machine_config.emd_metric = config.metric == "emd";
+  machine_config.emd_witness = config.emd_witness;
   impl->machine =
       std::make_unique<NodeStateMachine>(machine_config, std::move(*sampler), impl->log);
 

@@ -138,12 +138,13 @@ Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_
 
 Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
   std::ostringstream csv;
-  csv << "peer,emd,ref,accepted,peer_accepted,mutual\n";
+  csv << "peer,emd,ref,accepted,peer_accepted,mutual,witness\n";
   auto flag = [](const std::optional<bool>& b) { return b ? (*b ? "1" : "0") : ""; };
   for (const EmdRow& r : rows) {
     csv << JoinPeers({r.peer}) << ',' << (r.emd ? Number(*r.emd) : "") << ','
         << (r.reference ? Number(*r.reference) : "") << ',' << flag(r.accepted) << ','
-        << flag(r.peer_accepted) << ',' << (r.mutual() ? 1 : 0) << '\n';
+        << flag(r.peer_accepted) << ',' << (r.mutual() ? 1 : 0) << ','
+        << (r.witness.empty() ? "" : JoinPeers({r.witness})) << '\n';
   }
   return training::WriteFileAtomically(dir_ + "/emd.csv", csv.str());
 }

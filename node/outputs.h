@@ -50,7 +50,8 @@ class NodeOutputs {
   // Replaces comm.csv and scores.csv.
   Status WriteCommAndScores(const std::vector<topology::CommRow>& comm,
                             const std::vector<topology::PeerRecord>& scores);
-  // Replaces emd.csv: `peer,emd,ref,accepted,peer_accepted,mutual` (empty cells: not measured).
+  // Replaces emd.csv: `peer,emd,ref,accepted,peer_accepted,mutual,witness` (empty cells: not
+  // measured; witness: the peer that measured emd in witness mode).
   Status WriteEmd(const std::vector<EmdRow>& rows);
   // The path of the checkpoint file in this folder.
   std::string CheckpointPath() const { return dir_ + "/checkpoint.bin"; }

@@ -17,6 +17,11 @@ constexpr int kHellosPerTick = 2;
 // Snapshots kept for sync-mode requests of an older round. Rationale: sampled peers lag by at
 // most a round or two when every node waits for its peers; each kept snapshot costs one model.
 constexpr size_t kSnapshotHistory = 4;
+// Witness mode: measurements a witness holds at once. Rationale: each holds up to two embedding
+// sets (512 x 115 floats); a peer flooding sessions must not grow the node without bound.
+constexpr size_t kMaxWitnessSessions = 64;
+// EMD requests wait this many round deadlines (embedding takes a model load and a forward pass).
+constexpr int kEmdDeadlineRounds = 4;
 
 // FNV-1a, a stable mix of the node id into the sampling seed (std::hash is not portable).
 uint64_t MixSeed(uint64_t seed, const std::string& id) {
@@ -37,7 +42,8 @@ NodeStateMachine::NodeStateMachine(StateMachineConfig config,
       log_(std::move(logger)),
       peers_(config_.id, config_.dead_after_failures, config_.round_deadline,
              std::chrono::seconds(60)),
-      rng_(MixSeed(config_.seed, config_.id)) {
+      rng_(MixSeed(config_.seed, config_.id)),
+      witness_rng_(MixSeed(config_.nonce, config_.id + "/witness")) {
   for (const PeerAddress& p : config_.initial_peers) peers_.Learn(p.id, p.endpoint, "");
 }
 
@@ -289,6 +295,38 @@ std::vector<Action> NodeStateMachine::OnReply(uint64_t request_id, const Result<
     }
     case RequestKind::kEmdDecision:
       break;  // the peer echoes our decision as an acknowledgement
+    case RequestKind::kWitnessEmbed:
+      // The responder forwards the witness's answer to its rows; ours comes from the witness.
+      if (!failure.ok()) {
+        log_->warn("EMD exchange with {} (witnessed) failed at the peer: {}", pending.peer,
+                   failure.ToString());
+      }
+      break;
+    case RequestKind::kWitnessTrainRows:
+    case RequestKind::kWitnessValidationRows: {
+      const auto* result = failure.ok() ? std::get_if<WitnessResult>(&reply->body) : nullptr;
+      if (result && result->session != pending.session) {
+        failure = Status::Malformed("WitnessResult names another session");
+        result = nullptr;
+      }
+      if (!result && failure.ok()) {
+        failure = Status::Malformed("WitnessRows was not answered with WitnessResult");
+      }
+      if (pending.kind == RequestKind::kWitnessValidationRows) {
+        // We are the responder: pass the witness's answer on to the requester.
+        Body forwarded = result ? Body(*result)
+                                : Body(Error{failure.code(), "witness: " + failure.message()});
+        out.push_back(SendReply{pending.inbound, Reply(pending.inbound_request_id, forwarded)});
+        break;
+      }
+      if (!result) {
+        log_->warn("witnessed EMD with {} failed: {}", pending.peer, failure.ToString());
+        break;
+      }
+      CompleteMeasure(pending.peer, result->emd, pending.reference, reply->envelope.sender, now,
+                      out);
+      break;
+    }
     case RequestKind::kGetModel: {
       if (phase_ != Phase::kFetching || pending.round != fetch_.round) break;
       --fetch_.outstanding;
@@ -483,7 +521,27 @@ std::vector<Action> NodeStateMachine::OnInbound(InboundId inbound, const Message
     ++emd_jobs_running_;
     out.push_back(StartEmbed{EmbedJob{inbound, env.sender, env.request_id, embed->weights,
                                       embed->projection_seed,
-                                      std::min(embed->max_samples, config_.emd_max_samples)}});
+                                      std::min(embed->max_samples, config_.emd_max_samples), std::nullopt}});
+  } else if (const auto* request = std::get_if<WitnessEmbedRequest>(&message.body)) {
+    if (!config_.emd_enabled) {
+      Reject(inbound, env.sender, env.request_id,
+             Status::Unavailable("this node does not take part in the EMD exchange"), now, out);
+      return out;
+    }
+    if (request->witness.id == config_.id || request->witness.id == env.sender) {
+      Reject(inbound, env.sender, env.request_id,
+             Status::InvalidArgument("the witness must be a third peer, not '" +
+                                     request->witness.id + "'"),
+             now, out);
+      return out;
+    }
+    ++emd_jobs_running_;
+    out.push_back(StartEmbed{EmbedJob{inbound, env.sender, env.request_id, request->weights,
+                                      request->projection_seed,
+                                      std::min(request->max_samples, config_.emd_max_samples),
+                                      WitnessTarget{request->witness, request->session}}});
+  } else if (const auto* rows = std::get_if<WitnessRows>(&message.body)) {
+    OnWitnessRows(inbound, env, *rows, now, out);
   } else if (const auto* decision = std::get_if<EmdDecision>(&message.body)) {
     if (peers_.Find(env.sender) != nullptr) {
       emd_[env.sender].peer = env.sender;
@@ -552,6 +610,35 @@ void NodeStateMachine::SendEmdRequests(TimePoint now, std::vector<Action>& out) 
     if (!entry) continue;
     --budget;
     uint64_t seed = similarity::AgreedProjectionSeed(config_.nonce, nonces_[peer]);
+    TimePoint deadline = now + kEmdDeadlineRounds * config_.round_deadline;
+    if (config_.emd_witness) {
+      const topology::PeerEntry* witness = PickWitness(peer, now);
+      if (!witness) {
+        log_->warn("no third peer can witness the EMD exchange with {}; skipped", peer);
+        continue;
+      }
+      WitnessTarget target{{witness->id, witness->endpoint, witness->public_key},
+                           witness_rng_()};
+      WitnessEmbedRequest request;
+      request.projection_seed = seed;
+      request.max_samples = config_.emd_max_samples;
+      request.session = target.session;
+      request.witness = target.witness;
+      request.layout = config_.layout;
+      request.weights = phi;
+      uint64_t id = NextRequestId();
+      Pending pending{RequestKind::kWitnessEmbed, peer, completed_round_};
+      pending.session = target.session;
+      pending_[id] = pending;
+      // The responder answers only after the witness did, which may take the witness's whole
+      // hold limit; one more deadline covers its embedding.
+      out.push_back(SendRequest{peer, entry->endpoint, id, Reply(id, std::move(request)),
+                                deadline + config_.round_deadline});
+      ++emd_jobs_running_;
+      out.push_back(StartOwnProjection{
+          OwnProjectionJob{peer, seed, config_.emd_max_samples, std::move(target)}});
+      continue;
+    }
     EmbedRequest request;
     request.projection_seed = seed;
     request.max_samples = config_.emd_max_samples;
@@ -559,20 +646,52 @@ void NodeStateMachine::SendEmdRequests(TimePoint now, std::vector<Action>& out) 
     request.weights = phi;
     uint64_t id = NextRequestId();
     pending_[id] = {RequestKind::kEmbed, peer, completed_round_, seed};
-    out.push_back(SendRequest{peer, entry->endpoint, id, Reply(id, std::move(request)),
-                              now + 4 * config_.round_deadline});
+    out.push_back(SendRequest{peer, entry->endpoint, id, Reply(id, std::move(request)), deadline});
   }
+}
+
+const topology::PeerEntry* NodeStateMachine::PickWitness(const std::string& peer, TimePoint now) {
+  std::vector<std::string> candidates;
+  for (const topology::PeerEntry& p : peers_.Entries()) {
+    if (p.id != peer && peers_.IsSamplable(p.id, now) && nonces_.count(p.id)) {
+      candidates.push_back(p.id);
+    }
+  }
+  if (candidates.empty()) return nullptr;
+  return peers_.Find(candidates[witness_rng_() % candidates.size()]);
 }
 
 std::vector<Action> NodeStateMachine::OnEmbedDone(const EmbedJob& job,
                                                   const Result<ProjectedEmbeddings>& result,
-                                                  TimePoint /*now*/) {
+                                                  TimePoint now) {
   std::vector<Action> out;
   --emd_jobs_running_;
   if (!result.ok()) {
     log_->warn("could not embed for {}: {}", job.requester, result.status().ToString());
     out.push_back(SendReply{job.inbound, Reply(job.request_id, Error{result.status().code(),
                                                                      result.status().message()})});
+    return out;
+  }
+  if (job.witness) {
+    // Witness mode: the rows go to the witness; the requester hears back once it answered.
+    const WitnessTarget& target = *job.witness;
+    WitnessRows rows;
+    rows.session = target.session;
+    rows.requester = job.requester;
+    rows.responder = config_.id;
+    rows.side = WitnessSide::kResponderValidation;
+    rows.rows = result->rows;
+    rows.cols = result->cols;
+    rows.embeddings = result->values;
+    uint64_t id = NextRequestId();
+    Pending pending{RequestKind::kWitnessValidationRows, job.requester, completed_round_};
+    pending.session = target.session;
+    pending.inbound = job.inbound;
+    pending.inbound_request_id = job.request_id;
+    pending_[id] = pending;
+    out.push_back(SendRequest{target.witness.id, target.witness.endpoint, id,
+                              Reply(id, std::move(rows)),
+                              now + kEmdDeadlineRounds * config_.round_deadline});
     return out;
   }
   EmbedReply reply;
@@ -583,6 +702,127 @@ std::vector<Action> NodeStateMachine::OnEmbedDone(const EmbedJob& job,
   return out;
 }
 
+std::vector<Action> NodeStateMachine::OnOwnProjectionDone(const OwnProjectionJob& job,
+                                                          const Result<OwnProjection>& result,
+                                                          TimePoint now) {
+  std::vector<Action> out;
+  --emd_jobs_running_;
+  if (!result.ok()) {
+    log_->warn("could not project our rows for the EMD with {}: {}", job.peer,
+               result.status().ToString());
+    return out;
+  }
+  WitnessRows rows;
+  rows.session = job.target.session;
+  rows.requester = config_.id;
+  rows.responder = job.peer;
+  rows.side = WitnessSide::kRequesterTrain;
+  rows.rows = result->train.rows;
+  rows.cols = result->train.cols;
+  rows.embeddings = result->train.values;
+  uint64_t id = NextRequestId();
+  Pending pending{RequestKind::kWitnessTrainRows, job.peer, completed_round_};
+  pending.session = job.target.session;
+  pending.reference = result->reference;
+  pending_[id] = pending;
+  out.push_back(SendRequest{job.target.witness.id, job.target.witness.endpoint, id,
+                            Reply(id, std::move(rows)),
+                            now + kEmdDeadlineRounds * config_.round_deadline});
+  return out;
+}
+
+// ---- witness side -----------------------------------------------------------------------------
+
+void NodeStateMachine::OnWitnessRows(InboundId inbound, const Envelope& env,
+                                     const WitnessRows& rows, TimePoint now,
+                                     std::vector<Action>& out) {
+  auto refuse = [&](Status why) { Reject(inbound, env.sender, env.request_id, why, now, out); };
+  if (!config_.emd_enabled) {
+    return refuse(Status::Unavailable("this node does not take part in the EMD exchange"));
+  }
+  const bool train = rows.side == WitnessSide::kRequesterTrain;
+  const std::string& owner = train ? rows.requester : rows.responder;
+  if (env.sender != owner) {
+    return refuse(Status::InvalidArgument(
+        std::string("WitnessRows with ") + (train ? "the requester's training" : "the responder's validation") +
+        " rows must come from '" + owner + "', not '" + env.sender + "'"));
+  }
+  if (rows.requester == rows.responder || rows.requester == config_.id ||
+      rows.responder == config_.id) {
+    return refuse(Status::InvalidArgument("a witness measures two other peers"));
+  }
+  WitnessKey key{rows.session, rows.requester, rows.responder};
+  auto it = witness_sessions_.find(key);
+  if (it == witness_sessions_.end()) {
+    if (witness_sessions_.size() >= kMaxWitnessSessions) {
+      return refuse(Status::Unavailable("this witness already holds " +
+                                        std::to_string(kMaxWitnessSessions) + " measurements"));
+    }
+    it = witness_sessions_.emplace(key, WitnessSession{}).first;
+    it->second.deadline = now + kEmdDeadlineRounds * config_.round_deadline;
+  }
+  WitnessSession& session = it->second;
+  std::optional<WitnessHeld>& slot = train ? session.train : session.validation;
+  if (slot || session.computing) {
+    return refuse(Status::InvalidArgument("this side of the measurement was already sent"));
+  }
+  slot = WitnessHeld{inbound, env.request_id, env.sender,
+                     ProjectedEmbeddings{rows.rows, rows.cols, rows.embeddings}};
+  if (!session.train || !session.validation) return;
+  if (session.train->rows.cols != session.validation->rows.cols) {
+    return AnswerWitnessSession(
+        key,
+        Error{ErrorCode::kLayoutMismatch,
+              "the two sides have " + std::to_string(session.train->rows.cols) + " and " +
+                  std::to_string(session.validation->rows.cols) + " columns"},
+        out);
+  }
+  session.computing = true;
+  ++emd_jobs_running_;
+  out.push_back(StartWitnessEmd{WitnessEmdJob{rows.session, rows.requester, rows.responder,
+                                              session.train->rows, session.validation->rows}});
+}
+
+std::vector<Action> NodeStateMachine::OnWitnessEmdDone(const WitnessEmdJob& job,
+                                                       const Result<double>& result,
+                                                       TimePoint /*now*/) {
+  std::vector<Action> out;
+  --emd_jobs_running_;
+  WitnessKey key{job.session, job.requester, job.responder};
+  if (!result.ok()) {
+    log_->warn("witnessed EMD of {} and {} failed: {}", job.requester, job.responder,
+               result.status().ToString());
+    AnswerWitnessSession(key, Error{result.status().code(), result.status().message()}, out);
+    return out;
+  }
+  log_->info("witnessed EMD of {} (train) and {} (validation): {:.4f}", job.requester,
+             job.responder, *result);
+  AnswerWitnessSession(key, WitnessResult{job.session, *result}, out);
+  return out;
+}
+
+void NodeStateMachine::AnswerWitnessSession(const WitnessKey& key, const Body& body,
+                                            std::vector<Action>& out) {
+  auto it = witness_sessions_.find(key);
+  if (it == witness_sessions_.end()) return;
+  for (const std::optional<WitnessHeld>* side : {&it->second.train, &it->second.validation}) {
+    if (*side) out.push_back(SendReply{(*side)->inbound, Reply((*side)->request_id, body)});
+  }
+  witness_sessions_.erase(it);
+}
+
+void NodeStateMachine::ExpireWitnessSessions(TimePoint now, bool expire_all,
+                                             std::vector<Action>& out) {
+  std::vector<WitnessKey> expired;
+  for (const auto& [key, session] : witness_sessions_) {
+    if (!session.computing && (expire_all || now >= session.deadline)) expired.push_back(key);
+  }
+  for (const WitnessKey& key : expired) {
+    AnswerWitnessSession(
+        key, Error{ErrorCode::kTimeout, "the other side of the measurement never arrived"}, out);
+  }
+}
+
 std::vector<Action> NodeStateMachine::OnEmdDone(const EmdJob& job, const Result<EmdMeasure>& result,
                                                 TimePoint now) {
   std::vector<Action> out;
@@ -591,25 +831,34 @@ std::vector<Action> NodeStateMachine::OnEmdDone(const EmdJob& job, const Result<
     log_->warn("EMD with {} failed: {}", job.peer, result.status().ToString());
     return out;
   }
-  EmdRow& row = emd_[job.peer];
-  row.peer = job.peer;
-  row.emd = result->emd;
-  row.reference = result->reference;
-  row.accepted = similarity::AcceptPeer(result->emd, result->reference, config_.emd_epsilon);
-  log_->info("EMD to {}: {:.4f} (reference {:.4f}): {}", job.peer, result->emd, result->reference,
-             *row.accepted ? "accepted" : "rejected");
-  if (const topology::PeerEntry* entry = peers_.Find(job.peer)) {
-    uint64_t id = NextRequestId();
-    pending_[id] = {RequestKind::kEmdDecision, job.peer, completed_round_, 0};
-    out.push_back(SendRequest{job.peer, entry->endpoint, id,
-                              Reply(id, EmdDecision{*row.accepted, result->emd, result->reference}),
-                              now + config_.round_deadline});
-  }
-  ApplyEmdDecision(job.peer);
+  CompleteMeasure(job.peer, result->emd, result->reference, "", now, out);
   return out;
 }
 
+void NodeStateMachine::CompleteMeasure(const std::string& peer, double emd, double reference,
+                                       const std::string& witness, TimePoint now,
+                                       std::vector<Action>& out) {
+  EmdRow& row = emd_[peer];
+  row.peer = peer;
+  row.emd = emd;
+  row.reference = reference;
+  row.witness = witness;
+  row.accepted = similarity::AcceptPeer(emd, reference, config_.emd_epsilon);
+  log_->info("EMD to {}: {:.4f} (reference {:.4f}{}{}): {}", peer, emd, reference,
+             witness.empty() ? "" : ", witnessed by ", witness,
+             *row.accepted ? "accepted" : "rejected");
+  if (const topology::PeerEntry* entry = peers_.Find(peer)) {
+    uint64_t id = NextRequestId();
+    pending_[id] = {RequestKind::kEmdDecision, peer, completed_round_, 0};
+    out.push_back(SendRequest{peer, entry->endpoint, id,
+                              Reply(id, EmdDecision{*row.accepted, emd, reference}),
+                              now + config_.round_deadline});
+  }
+  ApplyEmdDecision(peer);
+}
+
 void NodeStateMachine::ApplyEmdDecision(const std::string& peer) {
+  ++emd_revision_;
   const EmdRow& row = emd_[peer];
   std::vector<topology::PeerObservation> observations;
   if (config_.emd_metric && row.emd && row.reference) {
@@ -624,9 +873,10 @@ void NodeStateMachine::ApplyEmdDecision(const std::string& peer) {
 
 bool NodeStateMachine::EmdInFlight() const {
   bool pending = std::any_of(pending_.begin(), pending_.end(), [](const auto& p) {
-    return p.second.kind == RequestKind::kEmbed || p.second.kind == RequestKind::kEmdDecision;
+    return p.second.kind != RequestKind::kHello && p.second.kind != RequestKind::kGetModel &&
+           p.second.kind != RequestKind::kPeerList;
   });
-  return pending || !emd_queue_.empty() || emd_jobs_running_ > 0;
+  return pending || !emd_queue_.empty() || emd_jobs_running_ > 0 || !witness_sessions_.empty();
 }
 
 std::vector<EmdRow> NodeStateMachine::EmdRows() const {
@@ -640,6 +890,7 @@ std::vector<EmdRow> NodeStateMachine::EmdRows() const {
 std::vector<Action> NodeStateMachine::OnTick(TimePoint now) {
   std::vector<Action> out;
   AnswerHeld(now, false, out);
+  ExpireWitnessSessions(now, false, out);
   // Greetings are paced. Rationale: gossip can teach a node a hundred peers at once; greeting
   // them all opens a connection each (about 3 descriptors with the peer's end), and 100 nodes in
   // one process doing so together exceeded 20,000 descriptors.
@@ -660,6 +911,7 @@ std::vector<Action> NodeStateMachine::OnTick(TimePoint now) {
   if (phase_ == Phase::kLingering && now >= linger_until_ && !exchange_waits) {
     phase_ = Phase::kFinished;
     AnswerHeld(now, true, out);
+    ExpireWitnessSessions(now, true, out);
     out.push_back(Finished{});
   }
   return out;

@@ -42,6 +42,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -95,7 +96,14 @@ struct RoundRecord {
   std::vector<std::string> sampled_peers;  // the ids drawn this round, in draw order
 };
 
-// Peer side of an EMD exchange: embed our validation samples with the requester's model.
+// Where a responder sends its rows in witness mode (WitnessEmbedRequest).
+struct WitnessTarget {
+  PeerInfo witness;
+  uint64_t session = 0;
+};
+
+// Peer side of an EMD exchange: embed our validation samples with the requester's model. With
+// `witness` set the rows go to the witness, not back to the requester.
 struct EmbedJob {
   InboundId inbound = 0;
   std::string requester;
@@ -103,6 +111,7 @@ struct EmbedJob {
   FloatArray weights;
   uint64_t projection_seed = 0;
   uint32_t max_samples = 0;
+  std::optional<WitnessTarget> witness;
 };
 
 // Requester side: measure EMD against the peer's projected validation embeddings.
@@ -111,6 +120,23 @@ struct EmdJob {
   ProjectedEmbeddings peer_validation;
   uint64_t projection_seed = 0;
   uint32_t max_samples = 0;
+};
+
+// Requester side in witness mode: project our own training rows for the witness, measure ref_i.
+struct OwnProjectionJob {
+  std::string peer;  // j, the responder
+  uint64_t projection_seed = 0;
+  uint32_t max_samples = 0;
+  WitnessTarget target;
+};
+
+// Witness side: W(train of the requester, validation of the responder) for one session.
+struct WitnessEmdJob {
+  uint64_t session = 0;
+  std::string requester;
+  std::string responder;
+  ProjectedEmbeddings train;
+  ProjectedEmbeddings validation;
 };
 
 // Action: run `job` on the learner (worker thread); report to OnEmbedDone().
@@ -123,6 +149,16 @@ struct StartEmd {
   EmdJob job;
 };
 
+// Action: run `job` on the learner (worker thread); report to OnOwnProjectionDone().
+struct StartOwnProjection {
+  OwnProjectionJob job;
+};
+
+// Action: run `job` on the learner (worker thread); report to OnWitnessEmdDone().
+struct StartWitnessEmd {
+  WitnessEmdJob job;
+};
+
 // One node's view of its EMD exchange with a peer (a row of emd.csv).
 struct EmdRow {
   std::string peer;
@@ -130,6 +166,7 @@ struct EmdRow {
   std::optional<double> reference;    // ref_i
   std::optional<bool> accepted;       // our decision: EMD_ij - ref_i < epsilon
   std::optional<bool> peer_accepted;  // the peer's decision about us
+  std::string witness;                // the peer that measured emd (witness mode), else empty
   // The edge holds when both sides accept.
   bool mutual() const { return accepted.value_or(false) && peer_accepted.value_or(false); }
 };
@@ -143,7 +180,7 @@ struct RoundCompleted {
 struct Finished {};
 
 using Action = std::variant<SendRequest, SendReply, StartCompute, StartEmbed, StartEmd,
-                            RoundCompleted, Finished>;
+                            StartOwnProjection, StartWitnessEmd, RoundCompleted, Finished>;
 
 // What the state machine needs to know about its node.
 struct StateMachineConfig {
@@ -171,6 +208,7 @@ struct StateMachineConfig {
   int emd_peers_per_round = 0;       // 0: every active peer at once
   bool emd_cluster_sampler = false;  // feed mutual decisions (+1 / -1) to the sampler
   bool emd_metric = false;           // feed -max(0, EMD - ref) to the sampler
+  bool emd_witness = false;          // a random third peer measures EMD_ij (witness mode)
 };
 
 // The part of the state machine a checkpoint keeps.
@@ -222,8 +260,16 @@ class NodeStateMachine {
                                   TimePoint now);
   // The learner finished an EmdJob (requester side).
   std::vector<Action> OnEmdDone(const EmdJob& job, const Result<EmdMeasure>& result, TimePoint now);
+  // The learner finished an OwnProjectionJob (requester side, witness mode).
+  std::vector<Action> OnOwnProjectionDone(const OwnProjectionJob& job,
+                                          const Result<OwnProjection>& result, TimePoint now);
+  // The learner finished a WitnessEmdJob (witness side): both sides get the result.
+  std::vector<Action> OnWitnessEmdDone(const WitnessEmdJob& job, const Result<double>& result,
+                                       TimePoint now);
   // The EMD exchange's rows, ordered by peer id (emd.csv).
   std::vector<EmdRow> EmdRows() const;
+  // Changes whenever EmdRows() does (starts at 0).
+  uint64_t emd_revision() const { return emd_revision_; }
   // Time passed: expires held requests, retries Hellos, closes overdue fetches, ends lingering.
   std::vector<Action> OnTick(TimePoint now);
 
@@ -252,14 +298,42 @@ class NodeStateMachine {
     kLingering,
     kFinished
   };
-  enum class RequestKind { kHello, kGetModel, kPeerList, kEmbed, kEmdDecision };
+  enum class RequestKind {
+    kHello,
+    kGetModel,
+    kPeerList,
+    kEmbed,
+    kEmdDecision,
+    kWitnessEmbed,           // requester -> responder (witness mode)
+    kWitnessTrainRows,       // requester -> witness
+    kWitnessValidationRows,  // responder -> witness
+  };
 
   struct Pending {
     RequestKind kind;
-    std::string peer;
+    std::string peer;  // whom the request went to; for witness rows: the pair's other node
     int64_t round = 0;
     uint64_t projection_seed = 0;  // kEmbed
+    uint64_t session = 0;          // witness kinds
+    InboundId inbound = 0;         // kWitnessValidationRows: the requester's request to answer
+    uint64_t inbound_request_id = 0;
+    double reference = 0;  // kWitnessTrainRows: ref_i
   };
+  // One side of a witnessed measurement held by the witness until the other side arrives.
+  struct WitnessHeld {
+    InboundId inbound = 0;
+    uint64_t request_id = 0;
+    std::string sender;
+    ProjectedEmbeddings rows;
+  };
+  struct WitnessSession {
+    std::optional<WitnessHeld> train;
+    std::optional<WitnessHeld> validation;
+    TimePoint deadline;
+    bool computing = false;
+  };
+  // (session, requester, responder)
+  using WitnessKey = std::tuple<uint64_t, std::string, std::string>;
   struct Fetch {
     int64_t round = 0;
     std::vector<topology::SampledPeer> sampled;
@@ -307,6 +381,16 @@ class NodeStateMachine {
   void StartEmdExchange(TimePoint now);
   void SendEmdRequests(TimePoint now, std::vector<Action>& out);
   void ApplyEmdDecision(const std::string& peer);
+  // Records i's measurement of `peer`, decides, and sends the decision to the peer.
+  void CompleteMeasure(const std::string& peer, double emd, double reference,
+                       const std::string& witness, TimePoint now, std::vector<Action>& out);
+  // Witness mode: a random samplable peer other than `peer` that can take part, or nullptr.
+  const topology::PeerEntry* PickWitness(const std::string& peer, TimePoint now);
+  void OnWitnessRows(InboundId inbound, const Envelope& env, const WitnessRows& rows,
+                     TimePoint now, std::vector<Action>& out);
+  // Answers both held sides of `key` with `body` and forgets the session.
+  void AnswerWitnessSession(const WitnessKey& key, const Body& body, std::vector<Action>& out);
+  void ExpireWitnessSessions(TimePoint now, bool expire_all, std::vector<Action>& out);
 
   StateMachineConfig config_;
   std::unique_ptr<topology::PeerSampler> sampler_;
@@ -335,7 +419,10 @@ class NodeStateMachine {
   std::map<std::string, uint64_t> nonces_;  // peers' Hello nonces (projection seeds)
   std::map<std::string, EmdRow> emd_;       // the EMD exchange, by peer
   std::vector<std::string> emd_queue_;      // peers still to exchange with
-  int emd_jobs_running_ = 0;                // StartEmbed/StartEmd not yet done
+  int emd_jobs_running_ = 0;                // EMD learner jobs not yet done
+  uint64_t emd_revision_ = 0;
+  std::mt19937_64 witness_rng_;             // witness choice and session ids (not sampling)
+  std::map<WitnessKey, WitnessSession> witness_sessions_;  // as a witness, by key
 };
 
 }  // namespace meshlearn::node

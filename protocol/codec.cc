@@ -49,6 +49,13 @@ void PackLayout(Packer& pk, const ParamLayout& layout) {
   }
 }
 
+void PackPeerInfo(Packer& pk, const PeerInfo& p) {
+  pk.pack_array(3);
+  pk.pack(p.id);
+  pk.pack(p.endpoint);
+  pk.pack(p.public_key);
+}
+
 void PackHello(Packer& pk, const Hello& m) {
   pk.pack_array(5);
   pk.pack(m.listen_endpoint);
@@ -68,12 +75,7 @@ struct BodyPacker {
   void operator()(const PeerList& m) {
     pk.pack_array(1);
     pk.pack_array(static_cast<uint32_t>(m.peers.size()));
-    for (const PeerInfo& p : m.peers) {
-      pk.pack_array(3);
-      pk.pack(p.id);
-      pk.pack(p.endpoint);
-      pk.pack(p.public_key);
-    }
+    for (const PeerInfo& p : m.peers) PackPeerInfo(pk, p);
   }
   void operator()(const GetModel& m) {
     pk.pack_array(2);
@@ -112,6 +114,30 @@ struct BodyPacker {
     pk.pack(m.accepted);
     PackFloat64(buffer, m.emd);
     PackFloat64(buffer, m.reference);
+  }
+  void operator()(const WitnessEmbedRequest& m) {
+    pk.pack_array(5);
+    pk.pack_uint64(m.projection_seed);
+    pk.pack_uint32(m.max_samples);
+    pk.pack_uint64(m.session);
+    PackPeerInfo(pk, m.witness);
+    PackLayout(pk, m.layout);
+    blobs.push_back(m.weights.ToFrame());
+  }
+  void operator()(const WitnessRows& m) {
+    pk.pack_array(6);
+    pk.pack_uint64(m.session);
+    pk.pack(m.requester);
+    pk.pack(m.responder);
+    pk.pack_uint8(static_cast<uint8_t>(m.side));
+    pk.pack_uint32(m.rows);
+    pk.pack_uint32(m.cols);
+    blobs.push_back(m.embeddings.ToFrame());
+  }
+  void operator()(const WitnessResult& m) {
+    pk.pack_array(2);
+    pk.pack_uint64(m.session);
+    PackFloat64(buffer, m.emd);
   }
   void operator()(const Ping& m) {
     pk.pack_array(1);
@@ -284,6 +310,29 @@ Status CheckLayout(const ParamLayout& layout, const DecodeOptions& options) {
   return layout.Matches(*options.expected_layout);
 }
 
+Status UnpackPeerInfo(const msgpack::object& o, const std::string& what, const Limits& limits,
+                      PeerInfo* out) {
+  ASSIGN_FIELDS(p, o, what, 3);
+  MESHLEARN_RETURN_IF_ERROR(p.String(0, "id", limits.max_string_bytes, &out->id));
+  MESHLEARN_RETURN_IF_ERROR(p.String(1, "endpoint", limits.max_string_bytes, &out->endpoint));
+  return p.String(2, "public_key", limits.max_string_bytes, &out->public_key);
+}
+
+// Reads fields `first` (rows) and `first + 1` (cols) and the blob of projected embeddings.
+Status UnpackEmbeddings(const Fields& f, uint32_t first, const Frame& blob, const Limits& limits,
+                        const char* what, uint32_t* rows_out, uint32_t* cols_out,
+                        FloatArray* out) {
+  uint64_t rows, cols;
+  MESHLEARN_RETURN_IF_ERROR(f.Uint(first, "rows", limits.max_embed_rows, &rows));
+  MESHLEARN_RETURN_IF_ERROR(f.Uint(first + 1, "cols", limits.max_embed_cols, &cols));
+  auto embeddings = UnpackWeights(blob, rows * cols, what);
+  if (!embeddings.ok()) return embeddings.status();
+  *rows_out = static_cast<uint32_t>(rows);
+  *cols_out = static_cast<uint32_t>(cols);
+  *out = std::move(*embeddings);
+  return Status::Ok();
+}
+
 Result<Hello> UnpackHello(const msgpack::object& o, const Limits& limits, const char* what) {
   ASSIGN_FIELDS(f, o, what, 5);
   Hello m;
@@ -302,6 +351,8 @@ uint32_t BlobCount(MessageType type) {
     case MessageType::kModel:
     case MessageType::kEmbedRequest:
     case MessageType::kEmbedReply:
+    case MessageType::kWitnessEmbedRequest:
+    case MessageType::kWitnessRows:
       return 1;
     default:
       return 0;
@@ -331,12 +382,9 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.List(0, "peers", limits.max_peers, &items, &count));
       PeerList m;
       for (uint32_t i = 0; i < count; ++i) {
-        ASSIGN_FIELDS(p, items[i], "PeerList.peers[" + std::to_string(i) + "]", 3);
         PeerInfo info;
-        MESHLEARN_RETURN_IF_ERROR(p.String(0, "id", limits.max_string_bytes, &info.id));
-        MESHLEARN_RETURN_IF_ERROR(p.String(1, "endpoint", limits.max_string_bytes, &info.endpoint));
-        MESHLEARN_RETURN_IF_ERROR(
-            p.String(2, "public_key", limits.max_string_bytes, &info.public_key));
+        MESHLEARN_RETURN_IF_ERROR(UnpackPeerInfo(
+            items[i], "PeerList.peers[" + std::to_string(i) + "]", limits, &info));
         m.peers.push_back(std::move(info));
       }
       return Body(std::move(m));
@@ -387,15 +435,9 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
     }
     case MessageType::kEmbedReply: {
       ASSIGN_FIELDS(f, o, "EmbedReply", 2);
-      uint64_t rows, cols;
-      MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "rows", limits.max_embed_rows, &rows));
-      MESHLEARN_RETURN_IF_ERROR(f.Uint(1, "cols", limits.max_embed_cols, &cols));
       EmbedReply m;
-      m.rows = static_cast<uint32_t>(rows);
-      m.cols = static_cast<uint32_t>(cols);
-      auto embeddings = UnpackWeights(blobs[0], rows * cols, "EmbedReply.embeddings");
-      if (!embeddings.ok()) return embeddings.status();
-      m.embeddings = std::move(*embeddings);
+      MESHLEARN_RETURN_IF_ERROR(UnpackEmbeddings(f, 0, blobs[0], limits, "EmbedReply.embeddings",
+                                                 &m.rows, &m.cols, &m.embeddings));
       return Body(std::move(m));
     }
     case MessageType::kEmdDecision: {
@@ -404,6 +446,44 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Bool(0, "accepted", &m.accepted));
       MESHLEARN_RETURN_IF_ERROR(f.Double(1, "emd", &m.emd));
       MESHLEARN_RETURN_IF_ERROR(f.Double(2, "reference", &m.reference));
+      return Body(m);
+    }
+    case MessageType::kWitnessEmbedRequest: {
+      ASSIGN_FIELDS(f, o, "WitnessEmbedRequest", 5);
+      WitnessEmbedRequest m;
+      uint64_t max_samples;
+      MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "projection_seed", UINT64_MAX, &m.projection_seed));
+      MESHLEARN_RETURN_IF_ERROR(f.Uint(1, "max_samples", limits.max_embed_rows, &max_samples));
+      m.max_samples = static_cast<uint32_t>(max_samples);
+      MESHLEARN_RETURN_IF_ERROR(f.Uint(2, "session", UINT64_MAX, &m.session));
+      MESHLEARN_RETURN_IF_ERROR(
+          UnpackPeerInfo(f.at(3), f.Name("witness"), limits, &m.witness));
+      MESHLEARN_RETURN_IF_ERROR(UnpackLayout(f, 4, limits, &m.layout));
+      MESHLEARN_RETURN_IF_ERROR(CheckLayout(m.layout, options));
+      auto weights =
+          UnpackWeights(blobs[0], m.layout.total_floats(), "WitnessEmbedRequest.weights");
+      if (!weights.ok()) return weights.status();
+      m.weights = std::move(*weights);
+      return Body(std::move(m));
+    }
+    case MessageType::kWitnessRows: {
+      ASSIGN_FIELDS(f, o, "WitnessRows", 6);
+      WitnessRows m;
+      uint64_t side;
+      MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "session", UINT64_MAX, &m.session));
+      MESHLEARN_RETURN_IF_ERROR(f.String(1, "requester", limits.max_string_bytes, &m.requester));
+      MESHLEARN_RETURN_IF_ERROR(f.String(2, "responder", limits.max_string_bytes, &m.responder));
+      MESHLEARN_RETURN_IF_ERROR(f.Uint(3, "side", 1, &side));
+      m.side = static_cast<WitnessSide>(side);
+      MESHLEARN_RETURN_IF_ERROR(UnpackEmbeddings(f, 4, blobs[0], limits, "WitnessRows.embeddings",
+                                                 &m.rows, &m.cols, &m.embeddings));
+      return Body(std::move(m));
+    }
+    case MessageType::kWitnessResult: {
+      ASSIGN_FIELDS(f, o, "WitnessResult", 2);
+      WitnessResult m;
+      MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "session", UINT64_MAX, &m.session));
+      MESHLEARN_RETURN_IF_ERROR(f.Double(1, "emd", &m.emd));
       return Body(m);
     }
     case MessageType::kPing:
@@ -450,7 +530,7 @@ Result<msgpack::object_handle> ParseFrame(const Frame& frame, const Limits& limi
   }
 }
 
-constexpr uint16_t kHighestKnownType = static_cast<uint16_t>(MessageType::kError);
+constexpr uint16_t kHighestKnownType = static_cast<uint16_t>(MessageType::kWitnessResult);
 
 }  // namespace
 

@@ -28,6 +28,12 @@ const char* MessageTypeName(MessageType type) {
       return "Pong";
     case MessageType::kError:
       return "Error";
+    case MessageType::kWitnessEmbedRequest:
+      return "WitnessEmbedRequest";
+    case MessageType::kWitnessRows:
+      return "WitnessRows";
+    case MessageType::kWitnessResult:
+      return "WitnessResult";
   }
   return "unknown";
 }

@@ -31,6 +31,9 @@ enum class MessageType : uint16_t {
   kPing = 9,
   kPong = 10,
   kError = 11,
+  kWitnessEmbedRequest = 12,
+  kWitnessRows = 13,
+  kWitnessResult = 14,
 };
 
 // Returns the name of `type` ("GetModel"), or "unknown".
@@ -136,6 +139,50 @@ struct EmdDecision {
   bool operator==(const EmdDecision&) const = default;
 };
 
+// Witness mode of the EMD exchange (DESIGN.md "EMD embedding exchange", emd_witness): like
+// EmbedRequest, but the responder sends its projected rows to `witness` in a WitnessRows instead of
+// returning them, so the requester never sees them. The responder answers with the witness's
+// WitnessResult (or an Error) once the witness has answered it.
+struct WitnessEmbedRequest {
+  static constexpr MessageType kType = MessageType::kWitnessEmbedRequest;
+  uint64_t projection_seed = 0;  // seeds the shared random projection R; never sent to the witness
+  uint32_t max_samples = 512;    // at most this many validation samples are embedded
+  uint64_t session = 0;          // names this measurement at the witness (random, not the seed)
+  PeerInfo witness;              // the third peer that measures the EMD
+  ParamLayout layout;            // describes `weights`
+  FloatArray weights;            // blob frame 2: the requester's model
+  bool operator==(const WitnessEmbedRequest&) const = default;
+};
+
+// Which set of a witnessed measurement a WitnessRows carries.
+enum class WitnessSide : uint8_t {
+  kRequesterTrain = 0,       // the requester's training embeddings (sent by the requester)
+  kResponderValidation = 1,  // the responder's validation embeddings (sent by the responder)
+};
+
+// One side's projected embeddings, sent to the witness of a measurement. The witness pairs the two
+// sides by (session, requester, responder), computes W(train_requester, val_responder) and answers
+// both with a WitnessResult. Never raw samples.
+struct WitnessRows {
+  static constexpr MessageType kType = MessageType::kWitnessRows;
+  uint64_t session = 0;
+  std::string requester;  // node id of the requester (i)
+  std::string responder;  // node id of the responder (j)
+  WitnessSide side = WitnessSide::kRequesterTrain;
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  FloatArray embeddings;  // blob frame 2: rows * cols float32 values
+  bool operator==(const WitnessRows&) const = default;
+};
+
+// The witness's answer to both sides of a measurement: only the scalar distance.
+struct WitnessResult {
+  static constexpr MessageType kType = MessageType::kWitnessResult;
+  uint64_t session = 0;
+  double emd = 0;  // W(train_requester, val_responder)
+  bool operator==(const WitnessResult&) const = default;
+};
+
 // Liveness probe and its answer.
 struct Ping {
   static constexpr MessageType kType = MessageType::kPing;
@@ -157,7 +204,8 @@ struct Error {
 
 // Any message body. The variant order is irrelevant to the wire (the envelope's type selects).
 using Body = std::variant<Hello, HelloAck, PeerList, GetModel, Model, EmbedRequest, EmbedReply,
-                          EmdDecision, Ping, Pong, Error>;
+                          EmdDecision, Ping, Pong, Error, WitnessEmbedRequest, WitnessRows,
+                          WitnessResult>;
 
 // Returns the type number of `body`.
 MessageType TypeOf(const Body& body);

@@ -5,6 +5,9 @@
 
 #include <spdlog/sinks/null_sink.h>
 
+#include <cmath>
+#include <deque>
+
 #include "similarity/projection.h"
 
 namespace meshlearn::node {
@@ -539,6 +542,168 @@ TEST(StateMachineEmd, FinishedNodeLingersOnlyWhileItsExchangeIsInFlight) {
   EXPECT_TRUE(All<Finished>(m->OnTick(t0 + seconds(6))).empty());  // linger (5 s) is over
   m->OnEmbedDone(job[0].job, ProjectedEmbeddings{1, 1, FloatArray::Own({0.5f})}, t0 + seconds(7));
   EXPECT_EQ(All<Finished>(m->OnTick(t0 + seconds(8))).size(), 1u);
+}
+
+// --- EMD exchange, witness mode -----------------------------------------------------------------
+
+// Machines that exchange messages in memory: a request goes to the addressee's OnInbound(), its
+// reply back to the requester's OnReply(); learner jobs are answered at once by fixed rules.
+// Records every message each node received, to check who saw what.
+class InMemoryMesh {
+ public:
+  void Add(std::unique_ptr<NodeStateMachine> machine, const std::string& id) {
+    nodes_[id] = std::move(machine);
+  }
+  NodeStateMachine& operator[](const std::string& id) { return *nodes_.at(id); }
+  // The messages `id` received (requests and replies), in order.
+  const std::vector<Message>& Received(const std::string& id) { return received_[id]; }
+
+  // Queues `actions` of node `owner` and runs until nothing is left to do.
+  void Run(const std::string& owner, std::vector<Action> actions) {
+    for (Action& a : actions) queue_.push_back({owner, std::move(a)});
+    while (!queue_.empty()) {
+      auto [from, action] = std::move(queue_.front());
+      queue_.pop_front();
+      Step(from, action);
+    }
+  }
+
+ private:
+  void Push(const std::string& owner, std::vector<Action> actions) {
+    for (Action& a : actions) queue_.push_back({owner, std::move(a)});
+  }
+  // Projected rows that identify their owner: every value is the owner's first letter.
+  static ProjectedEmbeddings RowsOf(const std::string& owner) {
+    float v = static_cast<float>(owner[0]);
+    return {2, 3, FloatArray::Own({v, v, v, v, v, v})};
+  }
+  void Step(const std::string& from, Action& action) {
+    NodeStateMachine& m = *nodes_.at(from);
+    if (auto* r = std::get_if<SendRequest>(&action)) {
+      if (!nodes_.count(r->peer)) return;
+      InboundId inbound = ++last_inbound_;
+      inbound_[{r->peer, inbound}] = {from, r->request_id};
+      received_[r->peer].push_back(r->message);
+      Push(r->peer, (*this)[r->peer].OnInbound(inbound, r->message, now_));
+    } else if (auto* r = std::get_if<SendReply>(&action)) {
+      auto [requester, request_id] = inbound_.at({from, r->inbound});
+      received_[requester].push_back(r->message);
+      Push(requester, (*this)[requester].OnReply(request_id, r->message, now_));
+    } else if (auto* e = std::get_if<StartEmbed>(&action)) {
+      Push(from, m.OnEmbedDone(e->job, RowsOf(from), now_));
+    } else if (auto* e = std::get_if<StartOwnProjection>(&action)) {
+      Push(from, m.OnOwnProjectionDone(e->job, OwnProjection{RowsOf(from), 0.25}, now_));
+    } else if (auto* e = std::get_if<StartWitnessEmd>(&action)) {
+      // A stand-in distance that depends on both sets: the gap between their first values.
+      double d = std::abs(e->job.train.values.view()[0] - e->job.validation.values.view()[0]);
+      Push(from, m.OnWitnessEmdDone(e->job, d / 100.0, now_));
+    }
+    // StartCompute and StartEmd are not run: the test stops the rounds after round 0.
+  }
+
+  TimePoint now_{};
+  std::map<std::string, std::unique_ptr<NodeStateMachine>> nodes_;
+  std::map<std::string, std::vector<Message>> received_;
+  std::map<std::pair<std::string, InboundId>, std::pair<std::string, uint64_t>> inbound_;
+  std::deque<std::pair<std::string, Action>> queue_;
+  InboundId last_inbound_ = 0;
+};
+
+TEST(StateMachineEmdWitness, AThirdPeerMeasuresEveryPairAndNoSideSeesTheOthersRows) {
+  const std::vector<std::string> ids = {"a", "b", "c"};
+  InMemoryMesh mesh;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::vector<PeerAddress> peers;
+    for (const std::string& other : ids) {
+      if (other != ids[i]) peers.push_back({other, "tcp://127.0.0.1:" + other});
+    }
+    auto config = MachineConfig(ids[i], peers, 5);
+    config.emd_enabled = true;
+    config.emd_witness = true;
+    config.emd_epsilon = 0.05;
+    config.emd_cluster_sampler = true;
+    config.nonce = 1000 + i;
+    mesh.Add(MakeMachine(config, "emd_cluster"), ids[i]);
+  }
+  for (const std::string& id : ids) mesh.Run(id, mesh[id].Start({}));
+  for (const std::string& id : ids) mesh.Run(id, mesh[id].OnComputeDone(Outcome(0), {}));
+
+  for (const std::string& i : ids) {
+    std::vector<EmdRow> rows = mesh[i].EmdRows();
+    ASSERT_EQ(rows.size(), 2u) << i;
+    for (const EmdRow& row : rows) {
+      // The witness is the third node, and the EMD is its measure of (train_i, val_j).
+      std::string third;
+      for (const std::string& k : ids) {
+        if (k != i && k != row.peer) third = k;
+      }
+      EXPECT_EQ(row.witness, third) << i << "->" << row.peer;
+      ASSERT_TRUE(row.emd.has_value()) << i << "->" << row.peer;
+      EXPECT_NEAR(*row.emd, std::abs(i[0] - row.peer[0]) / 100.0, 1e-12);
+      EXPECT_DOUBLE_EQ(*row.reference, 0.25);
+      // a-b and b-c differ by 0.01 (accepted: 0.01 - 0.25 < 0.05); a-c too: all mutual.
+      EXPECT_TRUE(row.mutual()) << i << "->" << row.peer;
+    }
+  }
+  for (const std::string& id : ids) {
+    for (const Message& m : mesh.Received(id)) {
+      // Nobody receives projected rows back: they go only to witnesses, as requests.
+      EXPECT_FALSE(std::holds_alternative<EmbedReply>(m.body)) << id;
+      if (const auto* rows = std::get_if<WitnessRows>(&m.body)) {
+        EXPECT_NE(rows->requester, id);
+        EXPECT_NE(rows->responder, id);
+        // ...and each set comes from its owner, whose values mark it.
+        float owner = static_cast<float>(m.envelope.sender[0]);
+        EXPECT_EQ(rows->embeddings.view()[0], owner);
+      }
+      // A witness never learns the projection seed: it travels only in WitnessEmbedRequest,
+      // which goes to the responder, never to the witness it names.
+      if (const auto* request = std::get_if<WitnessEmbedRequest>(&m.body)) {
+        EXPECT_NE(request->witness.id, id);
+      }
+    }
+  }
+}
+
+TEST(StateMachineEmdWitness, WitnessRowsFromTheWrongSenderAreRefused) {
+  auto config = MachineConfig("w", kPeers, 5);
+  config.emd_enabled = true;
+  auto m = MakeMachine(config);
+  WitnessRows rows;
+  rows.session = 9;
+  rows.requester = "a";
+  rows.responder = "b";
+  rows.side = WitnessSide::kRequesterTrain;
+  rows.rows = 1;
+  rows.cols = 1;
+  rows.embeddings = FloatArray::Own({1.f});
+  // "c" claims to send a's training rows.
+  auto replies = All<SendReply>(m->OnInbound(1, From("c", 1, rows), {}));
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(std::get<Error>(replies[0].message.body).code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(m->counters().rejected_inbound, 1u);
+}
+
+TEST(StateMachineEmdWitness, AHeldSideExpiresWithTimeoutWhenTheOtherNeverArrives) {
+  auto config = MachineConfig("w", kPeers, 5);
+  config.emd_enabled = true;
+  config.round_deadline = seconds(10);
+  auto m = MakeMachine(config);
+  WitnessRows rows;
+  rows.session = 9;
+  rows.requester = "a";
+  rows.responder = "b";
+  rows.side = WitnessSide::kRequesterTrain;
+  rows.rows = 1;
+  rows.cols = 1;
+  rows.embeddings = FloatArray::Own({1.f});
+  TimePoint t0{};
+  EXPECT_TRUE(All<SendReply>(m->OnInbound(1, From("a", 5, rows), t0)).empty());  // held
+  EXPECT_TRUE(All<SendReply>(m->OnTick(t0 + seconds(39))).empty());
+  auto expired = All<SendReply>(m->OnTick(t0 + seconds(40)));  // 4 round deadlines
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].inbound, 1u);
+  EXPECT_EQ(std::get<Error>(expired[0].message.body).code, ErrorCode::kTimeout);
 }
 
 }  // namespace

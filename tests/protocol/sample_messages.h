@@ -46,6 +46,21 @@ inline std::vector<Message> SampleMessages() {
   reply.embeddings = FloatArray::Own(SampleWeights());
   Pong pong;
   pong.nonce = 8;
+  WitnessEmbedRequest witness_embed;
+  witness_embed.projection_seed = 99;
+  witness_embed.max_samples = 256;
+  witness_embed.session = 0xfeedull;
+  witness_embed.witness = {"node-2", "tcp://127.0.0.4:5557", ""};
+  witness_embed.layout = SampleLayout();
+  witness_embed.weights = FloatArray::Own(SampleWeights());
+  WitnessRows witness_rows;
+  witness_rows.session = 0xfeedull;
+  witness_rows.requester = "node-0";
+  witness_rows.responder = "node-1";
+  witness_rows.side = WitnessSide::kResponderValidation;
+  witness_rows.rows = 3;
+  witness_rows.cols = 3;
+  witness_rows.embeddings = FloatArray::Own(SampleWeights());
 
   std::vector<Message> messages;
   messages.push_back(MakeMessage("node-0", 1, 0, hello));
@@ -59,6 +74,9 @@ inline std::vector<Message> SampleMessages() {
   messages.push_back(MakeMessage("node-0", 6, 2, Ping{7}));
   messages.push_back(MakeMessage("node-1", 6, 2, pong));
   messages.push_back(MakeMessage("node-1", 7, 2, Error{ErrorCode::kLayoutMismatch, "bad layout"}));
+  messages.push_back(MakeMessage("node-0", 8, 1, witness_embed));
+  messages.push_back(MakeMessage("node-1", 9, 1, witness_rows));
+  messages.push_back(MakeMessage("node-2", 9, 1, WitnessResult{0xfeedull, 0.03125}));
   return messages;
 }
 
