@@ -294,10 +294,12 @@ Status UnpackLayout(const Fields& parent, uint32_t index, const Limits& limits, 
 
 // Reads blob frame `frame` as exactly `expected_floats` finite float32 values.
 Result<FloatArray> UnpackWeights(const Frame& frame, uint64_t expected_floats, const char* what) {
-  if (frame.size() != expected_floats * sizeof(float)) {
+  // Rationale: expected_floats * sizeof(float) wraps around for a layout of 2^62 or more floats,
+  // which would let an empty blob pass; divide the frame size instead.
+  if (frame.size() % sizeof(float) != 0 || frame.size() / sizeof(float) != expected_floats) {
     return Status::LayoutMismatch(std::string(what) + " blob is " + std::to_string(frame.size()) +
-                                  " bytes, its layout needs " +
-                                  std::to_string(expected_floats * sizeof(float)));
+                                  " bytes, its layout needs " + std::to_string(expected_floats) +
+                                  " float32 values");
   }
   auto array = FloatArray::FromFrame(frame);
   if (!array.ok()) return array.status();

@@ -1,5 +1,8 @@
 #include "protocol/layout.h"
 
+#include <algorithm>
+#include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -12,6 +15,18 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   for (size_t i = 0; i < shape.size(); ++i) out << (i ? "," : "") << shape[i];
   out << ']';
   return out.str();
+}
+
+// The product of `shape` (non-negative dimensions) without wrap-around; nullopt above 2^64 - 1.
+std::optional<uint64_t> ExactNumel(const std::vector<int64_t>& shape) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    uint64_t dim = static_cast<uint64_t>(d);
+    if (n > std::numeric_limits<uint64_t>::max() / dim) return std::nullopt;
+    n *= dim;
+  }
+  return n;
 }
 
 }  // namespace
@@ -52,7 +67,15 @@ Status ParamLayout::Validate() const {
                                     std::to_string(t.offset) + ", expected " +
                                     std::to_string(next) + " (tensors must be back to back)");
     }
-    next += t.numel();
+    // Rationale: numel() and the running offset wrap around modulo 2^64, so a peer could describe
+    // 2^80 floats that "fit" an empty blob. Count exactly and refuse what does not fit.
+    std::optional<uint64_t> numel = ExactNumel(t.shape);
+    if (!numel || *numel > std::numeric_limits<uint64_t>::max() - next) {
+      return Status::LayoutMismatch("tensor '" + t.name + "' with shape " + ShapeString(t.shape) +
+                                    " at offset " + std::to_string(t.offset) +
+                                    " ends beyond 2^64 - 1 floats");
+    }
+    next += *numel;
   }
   return Status::Ok();
 }

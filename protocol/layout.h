@@ -19,7 +19,7 @@ struct TensorSpec {
   uint64_t offset = 0;         // index of the tensor's first float in the flat vector
 
   // Number of floats the tensor holds (product of `shape`; 1 for a scalar). Returns 0 if any
-  // dimension is negative.
+  // dimension is negative. Wraps around modulo 2^64; a layout that passed Validate() never does.
   uint64_t numel() const;
   bool operator==(const TensorSpec& other) const = default;
 };
@@ -28,10 +28,12 @@ struct TensorSpec {
 struct ParamLayout {
   std::vector<TensorSpec> tensors;
 
-  // Total floats covered: offset + numel of the last tensor (0 when empty).
+  // Total floats covered: offset + numel of the last tensor (0 when empty). Exact for a layout
+  // that passed Validate().
   uint64_t total_floats() const;
-  // OK when tensors are back to back from offset 0 in order, with non-negative dimensions and
-  // non-empty unique names; otherwise kLayoutMismatch naming the first offending tensor.
+  // OK when tensors are back to back from offset 0 in order, with non-negative dimensions,
+  // non-empty unique names and at most 2^64 - 1 floats in all (counted without wrap-around);
+  // otherwise kLayoutMismatch naming the first offending tensor.
   Status Validate() const;
   // Compares with `expected` (the local model's layout) and explains the first difference:
   // tensor count, name, shape or offset. OK when identical.

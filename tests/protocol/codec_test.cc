@@ -203,6 +203,22 @@ TEST(Hostile, OverlappingLayoutIsRejected) {
   EXPECT_EQ(DecodeCode(Encode(m)), ErrorCode::kLayoutMismatch);
 }
 
+// Found while writing the decode fuzzer's blob check (tests/protocol/fuzz/decode_fuzzer.cc,
+// contract 5, which flags these inputs): element counts wrapped around 2^64, so a Model whose
+// layout claims 2^80 floats (the count wraps to 0) or 2^62 floats (the byte count wraps to 0) was
+// accepted with an empty weights blob.
+TEST(Hostile, LayoutWhoseSizeWrapsAroundIsRejected) {
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{1ll << 40, 1ll << 40}, std::vector<int64_t>{1ll << 40, 1ll << 22}}) {
+    Message m = SampleModel();
+    std::get<Model>(m.body).layout = MakeContiguousLayout({{"w", shape}});
+    std::get<Model>(m.body).weights = FloatArray::Own({});
+    auto decoded = Decode(Encode(m));
+    ASSERT_FALSE(decoded.ok()) << "shape [" << shape[0] << "," << shape[1] << "] accepted";
+    EXPECT_EQ(decoded.status().code(), ErrorCode::kLayoutMismatch);
+  }
+}
+
 TEST(Hostile, TooManyPeersAreRejected) {
   PeerList list;
   for (int i = 0; i < 20; ++i) list.peers.push_back({"n" + std::to_string(i), "tcp://x", ""});
@@ -295,6 +311,18 @@ TEST(Layout, ValidateExplainsTheProblem) {
   ParamLayout ok = MakeContiguousLayout({{"w", {4, 5}}, {"b", {5}}, {"s", {}}});
   EXPECT_TRUE(ok.Validate().ok());
   EXPECT_EQ(ok.total_floats(), 26u);
+}
+
+TEST(Layout, ValidateRejectsElementCountsBeyond64Bits) {
+  ParamLayout product = MakeContiguousLayout({{"w", {1ll << 40, 1ll << 40}}});
+  EXPECT_EQ(product.Validate().code(), ErrorCode::kLayoutMismatch);
+  ParamLayout sum =
+      MakeContiguousLayout({{"a", {1ll << 40, 1ll << 23}}, {"b", {1ll << 40, 1ll << 23}}});
+  EXPECT_EQ(sum.Validate().code(), ErrorCode::kLayoutMismatch);
+  EXPECT_NE(sum.Validate().message().find("'b'"), std::string::npos) << sum.Validate().message();
+  ParamLayout empty = MakeContiguousLayout({{"w", {1ll << 40, 0, 1ll << 40, 1ll << 40}}});
+  EXPECT_TRUE(empty.Validate().ok()) << empty.Validate().ToString();
+  EXPECT_EQ(empty.total_floats(), 0u);
 }
 
 }  // namespace

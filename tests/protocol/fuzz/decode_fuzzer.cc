@@ -1,0 +1,222 @@
+// libFuzzer target for the wire decoder: DecodeEnvelope() and Decode() of protocol/codec.h.
+//
+// Input: one multipart message as a length-prefixed frame sequence
+// (tests/protocol/fuzz/fuzz_input.h). The seeds are the v1 fixtures of tests/protocol/testdata/,
+// converted at build time.
+//
+// Contract. For every input the decoder must:
+//  1. return: never crash, hang, leak, read out of bounds or hit undefined behaviour (the fuzz
+//     build adds AddressSanitizer, UndefinedBehaviorSanitizer and libstdc++ assertions);
+//  2. reject with a non-OK Status that has a known code and a non-empty message;
+//  3. agree with itself: when Decode() accepts frames, DecodeEnvelope() accepts frame 0 and returns
+//     the same envelope;
+//  4. round-trip: an accepted message re-encodes (Encode) to frames that decode to an equal
+//     message, and encoding that message again gives the same bytes;
+//  5. keep blobs consistent with what describes them (PROTOCOL.md, "Message types"): a Model's or
+//     EmbedRequest's weights hold exactly the floats its layout covers, counted without
+//     wrap-around, and an EmbedReply's embeddings exactly rows * cols;
+//  6. honour an expected layout: with the message's own layout as expected_layout it decodes to
+//     the same message, and with SampleLayout() (the fixtures' layout) it succeeds exactly when
+//     the default decode succeeds and the message has no layout or that very layout;
+//  7. be monotone in its limits: a message accepted under small limits, from frames at odd
+//     addresses, is accepted under the default limits as the same message.
+// A violation of 2-7 prints what differed and aborts, which libFuzzer reports as a crash and
+// saves as a reproducer: it is a decoder bug, never a harness problem.
+//
+// Running it by hand and how long the test suite runs it: README.md, "Tests". Without libFuzzer
+// (g++ builds) replay_main.cc drives this same function over files, e.g. the seed corpus.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "protocol/codec.h"
+#include "tests/protocol/fuzz/fuzz_input.h"
+#include "tests/protocol/sample_messages.h"
+
+namespace meshlearn::fuzz {
+namespace {
+
+[[noreturn]] void Violated(const std::string& what) {
+  std::fprintf(stderr, "decode_fuzzer: contract violated: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+template <typename T>
+void CheckRejection(const Result<T>& result, const char* call) {
+  if (result.ok()) return;
+  const Status& s = result.status();
+  if (s.ok() || s.message().empty() || std::string(ErrorCodeName(s.code())) == "unknown") {
+    Violated(std::string(call) + " rejected with an unusable status: code " +
+             std::to_string(static_cast<int>(s.code())) + ", message '" + s.message() + "'");
+  }
+}
+
+const ParamLayout* LayoutOf(const Body& body) {
+  if (const auto* model = std::get_if<Model>(&body)) return &model->layout;
+  if (const auto* request = std::get_if<EmbedRequest>(&body)) return &request->layout;
+  return nullptr;
+}
+
+// Why `floats` values cannot be the blob `layout` describes, counting in exact arithmetic; empty
+// when they can.
+std::string LayoutBlobMismatch(const ParamLayout& layout, uint64_t floats) {
+  uint64_t covered = 0;
+  for (const TensorSpec& t : layout.tensors) {
+    if (t.offset != covered) {
+      return "tensor '" + t.name + "' starts at offset " + std::to_string(t.offset) +
+             " but the tensors before it hold " + std::to_string(covered) + " floats";
+    }
+    bool empty = std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end();
+    uint64_t numel = empty ? 0 : 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) return "tensor '" + t.name + "' has a negative dimension";
+      if (!empty && numel > UINT64_MAX / static_cast<uint64_t>(d)) {
+        return "tensor '" + t.name + "' has 2^64 or more elements";
+      }
+      if (!empty) numel *= static_cast<uint64_t>(d);
+    }
+    if (numel > UINT64_MAX - covered) return "the layout covers 2^64 or more floats";
+    covered += numel;
+  }
+  if (covered != floats) {
+    return "the layout covers " + std::to_string(covered) + " floats but the blob holds " +
+           std::to_string(floats);
+  }
+  return "";
+}
+
+void CheckBlobs(const Body& body) {
+  std::string problem;
+  if (const auto* model = std::get_if<Model>(&body)) {
+    problem = LayoutBlobMismatch(model->layout, model->weights.size());
+  } else if (const auto* request = std::get_if<EmbedRequest>(&body)) {
+    problem = LayoutBlobMismatch(request->layout, request->weights.size());
+  } else if (const auto* reply = std::get_if<EmbedReply>(&body)) {
+    if (static_cast<uint64_t>(reply->rows) * reply->cols != reply->embeddings.size()) {
+      problem = "EmbedReply is " + std::to_string(reply->rows) + " x " +
+                std::to_string(reply->cols) + " but holds " +
+                std::to_string(reply->embeddings.size()) + " floats";
+    }
+  }
+  if (!problem.empty()) {
+    Violated("accepted " + std::string(MessageTypeName(TypeOf(body))) + ": " + problem);
+  }
+}
+
+void CheckRoundTrip(const Message& decoded) {
+  std::vector<Frame> encoded = Encode(decoded);
+  auto again = Decode(encoded);
+  if (!again.ok()) {
+    Violated("an accepted message re-encodes to frames that do not decode: " +
+             again.status().ToString());
+  }
+  if (!(*again == decoded)) Violated("an accepted message decodes differently after re-encoding");
+  if (Encode(*again) != encoded) Violated("re-encoding a round-tripped message changes its bytes");
+}
+
+// Limits far below the defaults, so that most fixtures and their mutants run into one.
+Limits SmallLimits() {
+  Limits limits;
+  limits.max_message_bytes = 512;
+  limits.max_frames = 3;
+  limits.max_string_bytes = 16;
+  limits.max_tensors = 3;
+  limits.max_tensor_rank = 2;
+  limits.max_peers = 2;
+  limits.max_score_entries = 2;
+  limits.max_embed_rows = 4;
+  limits.max_embed_cols = 4;
+  return limits;
+}
+
+// Copies of `frames` that start at odd addresses and end where their heap block ends.
+// Rationale: FloatArray::FromFrame views aligned blobs and copies unaligned ones; both paths must
+// decode alike.
+std::vector<Frame> Misaligned(const std::vector<Frame>& frames) {
+  std::vector<Frame> out;
+  for (const Frame& frame : frames) {
+    auto block = std::make_shared<std::vector<uint8_t>>(frame.size() + 1);
+    std::copy(frame.bytes().begin(), frame.bytes().end(), block->begin() + 1);
+    out.push_back(Frame::View(block->data() + 1, frame.size(), block));
+  }
+  return out;
+}
+
+void CheckInput(const std::vector<Frame>& frames) {
+  std::optional<Result<Envelope>> envelope;
+  if (!frames.empty()) {
+    envelope.emplace(DecodeEnvelope(frames[0]));
+    CheckRejection(*envelope, "DecodeEnvelope");
+  }
+
+  auto decoded = Decode(frames);
+  CheckRejection(decoded, "Decode");
+  if (decoded.ok()) {
+    if (!envelope || !envelope->ok()) {
+      Violated("Decode accepts a message whose envelope DecodeEnvelope rejects");
+    }
+    if (!(**envelope == decoded->envelope)) {
+      Violated("DecodeEnvelope and Decode return different envelopes");
+    }
+    CheckBlobs(decoded->body);
+    CheckRoundTrip(*decoded);
+  }
+
+  const ParamLayout* own = decoded.ok() ? LayoutOf(decoded->body) : nullptr;
+  if (own != nullptr) {
+    DecodeOptions options;
+    options.expected_layout = own;
+    auto with_own = Decode(frames, options);
+    if (!with_own.ok()) {
+      Violated("a message is rejected when its own layout is expected: " +
+               with_own.status().ToString());
+    }
+    if (!(*with_own == *decoded)) Violated("expecting a message's own layout changes the message");
+  }
+
+  static const ParamLayout kSampleLayout = testing::SampleLayout();
+  DecodeOptions sample;
+  sample.expected_layout = &kSampleLayout;
+  auto with_sample = Decode(frames, sample);
+  CheckRejection(with_sample, "Decode with an expected layout");
+  bool should_accept = decoded.ok() && (own == nullptr || *own == kSampleLayout);
+  if (with_sample.ok() != should_accept) {
+    Violated(std::string("with SampleLayout() expected, Decode ") +
+             (with_sample.ok() ? "accepts" : "rejects (" + with_sample.status().ToString() + ")") +
+             " a message the default decode " + (decoded.ok() ? "accepts" : "rejects") +
+             (own != nullptr && !(*own == kSampleLayout) ? " with a different layout" : ""));
+  }
+  if (with_sample.ok() && !(*with_sample == *decoded)) {
+    Violated("expecting SampleLayout() changes the decoded message");
+  }
+
+  DecodeOptions small;
+  small.limits = SmallLimits();
+  auto limited = Decode(Misaligned(frames), small);
+  CheckRejection(limited, "Decode under small limits");
+  if (limited.ok()) {
+    if (!decoded.ok()) {
+      Violated("a message accepted under small limits is rejected under the defaults: " +
+               decoded.status().ToString());
+    }
+    if (!(*limited == *decoded)) {
+      Violated("small limits or unaligned frames change the decoded message");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace meshlearn::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  meshlearn::fuzz::CheckInput(meshlearn::fuzz::SplitFuzzInput({data, size}));
+  return 0;
+}
