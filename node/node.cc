@@ -130,6 +130,7 @@ class Node::Impl {
 
   std::map<InboundId, ReplyToken> tokens;  // event thread only
   uint64_t written_emd_revision = 0;        // the machine's emd_revision() in emd.csv
+  MessageObserver observer;                 // sees every decoded received message
   InboundId last_inbound = 0;
   Status failure;  // a failure of the node itself, ends Run()
 
@@ -262,6 +263,7 @@ class Node::Impl {
       const std::vector<Frame>& frames = in->request.frames;
       Result<Message> decoded = Decode(frames, decode_options);
       if (decoded.ok()) {
+        if (observer) observer(*decoded);
         Execute(machine->OnInbound(id, *decoded, now));
       } else {
         // Address the Error with whatever of the envelope decoded, so the requester matches it.
@@ -275,6 +277,7 @@ class Node::Impl {
     } else if (auto* reply = std::get_if<ReplyEvent>(&event)) {
       Result<Message> decoded = reply->frames.ok() ? Decode(*reply->frames, decode_options)
                                                    : Result<Message>(reply->frames.status());
+      if (decoded.ok() && observer) observer(*decoded);
       Execute(machine->OnReply(reply->request_id, decoded, now));
     } else if (auto* done = std::get_if<ComputeEvent>(&event)) {
       learner_state = std::move(done->state);
@@ -365,9 +368,11 @@ class Node::Impl {
 };
 
 Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
-                                           std::shared_ptr<spdlog::logger> logger) {
+                                           std::shared_ptr<spdlog::logger> logger,
+                                           MessageObserver observer) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  impl->observer = std::move(observer);
   if (!logger) {
     auto level = ParseLogLevel(config.log_level);
     if (!level.ok()) return level.status();

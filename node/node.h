@@ -7,12 +7,14 @@
 // worker thread runs the learner's rounds. Several Nodes may run in one process (in-process
 // mode); they share nothing but the log sink.
 
+#include <functional>
 #include <memory>
 #include <string>
 
 #include <spdlog/logger.h>
 
 #include "node/config.h"
+#include "protocol/messages.h"
 #include "protocol/status.h"
 
 namespace meshlearn::node {
@@ -25,6 +27,11 @@ struct NodeProgress {
   double last_val_loss = 0;
 };
 
+// Sees every message a node receives and decodes (requests and replies) on the node's event
+// thread, before the node acts on it. For tracing and for tests of what travels on the wire; it
+// must not block and must not keep references into the message.
+using MessageObserver = std::function<void(const Message& message)>;
+
 // One meshlearn node.
 class Node {
  public:
@@ -32,8 +39,10 @@ class Node {
   // from `<output_dir>/checkpoint.bin` when present, and starts the HTTP endpoint if configured.
   // `logger` defaults to a stderr logger named after the node at config.log_level. Errors name the
   // file, key or endpoint at fault.
+  // `observer`, when set, sees every received message (see MessageObserver).
   static Result<std::unique_ptr<Node>> Create(const NodeConfig& config,
-                                              std::shared_ptr<spdlog::logger> logger = nullptr);
+                                              std::shared_ptr<spdlog::logger> logger = nullptr,
+                                              MessageObserver observer = nullptr);
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;

@@ -603,6 +603,11 @@ void NodeStateMachine::SendEmdRequests(TimePoint now, std::vector<Action>& out) 
   for (const Snapshot& s : history_) {
     if (s.round == 0) phi = s.weights;  // phi_i: the model after the first local training
   }
+  if (!emd_queue_.empty() && HavePublished() && phi.size() != config_.layout.total_floats()) {
+    log_->warn("no embedding model to send (round 0 produced no weights); EMD exchange skipped");
+    emd_queue_.clear();
+    return;
+  }
   while (budget > 0 && !emd_queue_.empty() && HavePublished()) {
     std::string peer = emd_queue_.front();
     emd_queue_.erase(emd_queue_.begin());
@@ -876,7 +881,12 @@ bool NodeStateMachine::EmdInFlight() const {
     return p.second.kind != RequestKind::kHello && p.second.kind != RequestKind::kGetModel &&
            p.second.kind != RequestKind::kPeerList;
   });
-  return pending || !emd_queue_.empty() || emd_jobs_running_ > 0 || !witness_sessions_.empty();
+  // A peer we measured owes us its decision; it sends it after measuring us, which needs us.
+  bool awaiting = std::any_of(emd_.begin(), emd_.end(), [](const auto& row) {
+    return row.second.accepted.has_value() && !row.second.peer_accepted.has_value();
+  });
+  return pending || awaiting || !emd_queue_.empty() || emd_jobs_running_ > 0 ||
+         !witness_sessions_.empty();
 }
 
 std::vector<EmdRow> NodeStateMachine::EmdRows() const {

@@ -29,9 +29,18 @@
 // - A round lasts at least `min_round` (pacing): the next one starts when it has passed.
 //   Rationale: on a LAN a tiny model would otherwise gossip as fast as the network allows.
 // - After the last round the node keeps serving for `linger` and then emits Finished; while its
-//   EMD exchange is still in flight it waits up to 4 round deadlines longer.
+//   EMD exchange is still in flight (its own requests and jobs, sessions it witnesses, and
+//   decisions still owed by peers it measured) it waits up to 4 round deadlines longer.
 //   Rationale: peers that are a little behind still fetch from it, and a one-shot exchange
-//   that started late must not be cut off.
+//   that started late must not be cut off. A peer measures us after we measured it, and its
+//   decision reaches us only while we run; leaving early left one-sided edges (ARI 0.80).
+// - EMD witness mode: for each peer j the requester picks a random third peer w and a random
+//   session; it sends j a WitnessEmbedRequest naming w and sends its own projected training rows
+//   to w. j sends its projected validation rows to w. w checks each side comes from the node it
+//   names, holds the first side until the second arrives (at most 4 round deadlines, at most 64
+//   sessions), and answers both with the scalar EMD; j forwards it to i as its answer.
+//   Rationale: DESIGN.md "EMD embedding exchange", emd_witness: the paper's server, which never
+//   learns R, becomes a peer; the seed travels only between i and j.
 
 #include <chrono>
 #include <cstdint>

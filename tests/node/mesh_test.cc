@@ -9,7 +9,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <bit>
+#include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -45,6 +51,7 @@ class SyntheticMesh {
     partition.seed = seed;
     auto shards = training::BuildClientShards({}, partition);
     EXPECT_TRUE(shards.ok()) << shards.status().ToString();
+    shards_ = *shards;
     for (const auto& shard : *shards) {
       std::string id = "node-" + std::to_string(shard.client_id);
       std::string path = training::ShardPath(dir_ + "/shards", shard.client_id);
@@ -78,11 +85,13 @@ class SyntheticMesh {
 
   // Runs every node for `rounds` rounds as threads of this process; returns when all finished.
   // `during` (optional) is called with node 0 while the nodes run.
-  void Run(int64_t rounds, const std::function<void(Node&)>& during = nullptr) {
+  // `observer` (optional) sees every message every node receives, from several threads.
+  void Run(int64_t rounds, const std::function<void(Node&)>& during = nullptr,
+           const MessageObserver& observer = nullptr) {
     std::vector<std::unique_ptr<Node>> nodes;
     for (NodeConfig c : configs_) {
       c.rounds = rounds;
-      auto node = Node::Create(c, MakeNodeLogger(c.id, spdlog::level::warn));
+      auto node = Node::Create(c, MakeNodeLogger(c.id, spdlog::level::warn), observer);
       ASSERT_TRUE(node.ok()) << node.status().ToString();
       nodes.push_back(std::move(*node));
     }
@@ -101,8 +110,10 @@ class SyntheticMesh {
   }
   std::vector<NodeConfig>& configs() { return configs_; }
   int ClusterOf(const std::string& id) const { return cluster_of_.at(id); }
+  const std::vector<training::ClientShard>& shards() const { return shards_; }
 
  private:
+  std::vector<training::ClientShard> shards_;
   std::string dir_;
   std::vector<NodeConfig> configs_;
   std::map<std::string, int> cluster_of_;
@@ -191,6 +202,107 @@ TEST(Mesh, SyncRunsWithTheSameSeedSampleTheSamePeers) {
   ASSERT_EQ(first.size(), 6u * 7u);
   EXPECT_EQ(first, second);
 }
+
+// True when `blob` holds, at any position, the features of one sample of `data` (bit for bit).
+bool ContainsSample(std::span<const float> blob, const training::Dataset& data) {
+  const size_t width = static_cast<size_t>(data.SampleNumel());
+  std::multimap<uint32_t, size_t> first;  // bits of a sample's first feature -> sample
+  for (size_t i = 0; i < data.size(); ++i) {
+    first.emplace(std::bit_cast<uint32_t>(data.features[i * width]), i);
+  }
+  for (size_t at = 0; at + width <= blob.size(); ++at) {
+    auto [begin, end] = first.equal_range(std::bit_cast<uint32_t>(blob[at]));
+    for (auto it = begin; it != end; ++it) {
+      if (std::memcmp(&blob[at], &data.features[it->second * width], width * sizeof(float)) == 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The blob of a message that carries one, as floats.
+std::optional<std::span<const float>> BlobOf(const Message& m) {
+  return std::visit(
+      [](const auto& body) -> std::optional<std::span<const float>> {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, Model> || std::is_same_v<T, EmbedRequest> ||
+                      std::is_same_v<T, WitnessEmbedRequest>) {
+          return body.weights.view();
+        } else if constexpr (std::is_same_v<T, EmbedReply> || std::is_same_v<T, WitnessRows>) {
+          return body.embeddings.view();
+        } else {
+          return std::nullopt;
+        }
+      },
+      m.body);
+}
+
+class MeshEmdWire : public ::testing::TestWithParam<bool> {};
+
+// DESIGN.md "EMD embedding exchange": raw data never leaves its node. Every message every node
+// receives is captured; none carries a sample's features, embeddings travel only as projected
+// rows (k = round(0.9 * 200) = 180 columns of the mlp's 200-d hidden layer), and in witness mode
+// no requester ever receives the responder's rows.
+TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
+  const bool witness = GetParam();
+  SyntheticMesh mesh(witness ? "emd_wire_witness" : "emd_wire_direct", 1, 3, 11);
+  for (NodeConfig& c : mesh.configs()) {
+    c.architecture = "mlp";
+    c.learning_rate = 0.0005;  // the mlp diverges on this regression at the linear model's rate
+    c.emd_enabled = true;
+    c.emd_witness = witness;
+    c.emd_max_samples = 40;
+    c.emd_epsilon = 1.0;
+  }
+  std::mutex mu;
+  std::vector<Message> received;
+  mesh.Run(2, nullptr, [&](const Message& m) {
+    std::lock_guard<std::mutex> lock(mu);
+    received.push_back(m);
+  });
+
+  // The detector itself finds a sample where there is one.
+  ASSERT_TRUE(ContainsSample(mesh.shards()[0].validation.features, mesh.shards()[0].validation));
+  std::map<MessageType, int> count;
+  for (const Message& m : received) {
+    ++count[TypeOf(m.body)];
+    if (auto blob = BlobOf(m)) {
+      for (const training::ClientShard& shard : mesh.shards()) {
+        ASSERT_FALSE(ContainsSample(*blob, shard.train))
+            << MessageTypeName(TypeOf(m.body)) << " from " << m.envelope.sender;
+        ASSERT_FALSE(ContainsSample(*blob, shard.validation))
+            << MessageTypeName(TypeOf(m.body)) << " from " << m.envelope.sender;
+      }
+    }
+    if (const auto* rows = std::get_if<WitnessRows>(&m.body)) {
+      EXPECT_EQ(rows->cols, 180u);
+    }
+    if (const auto* reply = std::get_if<EmbedReply>(&m.body)) {
+      EXPECT_EQ(reply->cols, 180u);
+    }
+  }
+  // Every ordered pair of the 3 nodes was measured: 6 measurements.
+  if (witness) {
+    EXPECT_EQ(count[MessageType::kEmbedReply], 0);
+    EXPECT_EQ(count[MessageType::kWitnessRows], 12);  // two sides per measurement
+    EXPECT_EQ(count[MessageType::kWitnessResult], 18);  // to both sides, and forwarded to i
+  } else {
+    EXPECT_EQ(count[MessageType::kEmbedReply], 6);
+    EXPECT_EQ(count[MessageType::kWitnessRows], 0);
+  }
+  for (const NodeConfig& c : mesh.configs()) {
+    std::ifstream emd(c.output_dir + "/emd.csv");
+    std::string line;
+    int measured = 0;
+    std::getline(emd, line);
+    while (std::getline(emd, line)) measured += line.find(",,") == std::string::npos;
+    EXPECT_EQ(measured, 2) << c.id;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, MeshEmdWire, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Witness" : "Direct"; });
 
 }  // namespace
 }  // namespace meshlearn::node

@@ -544,6 +544,41 @@ TEST(StateMachineEmd, FinishedNodeLingersOnlyWhileItsExchangeIsInFlight) {
   EXPECT_EQ(All<Finished>(m->OnTick(t0 + seconds(8))).size(), 1u);
 }
 
+TEST(StateMachineEmd, FinishedNodeWaitsForTheDecisionOfAPeerItMeasured) {
+  auto config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}, 1);
+  config.emd_enabled = true;
+  config.round_deadline = seconds(10);
+  auto m = MakeMachine(config);
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  std::vector<SendRequest> requests;
+  for (const SendRequest& r : All<SendRequest>(m->OnComputeDone(Outcome(0), t0))) {
+    if (std::holds_alternative<EmbedRequest>(r.message.body)) {
+      requests.push_back(r);
+    } else if (std::holds_alternative<GetModel>(r.message.body)) {
+      ASSERT_EQ(All<StartCompute>(m->OnReply(r.request_id, From("a", 1, PeerModelAt(0)), t0)).size(),
+                1u);
+    }
+  }
+  ASSERT_EQ(requests.size(), 1u);
+  m->OnComputeDone(Outcome(1), t0);  // the last round: lingering from now on
+  EmbedReply reply;
+  reply.rows = 1;
+  reply.cols = 1;
+  reply.embeddings = FloatArray::Own({1});
+  auto job = All<StartEmd>(m->OnReply(requests[0].request_id, From("a", 1, reply), t0));
+  ASSERT_EQ(job.size(), 1u);
+  auto decision = All<SendRequest>(m->OnEmdDone(job[0].job, EmdMeasure{0.05, 0.03}, t0));
+  ASSERT_EQ(decision.size(), 1u);
+  m->OnReply(decision[0].request_id, From("a", 2, std::get<EmdDecision>(decision[0].message.body)),
+             t0);
+  // Our side is done, but a has not measured us yet: we stay past the linger time...
+  EXPECT_TRUE(All<Finished>(m->OnTick(t0 + seconds(20))).empty());
+  // ...until its decision arrives.
+  m->OnInbound(3, From("a", 9, EmdDecision{true, 0.04, 0.03}), t0 + seconds(21));
+  EXPECT_EQ(All<Finished>(m->OnTick(t0 + seconds(22))).size(), 1u);
+}
+
 // --- EMD exchange, witness mode -----------------------------------------------------------------
 
 // Machines that exchange messages in memory: a request goes to the addressee's OnInbound(), its
