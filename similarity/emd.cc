@@ -18,24 +18,12 @@ namespace {
 // specification of emd.h). `which` names the set in messages ("a", "b").
 Result<std::vector<double>> UnitRows(const PointSet& set, const char* which) {
   const std::string name = std::string("emd: point set ") + which;
-  if (set.rows == 0 || set.cols == 0) {
-    return Status::InvalidArgument(name + " is empty (" + std::to_string(set.rows) + " x " +
-                                   std::to_string(set.cols) + ")");
-  }
-  if (set.values.size() / set.cols != set.rows || set.values.size() % set.cols != 0) {
-    return Status::InvalidArgument(name + " has " + std::to_string(set.values.size()) +
-                                   " values, expected " + std::to_string(set.rows) + " x " +
-                                   std::to_string(set.cols));
-  }
+  MESHLEARN_RETURN_IF_ERROR(CheckPointSet(set, name));
   std::vector<double> unit(set.values.size());
   for (size_t i = 0; i < set.rows; ++i) {
     const float* row = set.values.data() + i * set.cols;
     double norm2 = 0;
     for (size_t k = 0; k < set.cols; ++k) norm2 += static_cast<double>(row[k]) * row[k];
-    // A float squared fits a double, so the sum is finite iff every value of the row is.
-    if (!std::isfinite(norm2)) {
-      return Status::NonFinite(name + ": NaN or Inf in row " + std::to_string(i));
-    }
     if (norm2 == 0) {
       return Status::InvalidArgument(name + ": row " + std::to_string(i) +
                                      " has zero norm (no direction, so no cosine)");

@@ -32,16 +32,9 @@
 #include <vector>
 
 #include "protocol/status.h"
+#include "similarity/point_set.h"
 
 namespace meshlearn::similarity {
-
-// A set of `rows` points in `cols` dimensions, row-major: point i is values[i*cols, (i+1)*cols).
-// A view; the caller keeps the values alive for the duration of the call that reads it.
-struct PointSet {
-  std::span<const float> values;
-  size_t rows = 0;
-  size_t cols = 0;
-};
 
 // The largest n_a × n_b a solver accepts (2048 × 2048). Larger inputs are kTooMany.
 // Rationale: the exact solver stores about 60 bytes per pair of rows (the dense bipartite network),

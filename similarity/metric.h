@@ -87,8 +87,8 @@ class SimilarityMetric {
   virtual Result<double> Score(const MetricInput& input) const = 0;
 };
 
-// Builds the metric named `name` ("inv_loss", "cos_weights", "cos_grad", "inv_l2", "emd"). Returns
-// kInvalidArgument naming the accepted names when `name` is unknown.
+// Builds the metric named `name` ("inv_loss", "cos_weights", "cos_grad", "inv_l2", "emd",
+// "centroid"). Returns kInvalidArgument naming the accepted names when `name` is unknown.
 Result<std::unique_ptr<SimilarityMetric>> MakeSimilarityMetric(std::string_view name);
 
 // The names MakeSimilarityMetric() accepts, in table order.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "similarity/centroid_signature.h"
 #include "similarity/emd_decision.h"
 #include "similarity/metric.h"
 #include "similarity/metrics.h"
@@ -22,13 +23,14 @@ std::unique_ptr<SimilarityMetric> Make() {
   return std::make_unique<Metric>();
 }
 
-// Append new metrics here ("centroid" arrives with the FLT policy).
+// Append new metrics here.
 constexpr MetricEntry kMetricTable[] = {
     {"inv_loss", &Make<InverseLossMetric>},
     {"cos_weights", &Make<CosineWeightsMetric>},
     {"cos_grad", &Make<CosineGradMetric>},
     {"inv_l2", &Make<InverseL2Metric>},
     {"emd", &Make<EmdMetric>},
+    {"centroid", &Make<CentroidMetric>},
 };
 
 }  // namespace

@@ -65,12 +65,7 @@ Result<Projection> DrawProjection(uint64_t seed, size_t input_dim, double proj_r
 }
 
 Result<std::vector<float>> Project(const PointSet& x, const Projection& r) {
-  if (x.rows == 0 || x.cols == 0) return Status::InvalidArgument("projection: empty point set");
-  if (x.values.size() % x.cols != 0 || x.values.size() / x.cols != x.rows) {
-    return Status::InvalidArgument("projection: " + std::to_string(x.values.size()) +
-                                   " values, expected " + std::to_string(x.rows) + " x " +
-                                   std::to_string(x.cols));
-  }
+  MESHLEARN_RETURN_IF_ERROR(CheckPointSet(x, "projection: point set"));
   if (x.cols != r.input_dim || r.matrix.size() != r.input_dim * r.output_dim) {
     return Status::LayoutMismatch("projection: points have " + std::to_string(x.cols) +
                                   " columns, the projection expects " +
@@ -82,9 +77,6 @@ Result<std::vector<float>> Project(const PointSet& x, const Projection& r) {
     std::fill(accumulator.begin(), accumulator.end(), 0.0);
     const float* point = x.values.data() + i * x.cols;
     for (size_t k = 0; k < x.cols; ++k) {
-      if (!std::isfinite(point[k])) {
-        return Status::NonFinite("projection: NaN or Inf in row " + std::to_string(i));
-      }
       const double value = point[k];
       const float* r_row = r.matrix.data() + k * r.output_dim;
       for (size_t c = 0; c < r.output_dim; ++c) accumulator[c] += value * r_row[c];

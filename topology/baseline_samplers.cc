@@ -57,4 +57,19 @@ void EmdClusterSampler::Reweight(std::vector<PeerRecord>& records, int64_t /*rou
   });
 }
 
+void ClusterSampler::SetCluster(std::optional<std::vector<std::string>> mates) {
+  if (mates) {
+    std::sort(mates->begin(), mates->end());
+    mates->erase(std::unique(mates->begin(), mates->end()), mates->end());
+  }
+  mates_ = std::move(mates);
+  RecomputeProbabilities();
+}
+
+void ClusterSampler::Reweight(std::vector<PeerRecord>& records, int64_t /*round*/) const {
+  UniformOver(records, [this](const PeerRecord& r) {
+    return !mates_ || std::binary_search(mates_->begin(), mates_->end(), r.peer);
+  });
+}
+
 }  // namespace meshlearn::topology

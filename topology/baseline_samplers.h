@@ -3,6 +3,7 @@
 // share PeerSampler's joins, leaves, draws and checkpoints; they record the scores they are given
 // (for scores.csv) but never let them change a probability.
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,38 @@ class EmdClusterSampler final : public PeerSampler {
 
  protected:
   void Reweight(std::vector<PeerRecord>& records, int64_t round) const override;
+};
+
+// `louvain` (FLIC) and `temperature` (OCFL): uniform within node i's cluster as a clustering policy
+// decides it (similarity/cluster_policy.h); the node passes the policy's ClusterMates() to
+// SetCluster() whenever the policy reclusters. Before any cluster is set, uniform over all known
+// peers; once one is set, uniform over the known peers it names, p_ij = 0 for the others (a peer
+// joining later counts only if the cluster names it; an empty cluster means no sampling). Scores
+// passed to Update() are recorded for the outputs but never change a probability.
+// Rationale: both papers run FedAvg over everyone until they cluster, then within each cluster
+// (file 002 Algorithm 1 lines 15-19; file 003 Algorithm 1 lines 26-29); the clustering itself
+// needs the peers' update directions, which the node holds, not the sampler.
+// The cluster is not part of SamplerState: after Restore() the node calls SetCluster() again.
+class ClusterSampler final : public PeerSampler {
+ public:
+  // `name` is the config name this sampler answers to ("louvain" or "temperature").
+  ClusterSampler(std::string self, std::string name)
+      : PeerSampler(std::move(self)), name_(std::move(name)) {}
+  std::string_view Name() const override { return name_; }
+
+  // Sets node i's cluster mates (std::nullopt: not clustered yet) and recomputes the
+  // probabilities. Ids may come in any order; repeats, self and ids that are not known peers do no
+  // harm.
+  void SetCluster(std::optional<std::vector<std::string>> mates);
+  // The cluster mates last set (sorted, without repeats), or nullopt.
+  const std::optional<std::vector<std::string>>& cluster() const { return mates_; }
+
+ protected:
+  void Reweight(std::vector<PeerRecord>& records, int64_t round) const override;
+
+ private:
+  std::string name_;
+  std::optional<std::vector<std::string>> mates_;
 };
 
 }  // namespace meshlearn::topology

@@ -154,6 +154,8 @@ class PeerSampler {
   // Recomputes every record's probability from the records and the last round. Called after
   // joins, leaves and updates; must keep the probabilities summing to 1 or all 0.
   virtual void Reweight(std::vector<PeerRecord>& records, int64_t round) const = 0;
+  // Calls Reweight() now: for a sampler whose own state, which Reweight() reads, has changed.
+  void RecomputeProbabilities() { Reweight(records_, round_); }
   // Called by Update() after the direct scores are set, before Reweight(). `observations` are
   // the valid observations of known peers, sorted by peer id. The default does nothing (baselines
   // keep the scores for the outputs but ignore them).
@@ -171,7 +173,7 @@ class PeerSampler {
 // The sampler options a node config can set (DESIGN.md "DAC sampler"); strings are parsed by
 // MakePeerSampler(), the only place they meet types.
 struct SamplerConfig {
-  // "dac" | "random" | "oracle" | "local" | "emd_cluster".
+  // "dac" | "random" | "oracle" | "local" | "emd_cluster" | "louvain" | "temperature".
   std::string sampler = "dac";
   // This node's id.
   std::string self;

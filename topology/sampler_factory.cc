@@ -87,15 +87,27 @@ Result<std::unique_ptr<PeerSampler>> MakeEmdCluster(const SamplerConfig& config)
   return std::unique_ptr<PeerSampler>(std::make_unique<EmdClusterSampler>(config.self));
 }
 
+template <const char* kName>
+Result<std::unique_ptr<PeerSampler>> MakeCluster(const SamplerConfig& config) {
+  return std::unique_ptr<PeerSampler>(std::make_unique<ClusterSampler>(config.self, kName));
+}
+constexpr char kLouvain[] = "louvain";
+constexpr char kTemperature[] = "temperature";
+
 struct SamplerEntry {
   std::string_view name;
   Result<std::unique_ptr<PeerSampler>> (*make)(const SamplerConfig&);
 };
 
-// Append new samplers here ("louvain", "temperature" arrive with their issues).
+// Append new samplers here.
 constexpr SamplerEntry kSamplerTable[] = {
-    {"dac", &MakeDac},     {"random", &MakeRandom},          {"oracle", &MakeOracle},
-    {"local", &MakeLocal}, {"emd_cluster", &MakeEmdCluster},
+    {"dac", &MakeDac},
+    {"random", &MakeRandom},
+    {"oracle", &MakeOracle},
+    {"local", &MakeLocal},
+    {"emd_cluster", &MakeEmdCluster},
+    {kLouvain, &MakeCluster<kLouvain>},
+    {kTemperature, &MakeCluster<kTemperature>},
 };
 
 }  // namespace

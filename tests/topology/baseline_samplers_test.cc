@@ -30,7 +30,8 @@ std::unique_ptr<PeerSampler> Make(const SamplerConfig& config,
 
 TEST(SamplerFactoryTest, BuildsEverySamplerByItsName) {
   EXPECT_EQ(PeerSamplerNames(),
-            (std::vector<std::string>{"dac", "random", "oracle", "local", "emd_cluster"}));
+            (std::vector<std::string>{"dac", "random", "oracle", "local", "emd_cluster", "louvain",
+                                      "temperature"}));
   for (const std::string& name : PeerSamplerNames()) {
     auto sampler = MakePeerSampler(Config(name));
     ASSERT_TRUE(sampler.ok()) << name;
@@ -128,6 +129,45 @@ TEST(EmdClusterSamplerTest, UniformUntilDecidedThenOnlyMutuallyAcceptedPeers) {
   std::vector<PeerObservation> rejected = {{"b", -1.0, {}}};
   ASSERT_TRUE(sampler->Update(2, rejected).ok());
   EXPECT_TRUE(sampler->Sample(2, {}, rng).empty());  // no accepted peer: learn alone
+}
+
+ClusterSampler& AsCluster(std::unique_ptr<PeerSampler>& sampler) {
+  return dynamic_cast<ClusterSampler&>(*sampler);
+}
+
+TEST(ClusterSamplerTest, UniformOverAllUntilClusteredThenOnlyWithinTheCluster) {
+  for (const std::string name : {"louvain", "temperature"}) {
+    auto sampler = Make(Config(name), {"b", "c", "d", "e"});
+    EXPECT_EQ(sampler->Name(), name);
+    for (const PeerRecord& r : sampler->Records()) EXPECT_DOUBLE_EQ(r.probability, 0.25);
+    // Unordered, repeated, self and an unknown id: only the known mates c and e count.
+    AsCluster(sampler).SetCluster(std::vector<std::string>{"e", "a", "c", "zz", "e"});
+    EXPECT_EQ(AsCluster(sampler).cluster(), (std::vector<std::string>{"a", "c", "e", "zz"}));
+    EXPECT_DOUBLE_EQ(sampler->Find("c")->probability, 0.5);
+    EXPECT_DOUBLE_EQ(sampler->Find("e")->probability, 0.5);
+    EXPECT_EQ(sampler->Find("b")->probability, 0);
+    EXPECT_EQ(sampler->Find("d")->probability, 0);
+    Rng rng(7);
+    for (int draw = 0; draw < 30; ++draw) {
+      for (const SampledPeer& peer : sampler->Sample(3, {}, rng)) {
+        EXPECT_TRUE(peer.peer == "c" || peer.peer == "e") << peer.peer;
+      }
+    }
+    // Scores are recorded but do not move the probabilities.
+    ASSERT_TRUE(sampler->Update(1, std::vector<PeerObservation>{{"b", 9.0, {}}}).ok());
+    EXPECT_EQ(sampler->Find("b")->probability, 0);
+    EXPECT_EQ(sampler->Find("b")->score, 9.0);
+    // A mate met after the clustering joins the draw; a stranger does not.
+    ASSERT_TRUE(sampler->AddPeer("zz").ok());
+    ASSERT_TRUE(sampler->AddPeer("f").ok());
+    EXPECT_NEAR(sampler->Find("zz")->probability, 1.0 / 3, 1e-12);
+    EXPECT_EQ(sampler->Find("f")->probability, 0);
+    // An empty cluster: learn alone. Back to nullopt: uniform again.
+    AsCluster(sampler).SetCluster(std::vector<std::string>{});
+    EXPECT_TRUE(sampler->Sample(3, {}, rng).empty());
+    AsCluster(sampler).SetCluster(std::nullopt);
+    for (const PeerRecord& r : sampler->Records()) EXPECT_NEAR(r.probability, 1.0 / 6, 1e-12);
+  }
 }
 
 TEST(BaselineSamplerTest, SnapshotRoundTripsThroughTheSameKind) {

@@ -1,0 +1,57 @@
+#pragma once
+// The linear assignment problem: match the rows of a cost matrix to distinct columns at the least
+// total cost. FLT's distance between two nodes' centroid sets is such a matching
+// (similarity/centroid_signature.h; file 001).
+//
+// Specification.
+// - The input is a rows × cols cost matrix, row-major, rows ≥ 1, cols ≥ 1, every entry finite;
+//   negative entries are allowed. Rectangular matrices are accepted: the smaller side is matched
+//   completely, each of its members to a distinct member of the larger side, and the rest of the
+//   larger side stays unmatched.
+//   Rationale: two peers may send different numbers of centroids (k is a per-node setting); FLT's
+//   released code matches the smaller set into the larger one.
+// - The result is an optimal matching: no other matching of the smaller side has a smaller total
+//   (up to floating-point rounding of the sums). Among optimal matchings, which one is returned is
+//   a fixed function of the matrix, so two calls on the same matrix agree.
+// - The algorithm is the Hungarian method in its shortest-augmenting-path form (Kuhn 1955,
+//   Munkres 1957; potentials as in Jonker and Volgenant 1987): O(s² · l) time for s = min(rows,
+//   cols) and l = max(rows, cols), O(rows · cols) memory.
+//   Rationale: trying all k! permutations, as FLT's released code does, is 3.6 million sums at
+//   k = 10; the Hungarian method is exact at a few hundred operations.
+// - Bad input is a Status, never a crash: an empty matrix or a cost span that is not rows × cols
+//   long is kInvalidArgument, a NaN or Inf entry kNonFinite, an entry of magnitude above
+//   kMaxAssignmentCost kInvalidArgument, more than kMaxAssignmentEntries entries kTooMany.
+//   Rationale: the dual potentials are sums and differences of costs; bounding the costs keeps
+//   them finite, so the search always terminates.
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "protocol/status.h"
+
+namespace meshlearn::similarity {
+
+// The largest rows × cols MinCostAssignment() accepts (2^22, as the EMD solvers).
+// Rationale: the cost of a call grows as s² · l; a peer must not be able to make a node spend
+// minutes on one matching.
+inline constexpr size_t kMaxAssignmentEntries = size_t{1} << 22;
+
+// The largest |cost| MinCostAssignment() accepts. Squared distances between float points stay far
+// below it.
+inline constexpr double kMaxAssignmentCost = 1e150;
+
+// An optimal matching of a cost matrix.
+struct Assignment {
+  // column_of_row[i] = the column matched to row i, or -1 when row i is unmatched (only when
+  // rows > cols). Size: rows.
+  std::vector<int> column_of_row;
+  // The sum of cost[i][column_of_row[i]] over the matched rows, added in row order.
+  double total_cost = 0;
+};
+
+// Returns a minimum-cost matching of the rows × cols matrix `cost` (row-major), as in the header
+// specification, or kInvalidArgument / kNonFinite / kTooMany for bad input.
+Result<Assignment> MinCostAssignment(std::span<const double> cost, size_t rows, size_t cols);
+
+}  // namespace meshlearn::similarity
