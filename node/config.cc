@@ -72,7 +72,8 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     MESHLEARN_RETURN_IF_ERROR(
         t.Choice("metric", &c.metric, {"inv_loss", "cos_weights", "cos_grad", "inv_l2", "emd"}));
     MESHLEARN_RETURN_IF_ERROR(
-        t.Choice("sampler", &c.sampler, {"dac", "random", "oracle", "local", "emd_cluster"}));
+        t.Choice("sampler", &c.sampler,
+                 {"dac", "random", "oracle", "local", "emd_cluster", "louvain", "temperature"}));
     MESHLEARN_RETURN_IF_ERROR(t.Number("tau", &c.tau, 0, 1e6));
     MESHLEARN_RETURN_IF_ERROR(t.Choice("tau_schedule", &c.tau_schedule, {"constant", "sigmoid"}));
     MESHLEARN_RETURN_IF_ERROR(t.Choice("unscored", &c.unscored, {"exclude", "zero"}));
@@ -100,6 +101,15 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     MESHLEARN_RETURN_IF_ERROR(t.Integer("refresh", &c.emd_refresh, 0, 1000000));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("peers_per_round", &c.emd_peers_per_round, 0, 100000));
     return t.Bool("witness", &c.emd_witness);
+  }));
+  MESHLEARN_RETURN_IF_ERROR(top.Table("clustering", [&](TableReader& t) {
+    MESHLEARN_RETURN_IF_ERROR(t.Integer("cluster_after", &c.cluster_after, 0, 1000000));
+    MESHLEARN_RETURN_IF_ERROR(t.Integer("recluster_every", &c.recluster_every, 0, 1000000));
+    MESHLEARN_RETURN_IF_ERROR(
+        t.Choice("algorithm", &c.cluster_algorithm, {"agglomerative", "louvain"}));
+    MESHLEARN_RETURN_IF_ERROR(
+        t.Number("distance_threshold", &c.distance_threshold, 0, 2, true));
+    return t.Choice("linkage", &c.linkage, {"average", "complete", "single"});
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("round", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(t.Bool("sync", &c.sync));
@@ -205,6 +215,11 @@ std::string RenderNodeConfig(const NodeConfig& c) {
       << "\nmax_samples = " << c.emd_max_samples << "\nproj_ratio = " << c.emd_proj_ratio
       << "\nrefresh = " << c.emd_refresh << "\npeers_per_round = " << c.emd_peers_per_round
       << "\nwitness = " << (c.emd_witness ? "true" : "false") << "\n";
+  out << "\n[clustering]\ncluster_after = " << c.cluster_after
+      << "\nrecluster_every = " << c.recluster_every
+      << "\nalgorithm = " << Quote(c.cluster_algorithm)
+      << "\ndistance_threshold = " << c.distance_threshold << "\nlinkage = " << Quote(c.linkage)
+      << "\n";
   out << "\n[round]\nsync = " << (c.sync ? "true" : "false")
       << "\nround_deadline_s = " << c.round_deadline_s
       << "\ndead_after_failures = " << c.dead_after_failures << "\nlinger_s = " << c.linger_s

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "similarity/cluster_policy.h"
 #include "similarity/emd.h"
 #include "similarity/metric.h"
 #include "similarity/projection.h"
@@ -71,6 +72,20 @@ class TrainingLearner final : public Learner {
       learner->own_data_loss_ = std::move(*loss);
     }
     learner->architecture_id_ = ArchitectureIdOf(spec, learner->model_->Layout());
+    if (config.sampler == "louvain" || config.sampler == "temperature") {
+      similarity::ClusterPolicyConfig policy;
+      policy.policy = config.sampler;
+      policy.self = config.id;
+      policy.cluster_after = config.cluster_after;
+      policy.recluster_every = config.recluster_every;
+      policy.algorithm = config.cluster_algorithm;
+      policy.distance_threshold = config.distance_threshold;
+      policy.linkage = config.linkage;
+      policy.seed = config.seed;
+      auto made = similarity::MakeClusterPolicy(policy);
+      if (!made.ok()) return made.status().WithContext("[clustering]");
+      learner->policy_ = std::move(*made);
+    }
     if (config.emd_enabled) {
       similarity::EmdOptions emd;
       emd.solver = config.emd_solver;
@@ -128,6 +143,7 @@ class TrainingLearner final : public Learner {
 
     std::vector<float> trained = model_->Parameters();
     if (job.round == 0) embedding_weights_ = trained;  // phi_i: the model after round 0
+    if (policy_) MESHLEARN_RETURN_IF_ERROR(ObserveAndCluster(job, trained, out));
     stopping_.Observe(job.round, last_.val_loss, trained);
     FillLastMetrics(out);
     out.stopped = stopping_.stopped();
@@ -255,6 +271,30 @@ class TrainingLearner final : public Learner {
     return Embeddings{std::move(*z), rows.size(), static_cast<size_t>(model.EmbeddingDim())};
   }
 
+  // FLIC / OCFL (similarity/cluster_policy.h): stores the update directions w - w0 of the peers
+  // that answered and of this node after training, then lets the policy decide whether to
+  // cluster. A peer whose direction is refused (e.g. NaN) is only logged in its score.
+  Status ObserveAndCluster(const RoundJob& job, const std::vector<float>& trained,
+                           RoundOutcome& out) {
+    std::vector<float> direction(initial_.size());
+    auto observe = [&](const std::string& node, std::span<const float> weights) {
+      for (size_t k = 0; k < direction.size(); ++k) direction[k] = weights[k] - initial_[k];
+      return policy_->ObserveUpdate(node, direction);
+    };
+    for (const PeerModel& peer : job.peers) (void)observe(peer.peer, peer.weights.view());
+    MESHLEARN_RETURN_IF_ERROR(observe(config_.id, trained).WithContext("own update direction"));
+    auto clustered = policy_->EndRound(job.round);
+    if (!clustered.ok()) return clustered.status().WithContext("clustering");
+    if (const auto* temperature = dynamic_cast<const similarity::TemperaturePolicy*>(policy_.get())) {
+      out.temperature = temperature->temperature().value_or(out.temperature);
+    }
+    if (*clustered) {
+      out.cluster_mates = policy_->ClusterMates();
+      out.cluster_partition = policy_->Partition();
+    }
+    return Status::Ok();
+  }
+
   // W(a, b) with the configured solver (uniform weights, cosine cost).
   Result<double> Distance(const ProjectedEmbeddings& a, const ProjectedEmbeddings& b) const {
     return emd_solver_->Distance({a.values.view(), a.rows, a.cols},
@@ -351,6 +391,7 @@ class TrainingLearner final : public Learner {
   std::optional<Embeddings> own_train_z_;              // phi_i(own train sample), for MeasureEmd
   std::optional<Embeddings> own_val_z_;                // phi_i(own validation sample)
   std::unique_ptr<similarity::EmdSolver> emd_solver_;  // set when [emd] is enabled
+  std::unique_ptr<similarity::ClusterPolicy> policy_;  // sampler louvain|temperature
   LearnerState last_;
 };
 

@@ -4,10 +4,12 @@
 // node's training worker thread; the state machine (node/state_machine.h) never waits for it.
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "node/config.h"
@@ -53,6 +55,12 @@ struct RoundOutcome {
   double train_seconds = 0;      // local training
   double eval_seconds = 0;       // validation + test evaluation
   bool stopped = false;          // early stopping has fired (now or before)
+  // Clustering policies (sampler louvain|temperature; similarity/cluster_policy.h):
+  double temperature = std::numeric_limits<double>::quiet_NaN();  // OCFL's T this round
+  // Set when the policy clustered this round: the node's cluster mates, and every clustered
+  // node's label.
+  std::optional<std::vector<std::string>> cluster_mates;
+  std::vector<std::pair<std::string, int>> cluster_partition;
   FloatArray published_weights;  // what the node serves from now on (its best model once stopped)
 };
 

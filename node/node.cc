@@ -227,6 +227,9 @@ class Node::Impl {
       written = outputs->WriteCommAndScores(machine->comm().Rows(), machine->sampler().Records());
     }
     if (written.ok() && config.emd_enabled) written = outputs->WriteEmd(machine->EmdRows());
+    if (written.ok() && !r.outcome.cluster_partition.empty()) {
+      written = outputs->WriteCluster(r.outcome.cluster_partition, r.round);
+    }
     if (written.ok()) {
       Checkpoint checkpoint;
       checkpoint.round = r.round;

@@ -72,9 +72,9 @@ Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
   for (int number = 2; std::getline(lines, line); ++number) {
     if (line.empty()) continue;
     std::vector<std::string> c = SplitCsvLine(line);
-    if (c.size() != 15) {
+    if (c.size() != 16) {
       return Status::Malformed(path + ":" + std::to_string(number) + ": " +
-                               std::to_string(c.size()) + " cells, expected 15");
+                               std::to_string(c.size()) + " cells, expected 16");
     }
     RoundRow r;
     r.round = std::strtoll(c[0].c_str(), nullptr, 10);
@@ -91,7 +91,8 @@ Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
     r.stopped = c[11] == "1";
     r.train_s = Cell(c[12]);
     r.eval_s = Cell(c[13]);
-    std::istringstream peers(c[14]);
+    r.temperature = Cell(c[14]);
+    std::istringstream peers(c[15]);
     for (std::string p; std::getline(peers, p, ';');) r.peers.push_back(p);
     rows.push_back(std::move(r));
   }
@@ -130,10 +131,21 @@ Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_
           << Number(o.val_loss) << ',' << Number(o.val_acc) << ',' << Number(o.test_loss) << ','
           << Number(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in << ','
           << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << Number(o.train_seconds) << ','
-          << Number(o.eval_seconds) << ',' << JoinPeers(r.sampled_peers) << '\n';
+          << Number(o.eval_seconds) << ',' << Number(o.temperature) << ','
+          << JoinPeers(r.sampled_peers) << '\n';
   rounds_.flush();
   if (!rounds_) return Status::IoError(dir_ + "/rounds.csv: write failed");
   return Status::Ok();
+}
+
+Status NodeOutputs::WriteCluster(const std::vector<std::pair<std::string, int>>& partition,
+                                 int64_t round) {
+  std::ostringstream csv;
+  csv << "node,label,round\n";
+  for (const auto& [node, label] : partition) {
+    csv << JoinPeers({node}) << ',' << label << ',' << round << '\n';
+  }
+  return training::WriteFileAtomically(dir_ + "/cluster.csv", csv.str());
 }
 
 Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {

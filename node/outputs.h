@@ -20,7 +20,7 @@ namespace meshlearn::node {
 // sampled peer ids, separated by ';').
 inline constexpr const char* kRoundsCsvHeader =
     "round,wall_s,train_loss,val_loss,val_acc,test_loss,test_acc,sampled,answered,bytes_in,"
-    "bytes_out,stopped,train_s,eval_s,peers";
+    "bytes_out,stopped,train_s,eval_s,temperature,peers";
 
 // One row of rounds.csv, as read back by the launcher and tests. Empty cells read as NaN.
 struct RoundRow {
@@ -30,6 +30,7 @@ struct RoundRow {
   uint64_t bytes_in = 0, bytes_out = 0;
   bool stopped = false;
   double train_s = 0, eval_s = 0;
+  double temperature = 0;  // OCFL's clustering temperature; NaN when the sampler has none
   std::vector<std::string> peers;
 };
 
@@ -50,6 +51,9 @@ class NodeOutputs {
   // Replaces comm.csv and scores.csv.
   Status WriteCommAndScores(const std::vector<topology::CommRow>& comm,
                             const std::vector<topology::PeerRecord>& scores);
+  // Replaces cluster.csv with the clustering policy's latest partition, `node,label,round` (one
+  // line per clustered node; round: when it was computed).
+  Status WriteCluster(const std::vector<std::pair<std::string, int>>& partition, int64_t round);
   // Replaces emd.csv: `peer,emd,ref,accepted,peer_accepted,mutual,witness` (empty cells: not
   // measured; witness: the peer that measured emd in witness mode).
   Status WriteEmd(const std::vector<EmdRow>& rows);

@@ -6,6 +6,9 @@
 #include "protocol/version.h"
 #include "similarity/emd_decision.h"
 #include "similarity/projection.h"
+#include "topology/baseline_samplers.h"
+
+#include <spdlog/fmt/ranges.h>
 
 namespace meshlearn::node {
 namespace {
@@ -190,6 +193,14 @@ std::vector<Action> NodeStateMachine::OnComputeDone(const Result<RoundOutcome>& 
       Status updated = sampler_->Update(round, observations);
       if (!updated.ok())
         log_->warn("round {}: sampler update rejected: {}", round, updated.ToString());
+    }
+    if (outcome.cluster_mates) {
+      // FLIC / OCFL: the learner's policy clustered; sample within the node's cluster from now on.
+      if (auto* cluster = dynamic_cast<topology::ClusterSampler*>(sampler_.get())) {
+        cluster->SetCluster(outcome.cluster_mates);
+        log_->info("round {}: clustered; cluster mates: {}", round,
+                   fmt::join(*outcome.cluster_mates, " "));
+      }
     }
     counters_.merge_excluded += static_cast<uint64_t>(outcome.excluded_by_min_score);
     record.outcome = outcome;
