@@ -78,9 +78,11 @@ std::string EncodeCheckpoint(const Checkpoint& c) {
   }
   pk.pack_array(static_cast<uint32_t>(c.machine.peers.size()));
   for (const PeerAddress& p : c.machine.peers) {
-    pk.pack_array(2);
+    // [id, endpoint, public_key]: the key was appended later; readers accept 2 or more fields.
+    pk.pack_array(3);
     pk.pack(p.id);
     pk.pack(p.endpoint);
+    pk.pack(p.public_key);
   }
   pk.pack(c.machine.rng_state);
   return std::string(buffer.data(), buffer.size());
@@ -135,7 +137,8 @@ Result<Checkpoint> DecodeCheckpoint(const std::string& bytes, const std::string&
     const msgpack::object* peers = Array(top[7], 0);
     for (uint32_t i = 0; i < top[7].via.array.size; ++i) {
       const msgpack::object* p = Array(peers[i], 2);
-      c.machine.peers.push_back({p[0].as<std::string>(), p[1].as<std::string>()});
+      std::string key = peers[i].via.array.size > 2 ? p[2].as<std::string>() : "";
+      c.machine.peers.push_back({p[0].as<std::string>(), p[1].as<std::string>(), std::move(key)});
     }
     c.machine.rng_state = top[8].as<std::string>();
     return c;

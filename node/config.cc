@@ -7,6 +7,7 @@
 
 #include <toml++/toml.h>
 
+#include "node/curve_keys.h"
 #include "node/toml_reader.h"
 
 namespace meshlearn::node {
@@ -31,6 +32,50 @@ Status CheckEndpoint(const std::string& file, const std::string& key, const std:
   return Status::Ok();
 }
 
+constexpr const char* kPublicKeyRule =
+    "must be a CURVE public key: 40 Z85 characters, as in a .pub file of meshlearn-keygen";
+
+// Reads the Z85 CURVE public key `key` of `t` into `out`.
+Status PublicKey(TableReader& t, const char* key, std::string* out) {
+  return t.Read(key, false, [&](const toml::node& n) -> Status {
+    auto v = n.value<std::string>();
+    if (!n.is_string() || !v || !IsZ85Key(*v)) return t.Fail(key, n, kPublicKeyRule);
+    *out = *v;
+    return Status::Ok();
+  });
+}
+
+// Reads the array of Z85 CURVE public keys `key` of `t` into `out`.
+Status PublicKeyList(TableReader& t, const char* key, std::vector<std::string>* out) {
+  return t.Read(key, false, [&](const toml::node& n) -> Status {
+    const toml::array* keys = n.as_array();
+    if (!keys) return t.Fail(key, n, "must be an array of CURVE public keys");
+    for (const toml::node& k : *keys) {
+      auto v = k.value<std::string>();
+      if (!k.is_string() || !v || !IsZ85Key(*v)) return t.Fail(key, k, kPublicKeyRule);
+      out->push_back(*v);
+    }
+    return Status::Ok();
+  });
+}
+
+Status ParseSecurity(TableReader& t, NodeConfig& c) {
+  SecurityConfig s;
+  MESHLEARN_RETURN_IF_ERROR(t.String("secret_key_file", &s.secret_key_file, true));
+  MESHLEARN_RETURN_IF_ERROR(PublicKeyList(t, "allowed_keys", &s.allowed_keys));
+  MESHLEARN_RETURN_IF_ERROR(t.String("allowed_keys_file", &s.allowed_keys_file));
+  if (s.secret_key_file.empty()) {
+    return Status::InvalidArgument(t.file() + ": [security] 'secret_key_file' must not be empty");
+  }
+  if (s.allowed_keys.empty() && s.allowed_keys_file.empty()) {
+    return Status::InvalidArgument(t.file() +
+                                   ": [security] needs the peers' public keys: 'allowed_keys' "
+                                   "and/or 'allowed_keys_file'");
+  }
+  c.security = std::move(s);
+  return Status::Ok();
+}
+
 Status ParseTables(const toml::table& root, const std::string& name, NodeConfig& c) {
   TableReader top(root, name, "");
   MESHLEARN_RETURN_IF_ERROR(top.String("id", &c.id, true));
@@ -47,6 +92,7 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     MESHLEARN_RETURN_IF_ERROR(t.String("id", &peer.id, true));
     MESHLEARN_RETURN_IF_ERROR(t.String("address", &peer.endpoint, true));
     MESHLEARN_RETURN_IF_ERROR(CheckEndpoint(name, t.section() + ".address", peer.endpoint));
+    MESHLEARN_RETURN_IF_ERROR(PublicKey(t, "public_key", &peer.public_key));
     c.peers.push_back(std::move(peer));
     return Status::Ok();
   }));
@@ -119,6 +165,8 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     MESHLEARN_RETURN_IF_ERROR(t.Number("min_round_s", &c.min_round_s, 0, 86400));
     return t.Integer("max_message_bytes", &c.max_message_bytes, 1024, int64_t{1} << 40);
   }));
+  MESHLEARN_RETURN_IF_ERROR(
+      top.Table("security", [&](TableReader& t) { return ParseSecurity(t, c); }));
   MESHLEARN_RETURN_IF_ERROR(top.RejectUnknown());
 
   // Cross-key rules.
@@ -136,6 +184,11 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     }
     if (!seen.insert(p.id).second) {
       return Status::InvalidArgument(name + ": [[peers]] lists '" + p.id + "' twice");
+    }
+    if (c.security && p.public_key.empty()) {
+      return Status::InvalidArgument(name + ": [[peers]] '" + p.id +
+                                     "' needs 'public_key' (the peer's .pub file) when "
+                                     "[security] is configured");
     }
   }
   if (c.architecture == "torchscript" && c.torchscript_path.empty()) {
@@ -229,10 +282,50 @@ std::string RenderNodeConfig(const NodeConfig& c) {
     out << "\n[learning.clusters]\n";
     for (const auto& [id, cluster] : c.clusters) out << Quote(id) << " = " << cluster << "\n";
   }
+  if (c.security) {
+    out << "\n[security]\nsecret_key_file = " << Quote(c.security->secret_key_file)
+        << "\nallowed_keys = [";
+    for (size_t i = 0; i < c.security->allowed_keys.size(); ++i) {
+      out << (i ? ", " : "") << Quote(c.security->allowed_keys[i]);
+    }
+    out << "]\nallowed_keys_file = " << Quote(c.security->allowed_keys_file) << "\n";
+  }
   for (const PeerAddress& p : c.peers) {
     out << "\n[[peers]]\nid = " << Quote(p.id) << "\naddress = " << Quote(p.endpoint) << "\n";
+    if (!p.public_key.empty()) out << "public_key = " << Quote(p.public_key) << "\n";
   }
   return out.str();
+}
+
+Result<NodeKeys> LoadNodeKeys(const NodeConfig& config) {
+  if (!config.security) return Status::InvalidArgument("the config has no [security] section");
+  const SecurityConfig& s = *config.security;
+  auto pair = ReadSecretKeyFile(s.secret_key_file);
+  if (!pair.ok()) return pair.status().WithContext("[security] secret_key_file");
+  NodeKeys keys{pair->public_key, pair->secret_key, {}};
+  std::set<std::string> allowed;
+  auto allow = [&](const std::string& key) {
+    if (allowed.insert(key).second) keys.allowed_keys.push_back(key);
+  };
+  for (const std::string& key : s.allowed_keys) allow(key);
+  if (!s.allowed_keys_file.empty()) {
+    auto listed = ReadPublicKeysFile(s.allowed_keys_file);
+    if (!listed.ok()) return listed.status().WithContext("[security] allowed_keys_file");
+    for (const std::string& key : *listed) allow(key);
+  }
+  if (keys.allowed_keys.empty()) {
+    return Status::InvalidArgument("[security]: the allowlist is empty (allowed_keys_file '" +
+                                   s.allowed_keys_file +
+                                   "' holds no key): the node could talk to nobody");
+  }
+  for (const PeerAddress& p : config.peers) {
+    if (!allowed.count(p.public_key)) {
+      return Status::InvalidArgument("[[peers]] '" + p.id + "': its public_key " + p.public_key +
+                                     " is not on the allowlist ([security] allowed_keys or "
+                                     "allowed_keys_file); add it or remove the peer");
+    }
+  }
+  return keys;
 }
 
 }  // namespace meshlearn::node

@@ -15,11 +15,27 @@
 
 namespace meshlearn::node {
 
-// A peer the node knows from its config: its id and where it listens.
+// A peer the node knows from its config: its id, where it listens and, for CURVE, its key.
 struct PeerAddress {
+  PeerAddress() = default;
+  // A peer without a key ({id, endpoint}: plain text) or with one.
+  PeerAddress(std::string id, std::string endpoint, std::string public_key = "")
+      : id(std::move(id)), endpoint(std::move(endpoint)), public_key(std::move(public_key)) {}
+
   std::string id;
-  std::string endpoint;  // "tcp://host:port"
+  std::string endpoint;    // "tcp://host:port"
+  std::string public_key;  // Z85 CURVE public key; required when [security] is configured
   bool operator==(const PeerAddress&) const = default;
+};
+
+// [security]: ZeroMQ CURVE on every socket and an allowlist of peer public keys (DESIGN.md
+// "Reliability and security"). The key files are read when the node starts
+// (node/curve_keys.h, LoadNodeKeys), not when the config is parsed.
+struct SecurityConfig {
+  std::string secret_key_file;            // required: this node's secret key (meshlearn-keygen)
+  std::vector<std::string> allowed_keys;  // Z85 public keys admitted, inline
+  std::string allowed_keys_file;          // more of them, one per line (node/curve_keys.h)
+  bool operator==(const SecurityConfig&) const = default;
 };
 
 // The parsed node config. Defaults are the documented ones.
@@ -90,6 +106,9 @@ struct NodeConfig {
   double linger_s = 5;     // keep serving this long after the last round
   double min_round_s = 0;  // a round lasts at least this long (pacing)
   uint64_t max_message_bytes = 256ull << 20;
+
+  // [security]; absent: plain text (the node logs a warning at start).
+  std::optional<SecurityConfig> security;
 };
 
 // Parses TOML text `text`; `name` (usually the file path) prefixes every error. kInvalidArgument
@@ -103,5 +122,17 @@ Result<NodeConfig> LoadNodeConfig(const std::string& path);
 // Renders `config` as TOML that ParseNodeConfig() reads back to an equal config (the launcher
 // writes node configs with it).
 std::string RenderNodeConfig(const NodeConfig& config);
+
+// The keys a node with [security] runs with, read from its key files.
+struct NodeKeys {
+  std::string public_key;                 // derived from the secret key
+  std::string secret_key;                 // from security.secret_key_file
+  std::vector<std::string> allowed_keys;  // allowed_keys, then allowed_keys_file's; no repeats
+};
+
+// Reads the key files of `config.security` (which must be set). Errors name the file and say
+// what is wrong: kNotFound (missing), kIoError (unreadable), kInvalidArgument (malformed, a secret
+// key file accessible by others, an empty allowlist, or a [[peers]] key not on the allowlist).
+Result<NodeKeys> LoadNodeKeys(const NodeConfig& config);
 
 }  // namespace meshlearn::node

@@ -200,10 +200,12 @@ class Node::Impl {
 
   void Do(SendRequest& a) {
     uint64_t id = a.request_id;
-    transport->Request(a.endpoint, id, Encode(a.message), a.deadline,
-                       [this, id](Result<std::vector<Frame>> frames) {
-                         Push(ReplyEvent{id, std::move(frames)});
-                       });
+    transport->Request(
+        a.endpoint, id, Encode(a.message), a.deadline,
+        [this, id](Result<std::vector<Frame>> frames) {
+          Push(ReplyEvent{id, std::move(frames)});
+        },
+        a.public_key);
   }
 
   void Do(SendReply& a) {
@@ -265,6 +267,11 @@ class Node::Impl {
       tokens[id] = in->request.token;
       const std::vector<Frame>& frames = in->request.frames;
       Result<Message> decoded = Decode(frames, decode_options);
+      auto* hello = decoded.ok() ? std::get_if<Hello>(&decoded->body) : nullptr;
+      if (hello && !in->request.peer_public_key.empty()) {
+        // With CURVE a peer is known by the key it proved in the handshake, not the one it claims.
+        hello->public_key = in->request.peer_public_key;
+      }
       if (decoded.ok()) {
         if (observer) observer(*decoded);
         Execute(machine->OnInbound(id, *decoded, now));
@@ -331,7 +338,8 @@ class Node::Impl {
          << ",\"held_requests_expired\":" << c.held_requests_expired
          << ",\"merge_excluded\":" << c.merge_excluded << ",\"bytes_in\":" << t.bytes_in
          << ",\"bytes_out\":" << t.bytes_out << ",\"timeouts\":" << t.timeouts
-         << ",\"transport_rejected\":" << t.inbound_rejected << ",\"rejected_by_code\":{";
+         << ",\"transport_rejected\":" << t.inbound_rejected
+         << ",\"handshakes_refused\":" << t.handshakes_refused << ",\"rejected_by_code\":{";
     first = true;
     for (const auto& [code, n] : c.rejected_by_code) {
       json << (first ? "" : ",") << JsonString(code) << ":" << n;
@@ -350,6 +358,9 @@ class Node::Impl {
     m << "meshlearn_bytes_in_total{" << node << "} " << t.bytes_in << "\n";
     metric("meshlearn_bytes_out_total", "counter", "Bytes sent.");
     m << "meshlearn_bytes_out_total{" << node << "} " << t.bytes_out << "\n";
+    metric("meshlearn_handshakes_refused_total", "counter",
+           "Connections refused because their CURVE key is not on the allowlist.");
+    m << "meshlearn_handshakes_refused_total{" << node << "} " << t.handshakes_refused << "\n";
     metric("meshlearn_missed_deadlines_total", "counter", "Sampled peers that did not answer.");
     m << "meshlearn_missed_deadlines_total{" << node << "} " << c.missed_deadlines << "\n";
     metric("meshlearn_rejected_messages_total", "counter", "Peer messages rejected, by code.");
@@ -368,6 +379,23 @@ class Node::Impl {
     status_json = json.str();
     metrics_text = m.str();
   }
+
+  // Logs connections the ZAP handler refused since the last such line, at most once a minute.
+  void LogRefusedHandshakes(Clock::time_point now) {
+    uint64_t refused = transport->Stats().handshakes_refused;
+    if (refused == refused_logged ||
+        (last_refused_log && now - *last_refused_log < std::chrono::minutes(1))) {
+      return;
+    }
+    log->warn(
+        "refused {} connection attempt(s) whose CURVE key is not on the allowlist ({} in total; "
+        "logged at most once a minute)",
+        refused - refused_logged, refused);
+    refused_logged = refused;
+    last_refused_log = now;
+  }
+  uint64_t refused_logged = 0;
+  std::optional<Clock::time_point> last_refused_log;
 };
 
 Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
@@ -382,6 +410,14 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
     logger = MakeNodeLogger(config.id, *level);
   }
   impl->log = logger;
+
+  // Keys first: a node with a missing or bad key file must not start at all.
+  std::optional<NodeKeys> keys;
+  if (config.security) {
+    auto loaded = LoadNodeKeys(config);
+    if (!loaded.ok()) return loaded.status();
+    keys = std::move(*loaded);
+  }
 
   auto learner = CreateLearner(config);
   if (!learner.ok()) return learner.status();
@@ -407,6 +443,8 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
   // Idle connections close after a second: a node meets many peers by gossip but talks to a few
   // per round, and every open connection holds descriptors at both ends.
   transport_options.idle_connection_timeout = std::chrono::seconds(1);
+  if (keys)
+    transport_options.curve = CurveOptions{keys->public_key, keys->secret_key, keys->allowed_keys};
   Impl* raw = impl.get();
   auto transport = Transport::Start(transport_options, [raw](InboundRequest request) {
     raw->Push(InboundEvent{std::move(request)});
@@ -436,6 +474,10 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
   machine_config.seed = config.seed;
   machine_config.nonce = std::random_device{}();
   machine_config.initial_peers = config.peers;
+  if (keys) {
+    machine_config.public_key = keys->public_key;
+    machine_config.allowed_keys.emplace(keys->allowed_keys.begin(), keys->allowed_keys.end());
+  }
   machine_config.emd_enabled = config.emd_enabled;
   machine_config.emd_epsilon = config.emd_epsilon;
   machine_config.emd_max_samples = static_cast<uint32_t>(config.emd_max_samples);
@@ -478,7 +520,15 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
   impl->log->info("listening on {}; model {} ({} parameters), {} training samples",
                   impl->transport->bound_endpoint(), impl->learner->ArchitectureId(),
                   impl->learner->Layout().total_floats(), impl->learner->TrainSize());
-  impl->log->warn("traffic is not encrypted (no [security] section)");
+  if (keys) {
+    impl->log->info("traffic is encrypted (CURVE); public key {}; {} keys on the allowlist",
+                    keys->public_key, keys->allowed_keys.size());
+  } else {
+    impl->log->warn(
+        "traffic is unencrypted and unauthenticated: any host that reaches {} can talk to this "
+        "node (configure [security], see configs/README.md)",
+        impl->transport->bound_endpoint());
+  }
   return std::unique_ptr<Node>(new Node(std::move(impl)));
 }
 
@@ -518,6 +568,7 @@ Status Node::Run() {
     // formats a few kB, and 100 in-process nodes ticking every 50 ms would spend the CPU on it.
     if (now - last_status >= std::chrono::milliseconds(500) || s.machine->finished()) {
       s.RefreshStatus();
+      s.LogRefusedHandshakes(now);
       last_status = now;
     }
     if (!s.failure.ok() || s.machine->finished()) break;

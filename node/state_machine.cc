@@ -47,7 +47,7 @@ NodeStateMachine::NodeStateMachine(StateMachineConfig config,
              std::chrono::seconds(60)),
       rng_(MixSeed(config_.seed, config_.id)),
       witness_rng_(MixSeed(config_.nonce, config_.id + "/witness")) {
-  for (const PeerAddress& p : config_.initial_peers) peers_.Learn(p.id, p.endpoint, "");
+  for (const PeerAddress& p : config_.initial_peers) LearnPeer(p.id, p.endpoint, p.public_key);
 }
 
 Status NodeStateMachine::Resume(const MachineState& state, FloatArray weights, bool stopped) {
@@ -55,7 +55,7 @@ Status NodeStateMachine::Resume(const MachineState& state, FloatArray weights, b
   auto comm = topology::CommCounters::FromRows(state.comm);
   if (!comm.ok()) return comm.status().WithContext("checkpoint counters");
   comm_ = std::move(*comm);
-  for (const PeerAddress& p : state.peers) peers_.Learn(p.id, p.endpoint, "");
+  for (const PeerAddress& p : state.peers) LearnPeer(p.id, p.endpoint, p.public_key);
   if (!state.rng_state.empty()) {
     std::istringstream in(state.rng_state);
     in >> rng_;
@@ -119,8 +119,8 @@ void NodeStateMachine::BeginRound(int64_t round, TimePoint now, std::vector<Acti
     const std::string& target = active[rng_() % active.size()];
     uint64_t id = NextRequestId();
     pending_[id] = {RequestKind::kPeerList, target, round};
-    out.push_back(SendRequest{target, peers_.Find(target)->endpoint, id,
-                              Reply(id, PeerList{KnownPeers()}), now + config_.round_deadline});
+    out.push_back(
+        RequestTo(*peers_.Find(target), id, PeerList{KnownPeers()}, now + config_.round_deadline));
   }
 
   round_started_at_ = now;
@@ -136,8 +136,8 @@ void NodeStateMachine::BeginRound(int64_t round, TimePoint now, std::vector<Acti
     uint64_t id = NextRequestId();
     pending_[id] = {RequestKind::kGetModel, s.peer, round};
     ++fetch_.outstanding;
-    out.push_back(SendRequest{s.peer, peers_.Find(s.peer)->endpoint, id,
-                              Reply(id, GetModel{round - 1, config_.sync}), fetch_.deadline});
+    out.push_back(
+        RequestTo(*peers_.Find(s.peer), id, GetModel{round - 1, config_.sync}, fetch_.deadline));
   }
   if (fetch_.outstanding == 0) FinishFetch(out);
 }
@@ -263,7 +263,10 @@ std::vector<Action> NodeStateMachine::OnReply(uint64_t request_id, const Result<
     case RequestKind::kHello: {
       const auto* ack = failure.ok() ? std::get_if<HelloAck>(&reply->body) : nullptr;
       if (ack && ack->architecture_id == config_.architecture_id) {
-        Admit(pending.peer, *ack, now);
+        // With CURVE the peer proved the key we connected with; that one is kept.
+        const topology::PeerEntry* entry = peers_.Find(pending.peer);
+        Admit(pending.peer, *ack,
+              entry && !entry->public_key.empty() ? entry->public_key : ack->public_key);
         next_hello_at_.erase(pending.peer);
         hello_attempts_.erase(pending.peer);
       } else if (ack || failure.code() == ErrorCode::kRefused) {
@@ -278,6 +281,13 @@ std::vector<Action> NodeStateMachine::OnReply(uint64_t request_id, const Result<
         int attempt = ++hello_attempts_[pending.peer];
         auto delay = kHelloRetryBase * (1 << std::min(attempt, 5));
         next_hello_at_[pending.peer] = now + std::min<Clock::duration>(delay, kHelloRetryMax);
+        if (attempt == 1 && config_.allowed_keys && failure.code() == ErrorCode::kTimeout) {
+          // A peer that does not allowlist our key looks exactly like one that is down.
+          log_->warn(
+              "peer {} did not answer our Hello: it is down, or its allowlist lacks our public "
+              "key {}; retrying later",
+              pending.peer, config_.public_key);
+        }
         log_->debug("Hello to {} failed ({}); retrying later", pending.peer, failure.ToString());
       }
       MaybeBeginPendingRound(now, out);
@@ -388,7 +398,30 @@ void NodeStateMachine::MaybeBeginPendingRound(TimePoint now, std::vector<Action>
 // ---- membership -------------------------------------------------------------------------------
 
 Hello NodeStateMachine::OwnHello() const {
-  return Hello{config_.listen_endpoint, config_.architecture_id, config_.metric, "", config_.nonce};
+  return Hello{config_.listen_endpoint, config_.architecture_id, config_.metric, config_.public_key,
+               config_.nonce};
+}
+
+SendRequest NodeStateMachine::RequestTo(const topology::PeerEntry& peer, uint64_t request_id,
+                                        Body body, TimePoint deadline) const {
+  return SendRequest{
+      peer.id, peer.endpoint, peer.public_key, request_id, Reply(request_id, std::move(body)),
+      deadline};
+}
+
+SendRequest NodeStateMachine::RequestToWitness(const PeerInfo& witness, uint64_t request_id,
+                                               WitnessRows rows, TimePoint now) const {
+  TimePoint deadline = now + kEmdDeadlineRounds * config_.round_deadline;
+  // A witness we know is reached with the key we hold for it; otherwise with the requester's
+  // description (the transport still refuses keys off our allowlist).
+  if (const topology::PeerEntry* known = peers_.Find(witness.id)) {
+    return RequestTo(*known, request_id, std::move(rows), deadline);
+  }
+  topology::PeerEntry described;
+  described.id = witness.id;
+  described.endpoint = witness.endpoint;
+  described.public_key = witness.public_key;
+  return RequestTo(described, request_id, std::move(rows), deadline);
 }
 
 void NodeStateMachine::SendHello(const std::string& peer, TimePoint now, std::vector<Action>& out) {
@@ -400,23 +433,46 @@ void NodeStateMachine::SendHello(const std::string& peer, TimePoint now, std::ve
   uint64_t id = NextRequestId();
   pending_[id] = {RequestKind::kHello, peer, 0};
   next_hello_at_.erase(peer);
-  out.push_back(
-      SendRequest{peer, entry->endpoint, id, Reply(id, OwnHello()), now + config_.round_deadline});
+  out.push_back(RequestTo(*entry, id, OwnHello(), now + config_.round_deadline));
+}
+
+bool NodeStateMachine::KeyAllowed(const std::string& public_key) const {
+  return !config_.allowed_keys || config_.allowed_keys->contains(public_key);
+}
+
+bool NodeStateMachine::LearnPeer(const std::string& id, const std::string& endpoint,
+                                 const std::string& public_key) {
+  if (!KeyAllowed(public_key)) {
+    log_->debug("ignored peer {} at {}: its public key '{}' is not on the allowlist", id, endpoint,
+                public_key);
+    return false;
+  }
+  // Only the peer itself, by proving a new key in a handshake (Admit), changes a key we know.
+  // Rationale: otherwise one allowlisted node could redirect us to itself under another's id.
+  const topology::PeerEntry* known = peers_.Find(id);
+  if (config_.allowed_keys && known && !known->public_key.empty() &&
+      known->public_key != public_key) {
+    log_->debug("ignored peer {} at {} with public key '{}': we know it with another key", id,
+                endpoint, public_key);
+    return false;
+  }
+  return peers_.Learn(id, endpoint, public_key);
 }
 
 void NodeStateMachine::Learn(const std::vector<PeerInfo>& peers, TimePoint now) {
   for (const PeerInfo& p : peers) {
     if (p.id.empty() || p.id == config_.id || p.endpoint.empty()) continue;
-    if (peers_.Learn(p.id, p.endpoint, p.public_key)) {
+    if (LearnPeer(p.id, p.endpoint, p.public_key)) {
       log_->info("learned peer {} at {} by gossip", p.id, p.endpoint);
       next_hello_at_[p.id] = now;  // greeted from OnTick, a few per tick
     }
   }
 }
 
-void NodeStateMachine::Admit(const std::string& peer, const Hello& hello, TimePoint /*now*/) {
+void NodeStateMachine::Admit(const std::string& peer, const Hello& hello,
+                             const std::string& public_key) {
   bool is_new = peers_.Find(peer) == nullptr || !peers_.Find(peer)->active;
-  peers_.Learn(peer, hello.listen_endpoint, hello.public_key);
+  peers_.Learn(peer, hello.listen_endpoint, public_key);
   peers_.MarkActive(peer);
   peers_.RecordSuccess(peer);
   nonces_[peer] = hello.nonce;
@@ -426,7 +482,7 @@ void NodeStateMachine::Admit(const std::string& peer, const Hello& hello, TimePo
 
 std::vector<PeerInfo> NodeStateMachine::KnownPeers() const {
   std::vector<PeerInfo> known;
-  known.push_back({config_.id, config_.listen_endpoint, ""});
+  known.push_back({config_.id, config_.listen_endpoint, config_.public_key});
   for (const topology::PeerEntry& p : peers_.Entries()) {
     if (p.active) known.push_back({p.id, p.endpoint, p.public_key});
   }
@@ -506,7 +562,14 @@ std::vector<Action> NodeStateMachine::OnInbound(InboundId inbound, const Message
              out);
       return out;
     }
-    Admit(env.sender, *hello, now);
+    if (!KeyAllowed(hello->public_key)) {
+      Reject(
+          inbound, env.sender, env.request_id,
+          Status::UnknownSender("public key '" + hello->public_key + "' is not on the allowlist"),
+          now, out);
+      return out;
+    }
+    Admit(env.sender, *hello, hello->public_key);
     HelloAck ack;
     static_cast<Hello&>(ack) = OwnHello();
     reply(ack);
@@ -648,8 +711,7 @@ void NodeStateMachine::SendEmdRequests(TimePoint now, std::vector<Action>& out) 
       pending_[id] = pending;
       // The responder answers only after the witness did, which may take the witness's whole
       // hold limit; one more deadline covers its embedding.
-      out.push_back(SendRequest{peer, entry->endpoint, id, Reply(id, std::move(request)),
-                                deadline + config_.round_deadline});
+      out.push_back(RequestTo(*entry, id, std::move(request), deadline + config_.round_deadline));
       ++emd_jobs_running_;
       out.push_back(StartOwnProjection{
           OwnProjectionJob{peer, seed, config_.emd_max_samples, std::move(target)}});
@@ -662,7 +724,7 @@ void NodeStateMachine::SendEmdRequests(TimePoint now, std::vector<Action>& out) 
     request.weights = phi;
     uint64_t id = NextRequestId();
     pending_[id] = {RequestKind::kEmbed, peer, completed_round_, seed};
-    out.push_back(SendRequest{peer, entry->endpoint, id, Reply(id, std::move(request)), deadline});
+    out.push_back(RequestTo(*entry, id, std::move(request), deadline));
   }
 }
 
@@ -705,9 +767,7 @@ std::vector<Action> NodeStateMachine::OnEmbedDone(const EmbedJob& job,
     pending.inbound = job.inbound;
     pending.inbound_request_id = job.request_id;
     pending_[id] = pending;
-    out.push_back(SendRequest{target.witness.id, target.witness.endpoint, id,
-                              Reply(id, std::move(rows)),
-                              now + kEmdDeadlineRounds * config_.round_deadline});
+    out.push_back(RequestToWitness(target.witness, id, std::move(rows), now));
     return out;
   }
   EmbedReply reply;
@@ -741,9 +801,7 @@ std::vector<Action> NodeStateMachine::OnOwnProjectionDone(const OwnProjectionJob
   pending.session = job.target.session;
   pending.reference = result->reference;
   pending_[id] = pending;
-  out.push_back(SendRequest{job.target.witness.id, job.target.witness.endpoint, id,
-                            Reply(id, std::move(rows)),
-                            now + kEmdDeadlineRounds * config_.round_deadline});
+  out.push_back(RequestToWitness(job.target.witness, id, std::move(rows), now));
   return out;
 }
 
@@ -866,9 +924,8 @@ void NodeStateMachine::CompleteMeasure(const std::string& peer, double emd, doub
   if (const topology::PeerEntry* entry = peers_.Find(peer)) {
     uint64_t id = NextRequestId();
     pending_[id] = {RequestKind::kEmdDecision, peer, completed_round_, 0};
-    out.push_back(SendRequest{peer, entry->endpoint, id,
-                              Reply(id, EmdDecision{*row.accepted, emd, reference}),
-                              now + config_.round_deadline});
+    out.push_back(
+        RequestTo(*entry, id, EmdDecision{*row.accepted, emd, reference}, now + config_.round_deadline));
   }
   ApplyEmdDecision(peer);
 }
@@ -943,7 +1000,9 @@ MachineState NodeStateMachine::ExportState() const {
   state.round = completed_round_;
   state.sampler = sampler_->Snapshot();
   state.comm = comm_.Rows();
-  for (const topology::PeerEntry& p : peers_.Entries()) state.peers.push_back({p.id, p.endpoint});
+  for (const topology::PeerEntry& p : peers_.Entries()) {
+    state.peers.push_back({p.id, p.endpoint, p.public_key});
+  }
   std::ostringstream rng;
   rng << rng_;
   state.rng_state = rng.str();

@@ -22,6 +22,13 @@
 //   Rationale: serving never waits for training; a stopped node's model never changes again.
 // - A peer joins the sampler once it answered our Hello (HelloAck) or sent us one, with the same
 //   architecture id; a mismatch is refused on both sides with a clear log line.
+// - With an allowlist (CURVE), a peer whose public key is not on it is never learned (from the
+//   config, a checkpoint or gossip), greeted or admitted; a Hello carrying such a key is rejected
+//   with Error(unknown_sender). The node's own key travels in its Hello and PeerList. A known
+//   peer's key changes only when the peer proves a new one in a handshake, never by gossip, a
+//   checkpoint (the config wins) or a HelloAck's claim.
+//   Rationale: DESIGN.md "Reliability and security"; the transport could not reach such a peer
+//   anyway, and listing it would only spread it by gossip and cost a deadline per round.
 // - Membership gossip: at every round start the node sends its PeerList to one random active
 //   peer, which answers with its own; unknown peers are greeted with Hello.
 // - Bad peer input: an inbound message that failed to decode is answered with Error (its code
@@ -73,11 +80,12 @@ using TimePoint = Clock::time_point;
 // Identifies an inbound request until it is answered (the runner maps it to a transport token).
 using InboundId = uint64_t;
 
-// Action: send `message` as a request to `peer` at `endpoint`; report the outcome to OnReply()
-// with `request_id` by `deadline`.
+// Action: send `message` as a request to `peer` at `endpoint` (with CURVE, a server that must
+// prove `public_key`); report the outcome to OnReply() with `request_id` by `deadline`.
 struct SendRequest {
   std::string peer;
   std::string endpoint;
+  std::string public_key;  // the peer's Z85 CURVE key; empty when unknown (plain text)
   uint64_t request_id = 0;
   Message message;
   TimePoint deadline;
@@ -209,6 +217,10 @@ struct StateMachineConfig {
   uint64_t seed = 1;   // sampling randomness (mixed with the node id)
   uint64_t nonce = 0;  // sent in Hello
   std::vector<PeerAddress> initial_peers;
+  // CURVE: this node's Z85 public key (sent in Hello and PeerList) and the allowlist of peer
+  // keys. Without an allowlist (plain text) every peer is accepted and keys are only relayed.
+  std::string public_key;
+  std::optional<std::set<std::string>> allowed_keys;
   // The EMD exchange (DESIGN.md "EMD embedding exchange"); off unless emd_enabled.
   bool emd_enabled = false;
   double emd_epsilon = 0.1;
@@ -372,7 +384,11 @@ class NodeStateMachine {
   void FinishFetch(std::vector<Action>& out);
   void SendHello(const std::string& peer, TimePoint now, std::vector<Action>& out);
   void Learn(const std::vector<PeerInfo>& peers, TimePoint now);
-  void Admit(const std::string& peer, const Hello& hello, TimePoint now);
+  bool KeyAllowed(const std::string& public_key) const;
+  bool LearnPeer(const std::string& id, const std::string& endpoint, const std::string& public_key);
+  SendRequest RequestTo(const topology::PeerEntry& peer, uint64_t request_id, Body body,
+                        TimePoint deadline) const;
+  void Admit(const std::string& peer, const Hello& hello, const std::string& public_key);
   void Publish(int64_t round, FloatArray weights, bool stopped);
   void AnswerHeld(TimePoint now, bool expire_all, std::vector<Action>& out);
   void Reject(InboundId inbound, const std::string& sender, uint64_t request_id, const Status& why,
@@ -393,6 +409,9 @@ class NodeStateMachine {
   // Records i's measurement of `peer`, decides, and sends the decision to the peer.
   void CompleteMeasure(const std::string& peer, double emd, double reference,
                        const std::string& witness, TimePoint now, std::vector<Action>& out);
+  // A WitnessRows request to `witness`, with the hold limit as deadline.
+  SendRequest RequestToWitness(const PeerInfo& witness, uint64_t request_id, WitnessRows rows,
+                               TimePoint now) const;
   // Witness mode: a random samplable peer other than `peer` that can take part, or nullptr.
   const topology::PeerEntry* PickWitness(const std::string& peer, TimePoint now);
   void OnWitnessRows(InboundId inbound, const Envelope& env, const WitnessRows& rows,

@@ -18,6 +18,7 @@
 #include <variant>
 #include <zmq.hpp>
 
+#include "node/curve_keys.h"
 #include "protocol/codec.h"
 #include "protocol/messages.h"
 
@@ -43,6 +44,19 @@ void SetCommonOptions(zmq::socket_t& socket, const TransportOptions& options) {
   socket.set(zmq::sockopt::maxmsgsize,
              static_cast<int64_t>(std::min<uint64_t>(options.limits.max_message_bytes,
                                                      std::numeric_limits<int64_t>::max())));
+}
+
+// Where libzmq asks a context's ZAP handler to authenticate a handshake (RFC 27).
+constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
+// ZMQ_ZAP_ENFORCE_DOMAIN, a draft option in libzmq 4.3 (not in the stable header): with it a CURVE
+// server refuses every client while no ZAP handler is bound instead of admitting all of them.
+constexpr int kZapEnforceDomain = 93;
+
+// The ZAP reply to one ZAP request: `status` "200" admits the client, "400" refuses it.
+// RFC 27 reply frames: version, request id, status code, status text, user id, metadata.
+std::vector<std::string> ZapReply(const std::string& request_id, const char* status,
+                                  const std::string& text, const std::string& user_id) {
+  return {"1.0", request_id, status, text, user_id, ""};
 }
 
 // Maps a ZeroMQ bind/connect error to the project's codes, naming the endpoint.
@@ -111,7 +125,14 @@ struct ReceivedMessage {
   std::string routing_id;  // ROUTER only
   std::vector<Frame> frames;
   uint64_t bytes = 0;
+  std::string user_id;  // the ZAP handler's user id of the connection (CURVE: the peer's key)
 };
+
+// The "User-Id" the ZAP handler gave the connection `message` arrived on, or "" without one.
+std::string UserIdOf(zmq::message_t& message) {
+  const char* user_id = zmq_msg_gets(message.handle(), "User-Id");
+  return user_id ? user_id : "";
+}
 
 // Reads one whole multipart message if one is waiting. Keeps at most `max_frames` + 1 frames
 // (enough for the decoder to reject the message as too_many) and discards the rest.
@@ -130,6 +151,7 @@ std::optional<ReceivedMessage> ReceiveFrames(zmq::socket_t& socket, bool with_ro
   while (more) {
     zmq::message_t part;
     (void)socket.recv(part, zmq::recv_flags::none);  // the rest of a message is already here
+    if (with_routing_id && received.frames.empty()) received.user_id = UserIdOf(part);
     more = part.more();
     received.bytes += part.size();
     if (received.frames.size() <= max_frames)
@@ -150,6 +172,7 @@ class Transport::IoLoop {
     std::vector<Frame> frames;
     Clock::time_point deadline;
     ReplyHandler on_reply;
+    std::string server_key;  // CURVE: the key the server must prove
   };
   struct ReplyCommand {
     std::string routing_id;
@@ -173,22 +196,33 @@ class Transport::IoLoop {
     if (wake_fd_ >= 0) ::close(wake_fd_);
   }
 
-  // Creates the ROUTER and the wake-up descriptor, binds, and starts the thread.
+  // Creates the ZAP handler (CURVE), the ROUTER and the wake-up descriptor, binds, and starts
+  // the thread.
   Status Start() {
-    if (options_.curve) {
-      return Status::InvalidArgument(
-          "CURVE encryption is not implemented in this build; leave TransportOptions::curve empty");
-    }
     if (options_.max_pending_inbound == 0 || options_.max_pending_inbound_per_peer == 0) {
       return Status::InvalidArgument(
           "max_pending_inbound and max_pending_inbound_per_peer must be at least 1");
     }
+    if (options_.curve) MESHLEARN_RETURN_IF_ERROR(CheckCurveOptions(*options_.curve));
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) return Status::Internal("eventfd failed: errno " + std::to_string(errno));
     try {
+      if (options_.curve) {
+        // The handler is bound before the ROUTER exists, so no handshake ever finds it missing.
+        zap_ = zmq::socket_t(context_, zmq::socket_type::rep);
+        zap_.set(zmq::sockopt::linger, 0);
+        zap_.bind(kZapEndpoint);
+      }
       router_ = zmq::socket_t(context_, zmq::socket_type::router);
       SetCommonOptions(router_, options_);
       router_.set(zmq::sockopt::router_mandatory, 1);
+      if (options_.curve) {
+        router_.set(zmq::sockopt::curve_server, 1);
+        router_.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
+        router_.set(zmq::sockopt::zap_domain, "meshlearn");
+        int enforce = 1;  // best effort: a libzmq built without drafts lacks it (see above)
+        (void)zmq_setsockopt(router_.handle(), kZapEnforceDomain, &enforce, sizeof(enforce));
+      }
     } catch (const zmq::error_t& error) {
       return Status::Internal(std::string("cannot create the ROUTER socket: ") + error.what());
     }
@@ -246,6 +280,7 @@ class Transport::IoLoop {
   // An outgoing connection and the requests waiting for a reply on it.
   struct PeerConnection {
     zmq::socket_t dealer;
+    std::string server_key;  // CURVE: the key the server proved
     std::unordered_set<uint64_t> request_ids;
     Clock::time_point idle_since;  // when request_ids last became empty
   };
@@ -270,15 +305,17 @@ class Transport::IoLoop {
     kRepliesUndeliverable,
     kInboundPending,
     kOpenConnections,
+    kHandshakesRefused,
     kCounterCount
   };
   static constexpr uint64_t TransportStats::*kStatsFields[kCounterCount] = {
-      &TransportStats::bytes_in,          &TransportStats::bytes_out,
-      &TransportStats::requests_sent,     &TransportStats::replies_received,
-      &TransportStats::requests_received, &TransportStats::replies_sent,
-      &TransportStats::timeouts,          &TransportStats::late_replies_dropped,
-      &TransportStats::inbound_rejected,  &TransportStats::replies_undeliverable,
-      &TransportStats::inbound_pending,   &TransportStats::open_connections,
+      &TransportStats::bytes_in,           &TransportStats::bytes_out,
+      &TransportStats::requests_sent,      &TransportStats::replies_received,
+      &TransportStats::requests_received,  &TransportStats::replies_sent,
+      &TransportStats::timeouts,           &TransportStats::late_replies_dropped,
+      &TransportStats::inbound_rejected,   &TransportStats::replies_undeliverable,
+      &TransportStats::inbound_pending,    &TransportStats::open_connections,
+      &TransportStats::handshakes_refused,
   };
   void Add(Counter counter, uint64_t value = 1) {
     counters_[counter].fetch_add(value, std::memory_order_relaxed);
@@ -294,6 +331,28 @@ class Transport::IoLoop {
     (void)!::write(wake_fd_, &one, sizeof(one));
   }
 
+  // kInvalidArgument unless `curve` holds a matching Z85 key pair and a non-empty allowlist of
+  // Z85 keys; fills allowed_keys_.
+  Status CheckCurveOptions(const CurveOptions& curve) {
+    auto derived = CurvePublicKeyOf(curve.secret_key);
+    if (!derived.ok()) return derived.status().WithContext("CURVE options");
+    if (*derived != curve.public_key) {
+      return Status::InvalidArgument(
+          "CURVE options: the public key does not belong to the secret key");
+    }
+    if (curve.allowed_public_keys.empty()) {
+      return Status::InvalidArgument("CURVE options: the allowlist is empty");
+    }
+    for (const std::string& key : curve.allowed_public_keys) {
+      if (!IsZ85Key(key)) {
+        return Status::InvalidArgument("CURVE options: allowlisted key '" + key +
+                                       "' is not 40 Z85 characters");
+      }
+      allowed_keys_.insert(key);
+    }
+    return Status::Ok();
+  }
+
   // The I/O thread.
   void Run() {
     std::vector<zmq::pollitem_t> items;
@@ -303,6 +362,8 @@ class Transport::IoLoop {
       polled_peers.clear();
       items.push_back({router_.handle(), 0, ZMQ_POLLIN, 0});
       items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
+      if (zap_) items.push_back({zap_.handle(), 0, ZMQ_POLLIN, 0});
+      const size_t first_peer = items.size();
       for (auto& [endpoint, peer] : peers_) {
         items.push_back({peer.dealer.handle(), 0, ZMQ_POLLIN, 0});
         polled_peers.push_back(&peer);
@@ -314,9 +375,10 @@ class Transport::IoLoop {
       }
       // Deadlines first, so that a reply read below after its deadline counts as late.
       ExpireDeadlines(Clock::now());
+      if (zap_ && (items[2].revents & ZMQ_POLLIN)) ServeZap();
       if (items[0].revents & ZMQ_POLLIN) ReadInbound();
       for (size_t i = 0; i < polled_peers.size(); ++i) {
-        if (items[i + 2].revents & ZMQ_POLLIN) ReadReplies(*polled_peers[i]);
+        if (items[first_peer + i].revents & ZMQ_POLLIN) ReadReplies(*polled_peers[i]);
       }
       // Commands and the idle sweep last: they may close the DEALERs polled above.
       CloseIdleConnections(Clock::now());
@@ -410,6 +472,48 @@ class Transport::IoLoop {
     Set(kOpenConnections, peers_.size());
   }
 
+  // Answers the waiting ZAP requests (RFC 27): 200 for a CURVE client whose key is allowlisted,
+  // with that key (Z85) as the connection's user id, and 400 for any other.
+  void ServeZap() {
+    for (int i = 0; i < kMaxReadsPerSocket; ++i) {
+      std::vector<std::string> request;
+      try {
+        zmq::message_t part;
+        if (!zap_.recv(part, zmq::recv_flags::dontwait)) return;
+        request.push_back(part.to_string());
+        while (part.more()) {
+          (void)zap_.recv(part, zmq::recv_flags::none);
+          request.push_back(part.to_string());
+        }
+      } catch (const zmq::error_t&) {
+        return;
+      }
+      // version, request id, domain, address, routing id, mechanism, credentials...
+      std::string request_id = request.size() > 1 ? request[1] : "";
+      std::string key;
+      if (request.size() == 7 && request[0] == "1.0" && request[5] == "CURVE" &&
+          request[6].size() == 32) {
+        char z85[kZ85KeyLength + 1];
+        if (zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(request[6].data()), 32)) key = z85;
+      }
+      std::vector<std::string> reply;
+      if (!key.empty() && allowed_keys_.contains(key)) {
+        reply = ZapReply(request_id, "200", "OK", key);
+      } else {
+        Add(kHandshakesRefused);
+        reply = ZapReply(request_id, "400", "key not on the allowlist", "");
+      }
+      try {
+        for (size_t part = 0; part < reply.size(); ++part) {
+          zap_.send(zmq::buffer(reply[part]),
+                    part + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+        }
+      } catch (const zmq::error_t&) {
+        // The requesting handshake has gone (the context is closing); nothing to answer.
+      }
+    }
+  }
+
   void ReadInbound() {
     for (int i = 0; i < kMaxReadsPerSocket; ++i) {
       std::optional<ReceivedMessage> received;
@@ -449,6 +553,7 @@ class Transport::IoLoop {
     request.token.serial_ = serial;
     request.frames = std::move(received.frames);
     request.bytes = received.bytes;
+    request.peer_public_key = std::move(received.user_id);
     on_request_(std::move(request));
   }
 
@@ -515,11 +620,22 @@ class Transport::IoLoop {
       return fail(Status::InvalidArgument(what + ": the envelope carries request id " +
                                           std::to_string(envelope->request_id)));
     }
+    if (options_.curve) {
+      if (!IsZ85Key(command.server_key)) {
+        return fail(Status::InvalidArgument(
+            what + ": CURVE needs the peer's public key (40 Z85 characters), got '" +
+            command.server_key + "'"));
+      }
+      if (!allowed_keys_.contains(command.server_key)) {
+        return fail(Status::Refused(what + ": its public key " + command.server_key +
+                                    " is not on the allowlist"));
+      }
+    }
     if (command.deadline <= Clock::now()) {
       Add(kTimeouts);
       return fail(Status::Timeout(what + ": the deadline passed before it was sent"));
     }
-    auto peer = ConnectedPeer(command.endpoint);
+    auto peer = ConnectedPeer(command.endpoint, command.server_key);
     if (!peer.ok()) return fail(peer.status());
     Status send_error;
     try {
@@ -542,10 +658,15 @@ class Transport::IoLoop {
         PendingRequest{std::move(command.endpoint), command.deadline, std::move(command.on_reply)});
   }
 
-  // The DEALER to `endpoint`, connected on first use.
-  Result<PeerConnection*> ConnectedPeer(const std::string& endpoint) {
+  // The DEALER to `endpoint`, connected on first use; with CURVE, to a server proving
+  // `server_key` (a connection made for another key is replaced).
+  Result<PeerConnection*> ConnectedPeer(const std::string& endpoint,
+                                        const std::string& server_key) {
     auto it = peers_.find(endpoint);
-    if (it != peers_.end()) return &it->second;
+    if (it != peers_.end() && (!options_.curve || it->second.server_key == server_key)) {
+      return &it->second;
+    }
+    if (it != peers_.end()) Execute(DisconnectCommand{endpoint});  // the peer's key changed
     PeerConnection peer;
     try {
       peer.dealer = zmq::socket_t(context_, zmq::socket_type::dealer);
@@ -554,6 +675,12 @@ class Transport::IoLoop {
                       static_cast<int>(options_.reconnect_interval.count()));
       peer.dealer.set(zmq::sockopt::reconnect_ivl_max,
                       static_cast<int>(options_.max_reconnect_interval.count()));
+      if (options_.curve) {
+        peer.dealer.set(zmq::sockopt::curve_serverkey, server_key);
+        peer.dealer.set(zmq::sockopt::curve_publickey, options_.curve->public_key);
+        peer.dealer.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
+        peer.server_key = server_key;
+      }
       peer.dealer.connect(endpoint);
     } catch (const zmq::error_t& error) {
       return EndpointError("connect to", endpoint, error);
@@ -602,13 +729,16 @@ class Transport::IoLoop {
     }
     peers_.clear();
     router_.close();
+    if (zap_) zap_.close();  // after the ROUTER: no handshake may find the handler gone
   }
 
   const TransportOptions options_;
   const InboundHandler on_request_;
   // Declared before the sockets so that it is destroyed after them.
   zmq::context_t context_{1};
+  zmq::socket_t zap_;  // CURVE only: the ZAP handler; declared before router_, so closed after it
   zmq::socket_t router_;
+  std::set<std::string> allowed_keys_;  // CURVE: Z85 keys; written by Start() only
   std::string bound_endpoint_;
   int wake_fd_ = -1;
   std::thread thread_;
@@ -642,9 +772,10 @@ Transport::~Transport() = default;
 const std::string& Transport::bound_endpoint() const { return loop_->bound_endpoint(); }
 
 void Transport::Request(const std::string& endpoint, uint64_t request_id, std::vector<Frame> frames,
-                        Clock::time_point deadline, ReplyHandler on_reply) {
-  IoLoop::RequestCommand command{endpoint, request_id, std::move(frames), deadline,
-                                 std::move(on_reply)};
+                        Clock::time_point deadline, ReplyHandler on_reply,
+                        const std::string& server_public_key) {
+  IoLoop::RequestCommand command{endpoint, request_id,          std::move(frames),
+                                 deadline, std::move(on_reply), server_public_key};
   if (!loop_->Push(command)) {
     command.on_reply(Status::Unavailable("request " + std::to_string(request_id) + " to " +
                                          endpoint + ": the transport is stopping"));

@@ -20,6 +20,12 @@
 //   Rationale: bounded memory under a flood, while honest peers are still served.
 // - Replies that arrive after their deadline, for unknown request ids, or from another endpoint
 //   than the request went to are dropped and counted.
+// - With CurveOptions, every socket speaks ZeroMQ CURVE: the ROUTER is a CURVE server whose ZAP
+//   handler (inproc://zeromq.zap.01 in the transport's own ZeroMQ context, served on the I/O
+//   thread) admits only allowlisted client keys; every DEALER is a CURVE client that must be given
+//   its server's public key, which must be allowlisted too. A peer whose key is refused never
+//   gets past the handshake: none of its requests reaches the handler and it gets no reply.
+//   Rationale: DESIGN.md "Reliability and security": a node without an allowed key gets nothing.
 // - zmq::error_t never leaves this module; failures become Status values or counters.
 
 #include <chrono>
@@ -36,13 +42,15 @@
 
 namespace meshlearn::node {
 
-// CURVE encryption and the ZAP allowlist of peer keys (DESIGN.md, "Reliability and security").
-// Reserved for the issue that adds encryption: today Transport::Start rejects options that set it
-// (kInvalidArgument), so a config asking for encryption never silently runs in clear text.
+// CURVE encryption and the ZAP allowlist of peer keys (DESIGN.md "Reliability and security").
+// Transport::Start checks them: both halves of the key pair Z85 and belonging together, and a
+// non-empty allowlist of Z85 keys (kInvalidArgument otherwise).
 struct CurveOptions {
-  std::string public_key;                        // this node's CURVE public key, Z85 (40 chars)
-  std::string secret_key;                        // this node's CURVE secret key, Z85 (40 chars)
-  std::vector<std::string> allowed_public_keys;  // Z85 keys of the peers the ZAP handler admits
+  std::string public_key;  // this node's CURVE public key, Z85 (40 chars)
+  std::string secret_key;  // this node's CURVE secret key, Z85 (40 chars)
+  // Z85 keys of the peers this node talks to: the ZAP handler admits only these clients, and
+  // Request() connects only to servers whose key is among them.
+  std::vector<std::string> allowed_public_keys;
 };
 
 // How a Transport is set up.
@@ -71,7 +79,7 @@ struct TransportOptions {
   // A DEALER without outstanding requests for this long is closed (its peer's next request
   // reconnects, which costs a TCP handshake). Zero keeps every DEALER open until Disconnect.
   std::chrono::milliseconds idle_connection_timeout{5000};
-  // Not implemented yet (see CurveOptions): must stay empty.
+  // Set: every socket uses CURVE with this key pair and allowlist. Empty: plain text.
   std::optional<CurveOptions> curve;
 };
 
@@ -92,6 +100,9 @@ struct InboundRequest {
   ReplyToken token;           // pass to Transport::Reply exactly once
   std::vector<Frame> frames;  // the request's frames, not yet decoded (zero-copy views)
   uint64_t bytes = 0;         // total bytes of `frames`
+  // With CURVE: the Z85 public key the sender proved in its handshake (and the ZAP handler found
+  // on the allowlist). Empty in plain text.
+  std::string peer_public_key;
 };
 
 // Called on the I/O thread for every inbound request the transport accepts. Must not block and
@@ -118,6 +129,7 @@ struct TransportStats {
   uint64_t replies_undeliverable = 0;  // replies to a vanished peer or a full queue, or duplicates
   uint64_t inbound_pending = 0;        // inbound requests now waiting for Reply() (a gauge)
   uint64_t open_connections = 0;       // DEALERs now open (a gauge)
+  uint64_t handshakes_refused = 0;     // CURVE clients the ZAP handler refused (not allowlisted)
 };
 
 // The node's ZeroMQ transport. Thread-safe except for construction and destruction.
@@ -146,9 +158,15 @@ class Transport {
   // `on_reply` with the frames of the reply carrying the same request_id, or with kTimeout at
   // `deadline`, kUnavailable (send queue full, Disconnect, stopping) or kInvalidArgument (bad
   // endpoint, empty frames, request_id not the envelope's or already outstanding).
+  // With CURVE, `server_public_key` is the Z85 key the peer at `endpoint` must prove: empty or
+  // malformed fails with kInvalidArgument, a key not on the allowlist with kRefused, both before
+  // anything is sent; a server that cannot prove it never receives the request (kTimeout). A
+  // different key than the last request to `endpoint` used replaces its connection (the old
+  // connection's requests fail with kUnavailable). Without CURVE the key is ignored.
   // Thread-safe; never blocks on the network.
   void Request(const std::string& endpoint, uint64_t request_id, std::vector<Frame> frames,
-               std::chrono::steady_clock::time_point deadline, ReplyHandler on_reply);
+               std::chrono::steady_clock::time_point deadline, ReplyHandler on_reply,
+               const std::string& server_public_key = {});
 
   // Sends `frames`, an encoded reply, to the peer that sent the request of `token`. Call exactly
   // once per InboundRequest, at once or later (held requests), from any thread. Called from a

@@ -101,9 +101,10 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
-  std::printf("meshlearn-launch: %s — %d nodes, %zu method(s), %s mode, output in %s\n",
+  std::printf("meshlearn-launch: %s — %d nodes, %zu method(s), %s mode, %s, output in %s\n",
               scenario->name.c_str(), scenario->data.partition.num_clients,
               scenario->methods.size(), options.in_process ? "in-process" : "process",
+              scenario->security ? "CURVE-encrypted (keys in <method>/keys)" : "unencrypted",
               options.out_dir.c_str());
   std::fflush(stdout);
   auto partition = launch::PreparePartition(*scenario, options.out_dir);

@@ -2,8 +2,9 @@
 //
 //   meshlearn-node --config node.toml [--log-level debug] [--check]
 //
-// Exit codes: 0 finished or stopped cleanly; 1 the node failed while running; 2 bad config or
-// command line (the message names the file, key and value).
+// --check validates the config and, with [security], reads the key files.
+// Exit codes: 0 finished or stopped cleanly; 1 the node failed while running; 2 bad config,
+// missing or bad key file, or bad command line (the message names the file, key and value).
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -43,7 +44,16 @@ int main(int argc, char** argv) {
     config->log_level = log_level;
   }
   if (check_only) {
-    std::printf("%s: config OK\n", config_path.c_str());
+    if (config->security) {
+      auto keys = meshlearn::node::LoadNodeKeys(*config);
+      if (!keys.ok()) {
+        std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
+                     keys.status().ToString().c_str());
+        return 2;
+      }
+    }
+    std::printf("%s: config OK%s\n", config_path.c_str(),
+                config->security ? " (key files read)" : "");
     return 0;
   }
 
@@ -52,7 +62,8 @@ int main(int argc, char** argv) {
   }
   auto node = meshlearn::node::Node::Create(*config);
   if (!node.ok()) {
-    std::fprintf(stderr, "meshlearn-node: %s\n", node.status().ToString().c_str());
+    std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
+                 node.status().ToString().c_str());
     return 2;
   }
 

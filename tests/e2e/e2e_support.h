@@ -12,12 +12,16 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "node/config.h"
+#include "node/free_port.h"
 #include "node/outputs.h"
 #include "training/partition.h"
 #include "training/shard_file.h"
@@ -163,6 +167,23 @@ inline node::NodeConfig SyntheticNodeConfig(const std::string& id, const std::st
   c.round_deadline_s = 1;
   c.linger_s = 1;
   return c;
+}
+
+// "tcp://<ip>:<port>" with a port that is free on loopback address `ip` (fails the test if none).
+inline std::string FreeEndpoint(const std::string& ip) {
+  auto port = node::FindFreeTcpPort(ip);
+  EXPECT_TRUE(port.ok()) << port.status().ToString();
+  return "tcp://" + ip + ":" + std::to_string(port.ok() ? *port : 0);
+}
+
+// The peers listed in scores.csv of a node folder.
+inline std::set<std::string> ScoredPeers(const std::string& node_dir) {
+  std::set<std::string> peers;
+  std::istringstream lines(ReadText(node_dir + "/scores.csv"));
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) peers.insert(line.substr(0, line.find(',')));
+  return peers;
 }
 
 // Writes `config` as TOML to `path` and returns the path.

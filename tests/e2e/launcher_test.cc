@@ -1,6 +1,7 @@
 // meshlearn-launch as a user runs it: a small scenario, every output file, a node killed mid-run.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "tests/e2e/e2e_support.h"
 #include "tools/plot/matrix_csv.h"
@@ -89,6 +90,46 @@ TEST(Launcher, SmallScenarioWritesEveryOutputWithThreads) {
   ASSERT_TRUE(launcher.has_value());
   EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(300)), 0)) << ReadText(dir + "/launch.log");
   ExpectCompleteRun(dir + "/out", 5);
+}
+
+TEST(Launcher, SecurityTrueGivesEveryNodeAKeyAndTheEncryptedMeshExchangesModels) {
+  std::string dir = ::testing::TempDir() + "/e2e_launch_security";
+  std::filesystem::remove_all(dir);
+  std::string scenario = WriteScenario(dir, 5, 0);
+  std::string out = dir + "/out";
+  auto launcher = ChildProcess::Start({MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--set",
+                                       "security=true", "--methods", "random"},
+                                      dir + "/launch.log");
+  ASSERT_TRUE(launcher.has_value());
+  EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(300)), 0)) << ReadText(dir + "/launch.log");
+  std::string keys = out + "/random/keys";
+  std::string allowlist = ReadText(keys + "/allowed_keys");
+  int sampled = 0, answered = 0;
+  for (int i = 0; i < 6; ++i) {
+    std::string id = std::to_string(i);
+    std::string node = out + "/random/node-" + id;
+    struct stat info {};
+    ASSERT_EQ(::stat((keys + "/node-" + id + ".key").c_str(), &info), 0) << id;
+    EXPECT_EQ(info.st_mode & 0777, 0600u) << id;
+    std::string public_key = ReadText(keys + "/node-" + id + ".pub");
+    public_key = public_key.substr(public_key.find('\n') + 1, 40);
+    EXPECT_NE(allowlist.find(public_key + "  # node-" + id), std::string::npos) << allowlist;
+    std::string config = ReadText(node + "/node.toml");
+    EXPECT_NE(config.find("[security]"), std::string::npos) << config;
+    EXPECT_NE(ReadText(node + "/node.log").find("traffic is encrypted (CURVE)"), std::string::npos)
+        << ReadText(node + "/node.log");
+    auto rows = Rounds(node);
+    EXPECT_EQ(rows.size(), 6u) << id;
+    int node_answered = 0;
+    for (const auto& row : rows) {
+      sampled += row.sampled;
+      node_answered += row.answered;
+    }
+    EXPECT_GT(node_answered, 0) << id << " received no model";
+    answered += node_answered;
+  }
+  EXPECT_EQ(sampled, 6 * 5 * 2);
+  EXPECT_GE(answered, sampled / 2) << "most requests of the encrypted mesh are answered";
 }
 
 // The pid of the meshlearn-node process whose command line mentions `needle`, or -1.

@@ -3,28 +3,12 @@
 
 #include <set>
 
-#include "node/free_port.h"
 #include "tests/e2e/e2e_support.h"
 
 namespace meshlearn::e2e {
 namespace {
 
 using std::chrono::seconds;
-
-std::string Endpoint(const std::string& ip) {
-  auto port = node::FindFreeTcpPort(ip);
-  EXPECT_TRUE(port.ok()) << port.status().ToString();
-  return "tcp://" + ip + ":" + std::to_string(port.ok() ? *port : 0);
-}
-
-std::set<std::string> ScoredPeers(const std::string& node_dir) {
-  std::set<std::string> peers;
-  std::istringstream lines(ReadText(node_dir + "/scores.csv"));
-  std::string line;
-  std::getline(lines, line);
-  while (std::getline(lines, line)) peers.insert(line.substr(0, line.find(',')));
-  return peers;
-}
 
 TEST(NodeBinary, LanMeshFromConfigFilesEachKnowingOnlyOnePeerLearnsEveryPeer) {
   std::string dir = ::testing::TempDir() + "/e2e_lan";
@@ -34,8 +18,8 @@ TEST(NodeBinary, LanMeshFromConfigFilesEachKnowingOnlyOnePeerLearnsEveryPeer) {
   // Three "machines" on their own loopback addresses. alpha knows beta, beta knows gamma, gamma
   // knows beta: alpha and gamma can only find each other through beta's PeerList.
   std::vector<std::string> ids = {"alpha", "beta", "gamma"};
-  std::vector<std::string> endpoints = {Endpoint("127.0.0.2"), Endpoint("127.0.0.3"),
-                                        Endpoint("127.0.0.4")};
+  std::vector<std::string> endpoints = {FreeEndpoint("127.0.0.2"), FreeEndpoint("127.0.0.3"),
+                                        FreeEndpoint("127.0.0.4")};
   std::vector<ChildProcess> nodes;
   for (int i = 0; i < 3; ++i) {
     node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoints[i], shards[i], dir + "/" + ids[i]);
@@ -67,6 +51,11 @@ TEST(NodeBinary, LanMeshFromConfigFilesEachKnowingOnlyOnePeerLearnsEveryPeer) {
   }
   std::string alpha_log = ReadText(dir + "/alpha.log");
   std::string gamma_log = ReadText(dir + "/gamma.log");
+  // Without [security] the node says once, at start, that anyone can listen in.
+  const std::string warning_text = "traffic is unencrypted and unauthenticated";
+  size_t warning = alpha_log.find(warning_text);
+  EXPECT_NE(warning, std::string::npos) << alpha_log;
+  EXPECT_EQ(alpha_log.find(warning_text, warning + 1), std::string::npos) << alpha_log;
   EXPECT_TRUE(alpha_log.find("learned peer gamma") != std::string::npos ||
               gamma_log.find("learned peer alpha") != std::string::npos)
       << "alpha and gamma did not meet by gossip:\n"
@@ -80,7 +69,7 @@ TEST(NodeBinary, KilledNodeIsSkippedByOthersAndResumesFromItsCheckpoint) {
   ASSERT_EQ(shards.size(), 3u);
   std::vector<std::string> ids = {"n0", "n1", "n2"};
   std::vector<std::string> endpoints;
-  for (int i = 0; i < 3; ++i) endpoints.push_back(Endpoint("127.0.0.1"));
+  for (int i = 0; i < 3; ++i) endpoints.push_back(FreeEndpoint("127.0.0.1"));
   std::vector<std::string> configs;
   for (int i = 0; i < 3; ++i) {
     node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoints[i], shards[i], dir + "/" + ids[i]);

@@ -23,7 +23,7 @@ Checkpoint Sample() {
   c.machine.sampler.round = 7;
   c.machine.sampler.peers = {{"a", 0.5, true, 0.75}, {"b", std::nullopt, false, 0.25}};
   c.machine.comm = {{"a", 4, 3}, {"b", 1, 0}};
-  c.machine.peers = {{"a", "tcp://127.0.0.1:2"}, {"b", "tcp://127.0.0.1:3"}};
+  c.machine.peers = {{"a", "tcp://127.0.0.1:2", "KEY-of-a"}, {"b", "tcp://127.0.0.1:3", ""}};
   c.machine.rng_state = "1 2 3";
   return c;
 }
@@ -37,6 +37,7 @@ TEST(Checkpoint, WriteThenReadGivesTheSameState) {
   EXPECT_EQ(EncodeCheckpoint(*read), EncodeCheckpoint(Sample()));
   EXPECT_EQ(read->machine.sampler.peers[1].score, std::nullopt);
   EXPECT_EQ(read->learner.best_weights, Sample().learner.best_weights);
+  EXPECT_EQ(read->machine.peers, Sample().machine.peers);  // with their CURVE keys
 }
 
 TEST(Checkpoint, MissingIsNotFoundAndCorruptIsMalformedWithAHint) {

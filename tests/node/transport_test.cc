@@ -2,7 +2,9 @@
 //
 // One parameterised suite states what every transport configuration must do; it is instantiated
 // for each way of binding (ephemeral port written as 0 or as *, on 127.0.0.1 and on another
-// loopback address). The CURVE configuration joins the list when encryption lands.
+// loopback address), in plain text and with CURVE (every transport of a test then shares one key
+// pair, which is the whole allowlist). The TransportCurve tests below give each transport its own
+// key and check the allowlist: who is refused gets nothing.
 // Deadlines are seconds long and durations are never asserted tightly: the machine is shared.
 #include "node/transport.h"
 
@@ -14,6 +16,7 @@
 #include <mutex>
 #include <thread>
 
+#include "node/curve_keys.h"
 #include "protocol/codec.h"
 #include "protocol/messages.h"
 
@@ -35,16 +38,25 @@ bool WaitFor(const std::function<bool()>& condition, Clock::duration limit = sec
   return true;
 }
 
-// Sends `body` as request `request_id` and returns the future reply.
-ReplyFuture Send(Transport& client, const std::string& endpoint, uint64_t request_id, Body body,
-                 Clock::duration timeout = seconds(20)) {
+// Sends `body` as request `request_id` to the server at `endpoint` whose CURVE key is
+// `server_key` ("" in plain text) and returns the future reply.
+ReplyFuture SendTo(Transport& client, const std::string& endpoint, const std::string& server_key,
+                   uint64_t request_id, Body body, Clock::duration timeout = seconds(20)) {
   auto promise = std::make_shared<std::promise<Result<std::vector<Frame>>>>();
   ReplyFuture future = promise->get_future();
   client.Request(
       endpoint, request_id, Encode(MakeMessage("client", request_id, 0, std::move(body))),
       Clock::now() + timeout,
-      [promise](Result<std::vector<Frame>> reply) { promise->set_value(std::move(reply)); });
+      [promise](Result<std::vector<Frame>> reply) { promise->set_value(std::move(reply)); },
+      server_key);
   return future;
+}
+
+// A fresh CURVE key pair; fails the test when libzmq cannot make one.
+CurveKeyPair NewKeyPair() {
+  auto pair = GenerateCurveKeyPair();
+  EXPECT_TRUE(pair.ok()) << pair.status().ToString();
+  return pair.ok() ? *pair : CurveKeyPair{};
 }
 
 // The decoded reply of `future`; fails the test when there is none.
@@ -126,8 +138,11 @@ Message OneMillionParameterModel() {
 struct Binding {
   const char* name;
   const char* listen_endpoint;
+  bool curve = false;
 };
-void PrintTo(const Binding& binding, std::ostream* out) { *out << binding.listen_endpoint; }
+void PrintTo(const Binding& binding, std::ostream* out) {
+  *out << binding.listen_endpoint << (binding.curve ? " with CURVE" : "");
+}
 
 class TransportContract : public ::testing::TestWithParam<Binding> {
  protected:
@@ -135,7 +150,16 @@ class TransportContract : public ::testing::TestWithParam<Binding> {
     TransportOptions options;
     options.node_id = node_id;
     options.listen_endpoint = GetParam().listen_endpoint;
+    if (GetParam().curve) {
+      options.curve = CurveOptions{keys_.public_key, keys_.secret_key, {keys_.public_key}};
+    }
     return options;
+  }
+  // The CURVE key every server of this test proves ("" in plain text).
+  std::string ServerKey() const { return GetParam().curve ? keys_.public_key : ""; }
+  ReplyFuture Send(Transport& client, const std::string& endpoint, uint64_t request_id, Body body,
+                   Clock::duration timeout = seconds(20)) {
+    return SendTo(client, endpoint, ServerKey(), request_id, std::move(body), timeout);
   }
   std::unique_ptr<Transport> StartOrDie(TransportOptions options, InboundHandler on_request) {
     auto transport = Transport::Start(std::move(options), std::move(on_request));
@@ -178,6 +202,7 @@ class TransportContract : public ::testing::TestWithParam<Binding> {
     }
   }
 
+  const CurveKeyPair keys_ = NewKeyPair();
   HeldRequests held_;
   std::unique_ptr<Transport> holder_;
   std::unique_ptr<Transport> client_;
@@ -309,12 +334,15 @@ TEST_P(TransportContract, DestructorCallsEveryOutstandingHandlerExactlyOnce) {
     for (int i = 0; i < kRequests; ++i) {
       // Half to the holding server, half to an address nobody listens on.
       std::string endpoint = i % 2 ? holder_->bound_endpoint() : "tcp://127.0.0.1:1";
-      client->Request(endpoint, static_cast<uint64_t>(i),
-                      Encode(MakeMessage("client", static_cast<uint64_t>(i), 0, Ping{})),
-                      Clock::now() + seconds(60), [&, i](Result<std::vector<Frame>> reply) {
-                        ++calls[static_cast<size_t>(i)];
-                        if (reply.status().code() == ErrorCode::kUnavailable) ++unavailable;
-                      });
+      client->Request(
+          endpoint, static_cast<uint64_t>(i),
+          Encode(MakeMessage("client", static_cast<uint64_t>(i), 0, Ping{})),
+          Clock::now() + seconds(60),
+          [&, i](Result<std::vector<Frame>> reply) {
+            ++calls[static_cast<size_t>(i)];
+            if (reply.status().code() == ErrorCode::kUnavailable) ++unavailable;
+          },
+          ServerKey());
     }
   }
   for (int i = 0; i < kRequests; ++i) EXPECT_EQ(calls[static_cast<size_t>(i)].load(), 1) << i;
@@ -347,15 +375,17 @@ TEST_P(TransportContract, InboundFloodStaysBoundedAndAnHonestPeerIsStillServed) 
   std::atomic<int> flood_unavailable{0};
   for (int i = 1; i <= kFlood; ++i) {
     uint64_t id = static_cast<uint64_t>(i);
-    flooder->Request(server->bound_endpoint(), id, Encode(MakeMessage("flooder", id, 0, Ping{id})),
-                     Clock::now() + seconds(120),
-                     [&flood_unavailable](Result<std::vector<Frame>> reply) {
-                       if (!reply.ok()) return;
-                       Result<Message> message = Decode(*reply);
-                       if (!message.ok()) return;
-                       auto* error = std::get_if<Error>(&message->body);
-                       if (error && error->code == ErrorCode::kUnavailable) ++flood_unavailable;
-                     });
+    flooder->Request(
+        server->bound_endpoint(), id, Encode(MakeMessage("flooder", id, 0, Ping{id})),
+        Clock::now() + seconds(120),
+        [&flood_unavailable](Result<std::vector<Frame>> reply) {
+          if (!reply.ok()) return;
+          Result<Message> message = Decode(*reply);
+          if (!message.ok()) return;
+          auto* error = std::get_if<Error>(&message->body);
+          if (error && error->code == ErrorCode::kUnavailable) ++flood_unavailable;
+        },
+        ServerKey());
   }
   ASSERT_TRUE(WaitFor([&] { return server->Stats().requests_received == kFlood; }, seconds(120)));
 
@@ -451,8 +481,9 @@ TEST_P(TransportContract, ExtraFramesReachTheDecoderCutToOneAboveTheLimitAndAreR
   for (int i = 0; i < 100; ++i) frames.push_back(Frame::CopyOf("x", 1));
   auto promise = std::make_shared<std::promise<Result<std::vector<Frame>>>>();
   ReplyFuture reply = promise->get_future();
-  client->Request(server->bound_endpoint(), 1, std::move(frames), Clock::now() + seconds(20),
-                  [promise](Result<std::vector<Frame>> r) { promise->set_value(std::move(r)); });
+  client->Request(
+      server->bound_endpoint(), 1, std::move(frames), Clock::now() + seconds(20),
+      [promise](Result<std::vector<Frame>> r) { promise->set_value(std::move(r)); }, ServerKey());
   Message message = ReplyOf(reply);
   ASSERT_TRUE(std::holds_alternative<Error>(message.body));
   EXPECT_EQ(std::get<Error>(message.body).code, ErrorCode::kTooMany);
@@ -502,8 +533,9 @@ TEST_P(TransportContract, BadRequestsFailWithInvalidArgumentAndNeverReachTheNetw
   auto request_with = [&](const std::string& endpoint, uint64_t id, std::vector<Frame> frames) {
     auto promise = std::make_shared<std::promise<Result<std::vector<Frame>>>>();
     ReplyFuture future = promise->get_future();
-    client->Request(endpoint, id, std::move(frames), Clock::now() + seconds(10),
-                    [promise](Result<std::vector<Frame>> r) { promise->set_value(std::move(r)); });
+    client->Request(
+        endpoint, id, std::move(frames), Clock::now() + seconds(10),
+        [promise](Result<std::vector<Frame>> r) { promise->set_value(std::move(r)); }, ServerKey());
     return future;
   };
   std::vector<Frame> ping = Encode(MakeMessage("client", 1, 0, Ping{}));
@@ -518,11 +550,13 @@ TEST_P(TransportContract, BadRequestsFailWithInvalidArgumentAndNeverReachTheNetw
   EXPECT_EQ(client->Stats().requests_sent, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Loopback, TransportContract,
-                         ::testing::Values(Binding{"PortZero", "tcp://127.0.0.1:0"},
-                                           Binding{"PortStarOnAnotherLoopbackAddress",
-                                                   "tcp://127.0.0.2:*"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Loopback, TransportContract,
+    ::testing::Values(Binding{"PortZero", "tcp://127.0.0.1:0"},
+                      Binding{"PortStarOnAnotherLoopbackAddress", "tcp://127.0.0.2:*"},
+                      Binding{"Curve", "tcp://127.0.0.1:0", true},
+                      Binding{"CurveOnAnotherLoopbackAddress", "tcp://127.0.0.3:*", true}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(TransportStart, AnAddressInUseIsUnavailableAndNamesTheEndpoint) {
   TransportOptions options;
@@ -538,7 +572,7 @@ TEST(TransportStart, AnAddressInUseIsUnavailableAndNamesTheEndpoint) {
       << second.status().ToString();
 }
 
-TEST(TransportStart, MalformedEndpointsAndUnimplementedCurveAreInvalidArguments) {
+TEST(TransportStart, MalformedEndpointsAndBadCurveOptionsAreInvalidArguments) {
   for (const char* endpoint :
        {"bogus://127.0.0.1:1", "127.0.0.1:5555", "tcp://127.0.0.1:notaport"}) {
     TransportOptions options;
@@ -548,12 +582,150 @@ TEST(TransportStart, MalformedEndpointsAndUnimplementedCurveAreInvalidArguments)
     EXPECT_EQ(transport.status().code(), ErrorCode::kInvalidArgument)
         << transport.status().ToString();
   }
-  TransportOptions options;
-  options.listen_endpoint = "tcp://127.0.0.1:0";
-  options.curve = CurveOptions{};
-  auto transport = Transport::Start(options, [](InboundRequest) {});
-  ASSERT_FALSE(transport.ok());
-  EXPECT_EQ(transport.status().code(), ErrorCode::kInvalidArgument);
+  CurveKeyPair mine = NewKeyPair();
+  CurveKeyPair other = NewKeyPair();
+  std::vector<std::pair<const char*, CurveOptions>> bad = {
+      {"empty", CurveOptions{}},
+      {"public key of another pair", {other.public_key, mine.secret_key, {other.public_key}}},
+      {"empty allowlist", {mine.public_key, mine.secret_key, {}}},
+      {"allowlisted key not Z85", {mine.public_key, mine.secret_key, {"not a key"}}},
+  };
+  for (const auto& [what, curve] : bad) {
+    TransportOptions options;
+    options.listen_endpoint = "tcp://127.0.0.1:0";
+    options.curve = curve;
+    auto transport = Transport::Start(options, [](InboundRequest) {});
+    ASSERT_FALSE(transport.ok()) << what;
+    EXPECT_EQ(transport.status().code(), ErrorCode::kInvalidArgument) << what;
+  }
+}
+
+// A transport with its own key pair and allowlist that answers Ping with Pong on the I/O thread,
+// counting the requests that reach it and remembering the last sender's proven key.
+class CurvePeer {
+ public:
+  CurvePeer(const std::string& id, const CurveKeyPair& keys, std::vector<std::string> allowed,
+            bool curve = true) {
+    TransportOptions options;
+    options.node_id = id;
+    options.listen_endpoint = "tcp://127.0.0.1:0";
+    if (curve) options.curve = CurveOptions{keys.public_key, keys.secret_key, std::move(allowed)};
+    auto started = Transport::Start(options, [this, id](InboundRequest r) {
+      ++requests_seen;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        last_sender_key_ = r.peer_public_key;
+      }
+      transport->Reply(r.token, Answer(id, r.frames, nullptr));
+    });
+    EXPECT_TRUE(started.ok()) << started.status().ToString();
+    if (started.ok()) transport = std::move(*started);
+  }
+  std::string last_sender_key() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return last_sender_key_;
+  }
+
+  std::atomic<int> requests_seen{0};
+  std::unique_ptr<Transport> transport;
+
+ private:
+  std::mutex mutex_;
+  std::string last_sender_key_;
+};
+
+TEST(TransportCurve, AllowlistedPeersExchangeRequestsBothWaysAndTheServerSeesTheProvenKey) {
+  CurveKeyPair alpha_keys = NewKeyPair();
+  CurveKeyPair beta_keys = NewKeyPair();
+  std::vector<std::string> both = {alpha_keys.public_key, beta_keys.public_key};
+  CurvePeer alpha("alpha", alpha_keys, both);
+  CurvePeer beta("beta", beta_keys, both);
+  ASSERT_TRUE(alpha.transport && beta.transport);
+
+  ReplyFuture to_beta =
+      SendTo(*alpha.transport, beta.transport->bound_endpoint(), beta_keys.public_key, 1, Ping{11});
+  Message reply = ReplyOf(to_beta);
+  ASSERT_TRUE(std::holds_alternative<Pong>(reply.body));
+  EXPECT_EQ(std::get<Pong>(reply.body).nonce, 11u);
+  EXPECT_EQ(beta.last_sender_key(), alpha_keys.public_key);
+
+  ReplyFuture to_alpha = SendTo(*beta.transport, alpha.transport->bound_endpoint(),
+                                alpha_keys.public_key, 2, Ping{22});
+  reply = ReplyOf(to_alpha);
+  ASSERT_TRUE(std::holds_alternative<Pong>(reply.body));
+  EXPECT_EQ(std::get<Pong>(reply.body).nonce, 22u);
+  EXPECT_EQ(alpha.last_sender_key(), beta_keys.public_key);
+  EXPECT_EQ(alpha.transport->Stats().handshakes_refused, 0u);
+  EXPECT_EQ(beta.transport->Stats().handshakes_refused, 0u);
+}
+
+TEST(TransportCurve, AClientWhoseKeyIsNotAllowlistedGetsNoReplyAndReachesNoHandler) {
+  CurveKeyPair server_keys = NewKeyPair();
+  CurveKeyPair honest_keys = NewKeyPair();
+  CurveKeyPair intruder_keys = NewKeyPair();
+  CurvePeer server("server", server_keys, {server_keys.public_key, honest_keys.public_key});
+  // The intruder knows and allowlists the server's key, so it does try to connect.
+  CurvePeer intruder("intruder", intruder_keys, {server_keys.public_key});
+  CurvePeer honest("honest", honest_keys, {server_keys.public_key});
+  ASSERT_TRUE(server.transport && intruder.transport && honest.transport);
+  const std::string& endpoint = server.transport->bound_endpoint();
+
+  Clock::time_point start = Clock::now();
+  ReplyFuture refused =
+      SendTo(*intruder.transport, endpoint, server_keys.public_key, 1, Ping{1}, seconds(2));
+  EXPECT_EQ(ErrorCodeOf(refused), ErrorCode::kTimeout);
+  EXPECT_GE(Clock::now() - start, seconds(2));  // nothing came back before the deadline either
+  EXPECT_GT(server.transport->Stats().handshakes_refused, 0u);
+
+  ReplyFuture served = SendTo(*honest.transport, endpoint, server_keys.public_key, 2, Ping{2});
+  ASSERT_TRUE(std::holds_alternative<Pong>(ReplyOf(served).body));
+  EXPECT_EQ(server.requests_seen.load(), 1) << "only the honest request reached the handler";
+  EXPECT_EQ(intruder.transport->Stats().bytes_in, 0u);
+  EXPECT_EQ(intruder.transport->Stats().replies_received, 0u);
+}
+
+TEST(TransportCurve, APlainTextClientGetsNothingFromACurveServer) {
+  CurveKeyPair server_keys = NewKeyPair();
+  CurvePeer server("server", server_keys, {server_keys.public_key});
+  CurvePeer plain("plain", {}, {}, /*curve=*/false);
+  ASSERT_TRUE(server.transport && plain.transport);
+  ReplyFuture reply =
+      SendTo(*plain.transport, server.transport->bound_endpoint(), "", 1, Ping{1}, seconds(2));
+  EXPECT_EQ(ErrorCodeOf(reply), ErrorCode::kTimeout);
+  EXPECT_EQ(server.requests_seen.load(), 0);
+  EXPECT_EQ(plain.transport->Stats().bytes_in, 0u);
+}
+
+TEST(TransportCurve, AServerThatCannotProveTheExpectedKeyNeverReceivesTheRequest) {
+  CurveKeyPair client_keys = NewKeyPair();
+  CurveKeyPair expected = NewKeyPair();
+  CurveKeyPair impostor_keys = NewKeyPair();
+  // The impostor listens where the client expects `expected` and would even admit the client.
+  CurvePeer impostor("impostor", impostor_keys, {client_keys.public_key});
+  CurvePeer client("client", client_keys, {expected.public_key});
+  ASSERT_TRUE(impostor.transport && client.transport);
+  ReplyFuture reply = SendTo(*client.transport, impostor.transport->bound_endpoint(),
+                             expected.public_key, 1, Ping{1}, seconds(2));
+  EXPECT_EQ(ErrorCodeOf(reply), ErrorCode::kTimeout);
+  EXPECT_EQ(impostor.requests_seen.load(), 0);
+}
+
+TEST(TransportCurve, ARequestToAKeyOffTheAllowlistOrWithoutAKeyFailsBeforeAnythingIsSent) {
+  CurveKeyPair client_keys = NewKeyPair();
+  CurveKeyPair stranger = NewKeyPair();
+  CurvePeer server("server", stranger, {client_keys.public_key});
+  CurvePeer client("client", client_keys, {client_keys.public_key});
+  ASSERT_TRUE(server.transport && client.transport);
+  const std::string& endpoint = server.transport->bound_endpoint();
+  ReplyFuture off_list = SendTo(*client.transport, endpoint, stranger.public_key, 1, Ping{1});
+  ReplyFuture no_key = SendTo(*client.transport, endpoint, "", 2, Ping{2});
+  ReplyFuture bad_key = SendTo(*client.transport, endpoint, "0123", 3, Ping{3});
+  EXPECT_EQ(ErrorCodeOf(off_list), ErrorCode::kRefused);
+  EXPECT_EQ(ErrorCodeOf(no_key), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ErrorCodeOf(bad_key), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(client.transport->Stats().requests_sent, 0u);
+  EXPECT_EQ(client.transport->Stats().open_connections, 0u);
+  EXPECT_EQ(server.requests_seen.load(), 0);
 }
 
 }  // namespace

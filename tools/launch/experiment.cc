@@ -18,6 +18,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 
 #include "node/config.h"
+#include "node/curve_keys.h"
 #include "node/free_port.h"
 #include "node/logging.h"
 #include "node/node.h"
@@ -112,7 +113,39 @@ class ProgressLine {
   double last_plain_ = -1e9;
 };
 
-// Builds every node's config for `method`: fresh loopback ports, every node knowing all others.
+// With scenario.security: writes a key pair per node ("<dir>/keys/node-<id>.key" and ".pub") and
+// "<dir>/keys/allowed_keys" holding every node's public key, fills `addresses`' keys, and returns
+// the [security] section of node `i`'s config. Without: nothing.
+Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
+    const Scenario& scenario, const std::string& dir, std::vector<node::PeerAddress>& addresses) {
+  std::vector<std::optional<node::SecurityConfig>> sections(addresses.size());
+  if (!scenario.security) return sections;
+  std::string keys_dir = std::filesystem::absolute(dir + "/keys").string();
+  std::error_code ec;
+  std::filesystem::create_directories(keys_dir, ec);
+  if (ec) return Status::IoError(keys_dir + ": " + ec.message());
+  std::vector<node::LabelledKey> allowlist;
+  for (node::PeerAddress& address : addresses) {
+    auto pair = node::GenerateCurveKeyPair();
+    if (!pair.ok()) return pair.status();
+    std::string name = "node-" + address.id;
+    MESHLEARN_RETURN_IF_ERROR(node::WriteKeyPairFiles(keys_dir, name, *pair, /*overwrite=*/true));
+    address.public_key = pair->public_key;
+    allowlist.push_back({pair->public_key, name});
+  }
+  std::string allowlist_path = keys_dir + "/allowed_keys";
+  MESHLEARN_RETURN_IF_ERROR(node::WritePublicKeysFile(
+      allowlist_path, "allowlist of the " + std::to_string(addresses.size()) + " nodes",
+      allowlist));
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    sections[i] = node::SecurityConfig{
+        node::SecretKeyPath(keys_dir, "node-" + addresses[i].id), {}, allowlist_path};
+  }
+  return sections;
+}
+
+// Builds every node's config for `method`: fresh loopback ports, every node knowing all others,
+// and with scenario.security their keys.
 Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
                                                   const MethodSpec& method,
                                                   const Partition& partition,
@@ -124,6 +157,8 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
     if (!port.ok()) return port.status();
     addresses.push_back({id, "tcp://127.0.0.1:" + std::to_string(*port)});
   }
+  auto security = WriteMeshKeys(scenario, dir, addresses);
+  if (!security.ok()) return security.status();
   std::vector<std::pair<std::string, int>> clusters;
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     clusters.emplace_back(partition.ids[i], partition.clusters[i]);
@@ -134,9 +169,10 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
     size_t n = addresses.size();
     size_t count = known_peers > 0 ? std::min<size_t>(known_peers, n - 1) : n - 1;
     for (size_t k = 1; k <= count; ++k) peers.push_back(addresses[(i + k) % n]);
-    auto config = MakeNodeConfig(scenario, method, partition.ids[i], addresses[i].endpoint,
-                                 std::filesystem::absolute(partition.shard_paths[i]).string(),
-                                 dir + "/node-" + partition.ids[i], peers, clusters);
+    auto config =
+        MakeNodeConfig(scenario, method, partition.ids[i], addresses[i].endpoint,
+                       std::filesystem::absolute(partition.shard_paths[i]).string(),
+                       dir + "/node-" + partition.ids[i], peers, clusters, (*security)[i]);
     if (!config.ok()) return config.status();
     config->log_level = log_level;
     configs.push_back(std::move(*config));

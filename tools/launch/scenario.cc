@@ -210,6 +210,7 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   MESHLEARN_RETURN_IF_ERROR(top.String("name", &s.name, true));
   MESHLEARN_RETURN_IF_ERROR(top.String("description", &s.description));
   MESHLEARN_RETURN_IF_ERROR(top.Integer("seed", &s.seed, 0, INT64_MAX));
+  MESHLEARN_RETURN_IF_ERROR(top.Bool("security", &s.security));
   MESHLEARN_RETURN_IF_ERROR(
       top.Table("data", [&](TableReader& t) { return ParseData(t, s.data); }));
   MESHLEARN_RETURN_IF_ERROR(
@@ -255,7 +256,8 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   // Validate every method's node config once, before any data is loaded.
   for (const MethodSpec& method : s.methods) {
     auto config = MakeNodeConfig(s, method, "node-0", "tcp://127.0.0.1:1", "shard", "out",
-                                 {{"node-1", "tcp://127.0.0.1:2"}}, {{"node-0", 0}, {"node-1", 0}});
+                                 {{"node-1", "tcp://127.0.0.1:2"}}, {{"node-0", 0}, {"node-1", 0}},
+                                 std::nullopt);
     if (!config.ok()) return config.status();
   }
   return s;
@@ -265,7 +267,8 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
                                         const std::string& id, const std::string& listen,
                                         const std::string& shard, const std::string& output_dir,
                                         const std::vector<node::PeerAddress>& peers,
-                                        const std::vector<std::pair<std::string, int>>& clusters) {
+                                        const std::vector<std::pair<std::string, int>>& clusters,
+                                        const std::optional<node::SecurityConfig>& security) {
   std::map<std::string, std::string> keys = scenario.node_template;
   for (const auto& [k, v] : method.overrides) keys[k] = v;
   std::ostringstream doc;
@@ -290,9 +293,16 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
       doc << toml::value<std::string>(node_id) << " = " << cluster << "\n";
     }
   }
+  if (security) {
+    doc << "[security]\nsecret_key_file = " << toml::value<std::string>(security->secret_key_file)
+        << "\nallowed_keys_file = " << toml::value<std::string>(security->allowed_keys_file)
+        << "\n";
+  }
   for (const node::PeerAddress& p : peers) {
     doc << "[[peers]]\nid = " << toml::value<std::string>(p.id)
         << "\naddress = " << toml::value<std::string>(p.endpoint) << "\n";
+    if (!p.public_key.empty())
+      doc << "public_key = " << toml::value<std::string>(p.public_key) << "\n";
   }
   return node::ParseNodeConfig(
       doc.str(), scenario.file + " (method '" + method.name + "', generated node config)");

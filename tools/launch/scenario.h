@@ -1,7 +1,7 @@
 #pragma once
 // Scenario files for meshlearn-launch (TOML; every key is documented in configs/README.md).
 //
-//   name, description, seed                    top level
+//   name, description, seed, security          top level
 //   [data]                                     dataset, shift, clients, cluster sizes, samples
 //   [node.<section>]                           a node config template: the sections of a node
 //                                              config (model, training, learning, round)
@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,8 @@ struct Scenario {
   std::string description;
   std::string file;  // where it was read from (for messages)
   uint64_t seed = 1;
+  // Every node gets its own CURVE key pair and an allowlist of all the nodes' public keys.
+  bool security = false;
   DataSpec data;
   std::map<std::string, std::string> node_template;  // "training.rounds" -> TOML value text
   std::vector<MethodSpec> methods;                   // at least one
@@ -64,13 +67,15 @@ struct ScenarioOverrides {
 Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& overrides);
 
 // The node config of client `client` for `method`: the template with the method's overrides,
-// plus id, listen endpoint, seed, shard, output folder, peers and (for the oracle) the clusters.
+// plus id, listen endpoint, seed, shard, output folder, peers (with their public keys when they
+// have one), (for the oracle) the clusters and, when given, the [security] section.
 // Errors come from the node config parser, prefixed with the method name.
 Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSpec& method,
                                         const std::string& id, const std::string& listen,
                                         const std::string& shard, const std::string& output_dir,
                                         const std::vector<node::PeerAddress>& peers,
-                                        const std::vector<std::pair<std::string, int>>& clusters);
+                                        const std::vector<std::pair<std::string, int>>& clusters,
+                                        const std::optional<node::SecurityConfig>& security);
 
 // A file-name-safe form of a method name ("cos_weights FedSim" -> "cos_weights-fedsim").
 std::string Slug(const std::string& name);
