@@ -143,6 +143,14 @@ int main(int argc, char** argv) {
     } else {
       summaries.back().ari = *ari;
     }
+    auto policy = launch::ReadPolicyClusters(*run, *partition);
+    if (!policy.ok()) {
+      std::fprintf(stderr, "meshlearn-launch: clusters of '%s': %s\n", method.name.c_str(),
+                   policy.status().ToString().c_str());
+    } else if (*policy) {
+      summaries.back().ari = (*policy)->ari;
+      summaries.back().cluster_round = (*policy)->mean_round;
+    }
     failed_nodes += summaries.back().nodes_failed;
     runs.push_back(std::move(*run));
   }

@@ -193,4 +193,22 @@ inline std::string WriteConfig(const std::string& path, const node::NodeConfig& 
   return path;
 }
 
+// The number in column `column` of a CSV `row` under `header` (plain cells, no quoted commas),
+// or nullopt when the column is missing or the cell empty.
+inline std::optional<double> SummaryCell(const std::string& header, const std::string& row,
+                                         const std::string& column) {
+  auto split = [](const std::string& line) {
+    std::vector<std::string> cells;
+    std::istringstream in(line);
+    for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    return cells;
+  };
+  std::vector<std::string> names = split(header), cells = split(row);
+  for (size_t i = 0; i < names.size() && i < cells.size(); ++i) {
+    if (names[i] == column && !cells[i].empty()) return std::stod(cells[i]);
+  }
+  return std::nullopt;
+}
+
 }  // namespace meshlearn::e2e

@@ -9,30 +9,50 @@ namespace {
 
 using std::chrono::seconds;
 
-TEST(EmdExchange, SixteenNodesFindTheFourRotationClustersInOneShot) {
-  std::string out = ::testing::TempDir() + "/e2e_emd";
+class EmdExchange : public ::testing::TestWithParam<bool> {};
+
+// Direct mode (the requester receives the projected rows) and witness mode (a third peer measures
+// and returns only the scalar) must both find the clusters.
+TEST_P(EmdExchange, SixteenNodesFindTheFourRotationClustersInOneShot) {
+  const bool witness = GetParam();
+  std::string out = ::testing::TempDir() + (witness ? "/e2e_emd_witness" : "/e2e_emd_direct");
   std::filesystem::remove_all(out);
   std::filesystem::create_directories(out);
   std::string scenario =
       std::string(MESHLEARN_SOURCE_DIR) + "/configs/scenarios/emd-rotated-fmnist.toml";
   auto launcher =
       ChildProcess::Start({MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--in-process",
-                           "--methods", "emd_cluster", "--set", "node.training.rounds=2"},
+                           "--methods", "emd_cluster", "--set", "node.training.rounds=2",
+                           "--set", witness ? "node.emd.witness=true" : "node.emd.witness=false"},
                           out + "/launch.log");
   ASSERT_TRUE(launcher.has_value());
   EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(1200)), 0)) << ReadText(out + "/launch.log");
 
-  // summary.csv ends every row with the ARI of the clusters found.
+  // summary.csv has the ARI of the clusters found in its "ari" column.
   std::istringstream summary(ReadText(out + "/summary.csv"));
   std::string header, row;
   std::getline(summary, header);
   std::getline(summary, row);
-  ASSERT_EQ(header.substr(header.rfind(',') + 1), "ari") << header;
-  // The issue asks for ARI = 1.0; measured runs gave 1.0 and 0.889 (a single wrong mutual edge
-  // merges two clusters), since R differs per run. The test asserts what is robust and prints it.
-  double ari = std::stod(row.substr(row.rfind(',') + 1));
-  std::printf("ARI of the clusters found: %.3f\n", ari);
-  EXPECT_GE(ari, 0.8) << ReadText(out + "/launch.log");
+  std::optional<double> ari_cell = SummaryCell(header, row, "ari");
+  ASSERT_TRUE(ari_cell.has_value()) << header << "\n" << row;
+  // Issue 7: the four clusters exactly (ARI = 1). R differs per run (random nonces); in 8 runs
+  // the within-cluster excess EMD stayed below 0.0064 and the cross-cluster one above 0.0128,
+  // around the scenario's epsilon of 0.009.
+  double ari = *ari_cell;
+  std::printf("ARI of the clusters found (%s): %.3f\n", witness ? "witness" : "direct", ari);
+  EXPECT_DOUBLE_EQ(ari, 1.0) << ReadText(out + "/launch.log");
+
+  // emd.csv names the witness of every measurement in witness mode, none in direct mode.
+  std::istringstream node0(ReadText(out + "/emd_cluster/node-0/emd.csv"));
+  std::string line;
+  std::getline(node0, line);
+  int rows = 0;
+  while (std::getline(node0, line)) {
+    ++rows;
+    std::string witness_cell = line.substr(line.rfind(',') + 1);
+    EXPECT_EQ(witness_cell.empty(), !witness) << line;
+  }
+  EXPECT_EQ(rows, 15);
 
   // The EMD matrix: every pair measured; within a cluster EMD is below every cross-cluster EMD
   // of the same row.
@@ -53,6 +73,9 @@ TEST(EmdExchange, SixteenNodesFindTheFourRotationClustersInOneShot) {
     EXPECT_LT(worst_inside, best_outside) << "row " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, EmdExchange, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Witness" : "Direct"; });
 
 }  // namespace
 }  // namespace meshlearn::e2e

@@ -84,7 +84,7 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   csv << "method,metric";
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
-         "peak_pss_mib_max,ari\n";
+         "peak_pss_mib_max,ari,cluster_round\n";
   for (const MethodSummary& s : summaries) {
     csv << '"' << s.name << "\"," << s.metric;
     for (double v : s.per_cluster) csv << ',' << v;
@@ -92,6 +92,8 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
         << s.nodes << ',' << s.nodes_failed << ',' << s.peak_pss_mib_mean << ','
         << s.peak_pss_mib_max << ',';
     if (s.ari) csv << *s.ari;
+    csv << ',';
+    if (s.cluster_round) csv << *s.cluster_round;
     csv << '\n';
   }
   return training::WriteFileAtomically(path, csv.str());
@@ -116,6 +118,9 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
                              [](const MethodSummary& s) { return s.ari.has_value(); });
   out << pad("mean", 9) << pad("in-cluster", 12) << pad("wall", 8) << pad("overhead", 10);
   if (any_ari) out << pad("ARI", 7);
+  bool any_round = std::any_of(summaries.begin(), summaries.end(),
+                               [](const MethodSummary& s) { return s.cluster_round.has_value(); });
+  if (any_round) out << pad("clustered@", 12);
   out << "\n";
   for (const MethodSummary& s : summaries) {
     out << s.name << std::string(name_width - s.name.size(), ' ');
@@ -123,6 +128,7 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
     out << pad(Fixed(s.mean, 2), 9) << pad(Fixed(100 * s.in_cluster, 1) + "%", 12)
         << pad(Fixed(s.wall_seconds, 0) + "s", 8) << pad(Fixed(100 * s.overhead, 1) + "%", 10);
     if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
+    if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
     if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
     out << "\n";
   }
@@ -183,6 +189,48 @@ Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partiti
   MESHLEARN_RETURN_IF_ERROR(plot::RenderHeatmapPng(ordered, run.dir + "/emd_matrix.png", options));
   std::vector<int> found = similarity::ClustersFromNeighbourhoods(accepted);
   return std::optional<double>(similarity::AdjustedRandIndex(partition.clusters, found));
+}
+
+Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
+                                                         const Partition& partition) {
+  size_t n = partition.ids.size();
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[partition.ids[i]] = i;
+  std::vector<std::vector<bool>> together(n, std::vector<bool>(n, false));
+  PolicyClusters found;
+  for (size_t i = 0; i < n; ++i) {
+    std::string path = run.nodes[i].dir + "/cluster.csv";
+    auto text = training::ReadWholeFile(path);
+    if (!text.ok()) continue;
+    std::istringstream lines(*text);
+    std::string line;
+    std::getline(lines, line);  // node,label,round
+    std::map<std::string, long> label;
+    long round = 0;
+    for (int number = 2; std::getline(lines, line); ++number) {
+      std::vector<std::string> cells;
+      std::istringstream row(line);
+      for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+      char* end = nullptr;
+      if (cells.size() != 3) {
+        return Status::Malformed(path + ":" + std::to_string(number) + ": expected node,label,round");
+      }
+      label[cells[0]] = std::strtol(cells[1].c_str(), &end, 10);
+      round = std::strtol(cells[2].c_str(), &end, 10);
+    }
+    auto own = label.find(partition.ids[i]);
+    if (own == label.end()) continue;
+    ++found.clustered_nodes;
+    found.mean_round += static_cast<double>(round);
+    for (const auto& [id, l] : label) {
+      if (l == own->second && index.count(id)) together[i][index[id]] = true;
+    }
+  }
+  if (found.clustered_nodes == 0) return std::optional<PolicyClusters>();
+  found.mean_round /= found.clustered_nodes;
+  std::vector<int> clusters = similarity::ClustersFromNeighbourhoods(together);
+  found.ari = similarity::AdjustedRandIndex(partition.clusters, clusters);
+  return std::optional<PolicyClusters>(found);
 }
 
 Status WriteCurves(const std::string& path, const std::vector<MethodRun>& runs,

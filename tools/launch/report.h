@@ -24,7 +24,15 @@ struct MethodSummary {
   int nodes_failed = 0;
   double peak_pss_mib_mean = 0;  // process mode: mean over nodes of their peak PSS
   double peak_pss_mib_max = 0;   // process mode: largest node; in-process: the whole process
-  std::optional<double> ari;     // EMD exchange: ARI of the found clusters vs ground truth
+  std::optional<double> ari;  // EMD exchange or clustering policy: ARI of the found clusters
+  std::optional<double> cluster_round;  // clustering policy: mean round the nodes last clustered
+};
+
+// What the clustering policies (samplers louvain and temperature) found.
+struct PolicyClusters {
+  double ari = 0;            // of clusters as identical neighbourhoods vs the ground truth
+  double mean_round = 0;     // mean over clustered nodes of the round of their last clustering
+  int clustered_nodes = 0;   // nodes that wrote cluster.csv
 };
 
 // Computes the summary of `run`. A node's test metric is the one of its best-validation round.
@@ -46,6 +54,14 @@ Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std:
 // neighbourhoods (file 000; DESIGN.md "EMD embedding exchange", step 5) and returns the adjusted
 // Rand index against the ground truth. Returns nullopt when no node took part in the exchange.
 Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partition& partition);
+
+// When nodes of `run` wrote cluster.csv (samplers louvain and temperature): each node's
+// neighbourhood is itself plus the nodes its partition puts in its cluster; clusters are the
+// identical neighbourhoods (as for the EMD exchange), scored by ARI against the ground truth.
+// A node without cluster.csv is a cluster of its own. Returns nullopt when no node wrote one;
+// kMalformed naming the file for a line that does not parse.
+Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
+                                                         const Partition& partition);
 
 // Writes "<out>/curves.png": mean test metric per round for each method.
 Status WriteCurves(const std::string& path, const std::vector<MethodRun>& runs,
