@@ -45,12 +45,22 @@ TEST(Config, RenderedConfigParsesBackEqual) {
   c->http_port = 0;
   c->clusters = {{"node-1", 0}, {"node-2", 1}};
   c->sampler = "oracle";
+  c->emd_witness = true;
+  c->cluster_after = 12;
+  c->cluster_algorithm = "louvain";
+  c->distance_threshold = 0.85;
+  c->linkage = "single";
   auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(*c);
   EXPECT_EQ(RenderNodeConfig(*again), RenderNodeConfig(*c));
   EXPECT_EQ(again->learning_rate, 0.003);
   EXPECT_EQ(again->merge_min_score, 0.25);
   EXPECT_EQ(again->clusters, c->clusters);
+  EXPECT_TRUE(again->emd_witness);
+  EXPECT_EQ(again->cluster_after, 12);
+  EXPECT_EQ(again->cluster_algorithm, "louvain");
+  EXPECT_EQ(again->distance_threshold, 0.85);
+  EXPECT_EQ(again->linkage, "single");
 }
 
 TEST(Config, UnknownKeyIsRejectedWithItsNameAndLine) {
@@ -71,6 +81,12 @@ TEST(Config, BadValuesNameKeyValueAndWhatIsAllowed) {
   EXPECT_NE(lr.message().find("'training.learning_rate' = -1 must be in (0, 10]"),
             std::string::npos)
       << lr.message();
+
+  Status algorithm =
+      ParseError(std::string(kMinimal) + "[clustering]\nalgorithm = \"kmeans\"\n");
+  EXPECT_NE(algorithm.message().find("'clustering.algorithm' = 'kmeans'"), std::string::npos)
+      << algorithm.message();
+  EXPECT_NE(algorithm.message().find("\"agglomerative\""), std::string::npos);
 
   Status type = ParseError(std::string(kMinimal) + "[round]\nsync = \"yes\"\n");
   EXPECT_NE(type.message().find("must be true or false"), std::string::npos) << type.message();

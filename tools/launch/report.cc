@@ -196,7 +196,6 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
   size_t n = partition.ids.size();
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < n; ++i) index[partition.ids[i]] = i;
-  std::vector<std::vector<bool>> together(n, std::vector<bool>(n, false));
   PolicyClusters found;
   for (size_t i = 0; i < n; ++i) {
     std::string path = run.nodes[i].dir + "/cluster.csv";
@@ -218,18 +217,21 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
       label[cells[0]] = std::strtol(cells[1].c_str(), &end, 10);
       round = std::strtol(cells[2].c_str(), &end, 10);
     }
-    auto own = label.find(partition.ids[i]);
-    if (own == label.end()) continue;
+    if (!label.count(partition.ids[i])) continue;
+    // This node's view: its labels of the nodes it clustered against their true clusters.
+    std::vector<int> truth, labels;
+    for (const auto& [id, l] : label) {
+      if (!index.count(id)) continue;
+      truth.push_back(partition.clusters[index[id]]);
+      labels.push_back(static_cast<int>(l));
+    }
     ++found.clustered_nodes;
     found.mean_round += static_cast<double>(round);
-    for (const auto& [id, l] : label) {
-      if (l == own->second && index.count(id)) together[i][index[id]] = true;
-    }
+    found.ari += similarity::AdjustedRandIndex(truth, labels);
   }
   if (found.clustered_nodes == 0) return std::optional<PolicyClusters>();
   found.mean_round /= found.clustered_nodes;
-  std::vector<int> clusters = similarity::ClustersFromNeighbourhoods(together);
-  found.ari = similarity::AdjustedRandIndex(partition.clusters, clusters);
+  found.ari /= found.clustered_nodes;
   return std::optional<PolicyClusters>(found);
 }
 

@@ -30,7 +30,7 @@ struct MethodSummary {
 
 // What the clustering policies (samplers louvain and temperature) found.
 struct PolicyClusters {
-  double ari = 0;            // of clusters as identical neighbourhoods vs the ground truth
+  double ari = 0;            // mean over clustered nodes of their partition's ARI
   double mean_round = 0;     // mean over clustered nodes of the round of their last clustering
   int clustered_nodes = 0;   // nodes that wrote cluster.csv
 };
@@ -55,11 +55,13 @@ Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std:
 // Rand index against the ground truth. Returns nullopt when no node took part in the exchange.
 Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partition& partition);
 
-// When nodes of `run` wrote cluster.csv (samplers louvain and temperature): each node's
-// neighbourhood is itself plus the nodes its partition puts in its cluster; clusters are the
-// identical neighbourhoods (as for the EMD exchange), scored by ARI against the ground truth.
-// A node without cluster.csv is a cluster of its own. Returns nullopt when no node wrote one;
-// kMalformed naming the file for a line that does not parse.
+// When nodes of `run` wrote cluster.csv (samplers louvain and temperature): each node's final
+// partition of the peers it clustered is scored by ARI against their true clusters (issue 9: "ARI
+// of each node's final cluster against ground truth"), and the mean over the nodes that clustered
+// is returned with their mean clustering round. Rationale: every node clusters only what it has
+// seen, so views differ slightly; demanding identical neighbourhoods (as for the EMD exchange)
+// would turn one node's stray peer into singletons everywhere. Returns nullopt when no node wrote
+// cluster.csv; kMalformed naming the file for a line that does not parse.
 Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
                                                          const Partition& partition);
 
