@@ -148,6 +148,9 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     MESHLEARN_RETURN_IF_ERROR(t.Integer("peers_per_round", &c.emd_peers_per_round, 0, 100000));
     return t.Bool("witness", &c.emd_witness);
   }));
+  MESHLEARN_RETURN_IF_ERROR(top.Table("attack", [&](TableReader& t) {
+    return t.Choice("kind", &c.attack, {"none", "sign_flip", "noise"});
+  }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("clustering", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(t.Integer("cluster_after", &c.cluster_after, 0, 1000000));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("recluster_every", &c.recluster_every, 0, 1000000));
@@ -268,6 +271,7 @@ std::string RenderNodeConfig(const NodeConfig& c) {
       << "\nmax_samples = " << c.emd_max_samples << "\nproj_ratio = " << c.emd_proj_ratio
       << "\nrefresh = " << c.emd_refresh << "\npeers_per_round = " << c.emd_peers_per_round
       << "\nwitness = " << (c.emd_witness ? "true" : "false") << "\n";
+  out << "\n[attack]\nkind = " << Quote(c.attack) << "\n";
   out << "\n[clustering]\ncluster_after = " << c.cluster_after
       << "\nrecluster_every = " << c.recluster_every
       << "\nalgorithm = " << Quote(c.cluster_algorithm)

@@ -91,6 +91,9 @@ struct NodeConfig {
   int64_t emd_refresh = 0;      // 0: once after round 0; R: every R rounds
   int emd_peers_per_round = 0;  // 0: every active peer at once
   bool emd_witness = false;     // a random third peer measures each EMD (witness mode)
+  // [attack]: robustness experiments only. "none" | "sign_flip" (serve -w) | "noise" (serve
+  // Gaussian values with w's root mean square); the node still learns honestly.
+  std::string attack = "none";
   // [clustering]: the louvain (FLIC) and temperature (OCFL) samplers' policy
   // (similarity/cluster_policy.h).
   int64_t cluster_after = 5;                      // no clustering before this round

@@ -109,6 +109,31 @@ class TrainingLearner final : public Learner {
   FloatArray CurrentWeights() const override { return FloatArray::Own(model_->Parameters()); }
 
   Result<RoundOutcome> RunRound(const RoundJob& job) override {
+    auto out = RunHonestRound(job);
+    if (out.ok() && config_.attack != "none") {
+      out->published_weights = Poisoned(out->published_weights.view(), job.round);
+    }
+    return out;
+  }
+
+  // [attack] (robustness experiments, issue 8): the node learns honestly but serves a poisoned
+  // model: "sign_flip" serves -w, "noise" serves Gaussian values with w's root mean square.
+  FloatArray Poisoned(std::span<const float> weights, int64_t round) const {
+    std::vector<float> poisoned(weights.begin(), weights.end());
+    if (config_.attack == "sign_flip") {
+      for (float& w : poisoned) w = -w;
+      return FloatArray::Own(std::move(poisoned));
+    }
+    double square_sum = 0;
+    for (float w : weights) square_sum += static_cast<double>(w) * w;
+    double rms = weights.empty() ? 0 : std::sqrt(square_sum / static_cast<double>(weights.size()));
+    std::mt19937_64 rng(train_seed_ ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(round + 1)));
+    std::normal_distribution<double> noise(0.0, rms > 0 ? rms : 1.0);
+    for (float& w : poisoned) w = static_cast<float>(noise(rng));
+    return FloatArray::Own(std::move(poisoned));
+  }
+
+  Result<RoundOutcome> RunHonestRound(const RoundJob& job) {
     RoundOutcome out;
     out.round = job.round;
     std::vector<float> own = model_->Parameters();

@@ -529,6 +529,10 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
         "node (configure [security], see configs/README.md)",
         impl->transport->bound_endpoint());
   }
+  if (config.attack != "none") {
+    impl->log->warn("[attack] kind = {}: this node serves poisoned models (robustness experiment)",
+                    config.attack);
+  }
   return std::unique_ptr<Node>(new Node(std::move(impl)));
 }
 

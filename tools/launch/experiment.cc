@@ -163,8 +163,17 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     clusters.emplace_back(partition.ids[i], partition.clusters[i]);
   }
+  // Attackers: in each cluster its first round(fraction * size) nodes, so that every cluster
+  // loses the same share of honest nodes.
+  auto fraction = AttackFraction(scenario, method);
+  if (!fraction.ok()) return fraction.status();
+  std::map<int, int> size, attackers_so_far;
+  for (int c : partition.clusters) ++size[c];
   std::vector<node::NodeConfig> configs;
   for (size_t i = 0; i < partition.ids.size(); ++i) {
+    int c = partition.clusters[i];
+    bool attacker = attackers_so_far[c] < static_cast<int>(std::lround(*fraction * size[c]));
+    attackers_so_far[c] += attacker;
     std::vector<node::PeerAddress> peers;
     size_t n = addresses.size();
     size_t count = known_peers > 0 ? std::min<size_t>(known_peers, n - 1) : n - 1;
@@ -172,7 +181,8 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
     auto config =
         MakeNodeConfig(scenario, method, partition.ids[i], addresses[i].endpoint,
                        std::filesystem::absolute(partition.shard_paths[i]).string(),
-                       dir + "/node-" + partition.ids[i], peers, clusters, (*security)[i]);
+                       dir + "/node-" + partition.ids[i], peers, clusters, (*security)[i],
+                       attacker);
     if (!config.ok()) return config.status();
     config->log_level = log_level;
     configs.push_back(std::move(*config));
@@ -419,6 +429,7 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
     NodeRun n;
     n.id = partition.ids[i];
     n.cluster = partition.clusters[i];
+    n.attacker = (*configs)[i].attack != "none";
     n.dir = run.dir + "/node-" + n.id;
     std::filesystem::create_directories(n.dir, ec);
     if (ec) return Status::IoError(n.dir + ": " + ec.message());

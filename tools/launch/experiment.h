@@ -43,6 +43,7 @@ struct RunOptions {
 struct NodeRun {
   std::string id;
   int cluster = 0;
+  bool attacker = false;               // it served poisoned models ([attack]); not summarized
   std::string dir;                     // its output folder, "<method dir>/node-<id>"
   std::optional<std::string> failure;  // why it died, with its last log lines
   std::vector<node::RoundRow> rounds;  // rounds.csv as far as it got

@@ -46,7 +46,8 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
     s.nodes_failed += n.failure.has_value();
     s.peak_pss_mib_max = std::max(s.peak_pss_mib_max, n.peak_pss_mib);
     pss += n.peak_pss_mib;
-    if (n.rounds.empty()) continue;
+    s.attackers += n.attacker;
+    if (n.rounds.empty() || n.attacker) continue;
     const node::RoundRow* best = &n.rounds.front();
     double busy = 0;
     for (const node::RoundRow& r : n.rounds) {
@@ -84,7 +85,7 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   csv << "method,metric";
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
-         "peak_pss_mib_max,ari,cluster_round\n";
+         "peak_pss_mib_max,ari,cluster_round,attackers\n";
   for (const MethodSummary& s : summaries) {
     csv << '"' << s.name << "\"," << s.metric;
     for (double v : s.per_cluster) csv << ',' << v;
@@ -94,7 +95,7 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
     if (s.ari) csv << *s.ari;
     csv << ',';
     if (s.cluster_round) csv << *s.cluster_round;
-    csv << '\n';
+    csv << ',' << s.attackers << '\n';
   }
   return training::WriteFileAtomically(path, csv.str());
 }
@@ -130,6 +131,7 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
     if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
     if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
     if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
+    if (s.attackers) out << "  (" << s.attackers << " attackers not counted)";
     out << "\n";
   }
   return out.str();

@@ -22,6 +22,7 @@ struct MethodSummary {
   double overhead = 0;  // mean share of node wall time outside training/evaluation
   int nodes = 0;
   int nodes_failed = 0;
+  int attackers = 0;  // nodes that served poisoned models; left out of the metrics
   double peak_pss_mib_mean = 0;  // process mode: mean over nodes of their peak PSS
   double peak_pss_mib_max = 0;   // process mode: largest node; in-process: the whole process
   std::optional<double> ari;  // EMD exchange or clustering policy: ARI of the found clusters
@@ -35,7 +36,8 @@ struct PolicyClusters {
   int clustered_nodes = 0;   // nodes that wrote cluster.csv
 };
 
-// Computes the summary of `run`. A node's test metric is the one of its best-validation round.
+// Computes the summary of `run` over its honest nodes (attackers are only counted). A node's test
+// metric is the one of its best-validation round.
 MethodSummary Summarize(const MethodRun& run, const Partition& partition);
 
 // Writes "<out>/summary.csv": one row per method with per-cluster and mean metric, in-cluster

@@ -16,8 +16,8 @@ namespace {
 using node::TableReader;
 
 // The node config sections a scenario's [node] template and methods may set.
-const std::vector<std::string> kNodeSections = {"model",      "training", "learning", "emd",
-                                                 "clustering", "round"};
+const std::vector<std::string> kNodeSections = {"model", "training",   "learning", "emd",
+                                                 "attack", "clustering", "round"};
 
 // Keys the launcher sets per node; a scenario that sets them is told so.
 const std::set<std::string> kLauncherKeys = {"learning.clusters"};
@@ -255,12 +255,28 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
 
   // Validate every method's node config once, before any data is loaded.
   for (const MethodSpec& method : s.methods) {
+    MESHLEARN_RETURN_IF_ERROR(AttackFraction(s, method).status());
     auto config = MakeNodeConfig(s, method, "node-0", "tcp://127.0.0.1:1", "shard", "out",
                                  {{"node-1", "tcp://127.0.0.1:2"}}, {{"node-0", 0}, {"node-1", 0}},
-                                 std::nullopt);
+                                 std::nullopt, /*attacker=*/true);
     if (!config.ok()) return config.status();
   }
   return s;
+}
+
+Result<double> AttackFraction(const Scenario& scenario, const MethodSpec& method) {
+  std::map<std::string, std::string> keys = scenario.node_template;
+  for (const auto& [k, v] : method.overrides) keys[k] = v;
+  auto it = keys.find("attack.fraction");
+  if (it == keys.end()) return 0.0;
+  char* end = nullptr;
+  double fraction = std::strtod(it->second.c_str(), &end);
+  if (end == it->second.c_str() || *end != '\0' || !(fraction >= 0 && fraction <= 1)) {
+    return Status::InvalidArgument(scenario.file + ": method '" + method.name +
+                                   "': attack.fraction = " + it->second +
+                                   " must be a number in [0, 1]");
+  }
+  return fraction;
 }
 
 Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSpec& method,
@@ -268,9 +284,12 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
                                         const std::string& shard, const std::string& output_dir,
                                         const std::vector<node::PeerAddress>& peers,
                                         const std::vector<std::pair<std::string, int>>& clusters,
-                                        const std::optional<node::SecurityConfig>& security) {
+                                        const std::optional<node::SecurityConfig>& security,
+                                        bool attacker) {
   std::map<std::string, std::string> keys = scenario.node_template;
   for (const auto& [k, v] : method.overrides) keys[k] = v;
+  keys.erase("attack.fraction");
+  if (!attacker) keys.erase("attack.kind");
   std::ostringstream doc;
   doc << "id = " << toml::value<std::string>(id)
       << "\nlisten = " << toml::value<std::string>(listen) << "\nseed = " << scenario.seed

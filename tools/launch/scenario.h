@@ -69,13 +69,20 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
 // The node config of client `client` for `method`: the template with the method's overrides,
 // plus id, listen endpoint, seed, shard, output folder, peers (with their public keys when they
 // have one), (for the oracle) the clusters and, when given, the [security] section.
+// `attacker`: the node keeps the template's `attack.kind`; otherwise it gets none (the
+// launcher-only key `attack.fraction` never reaches a node).
 // Errors come from the node config parser, prefixed with the method name.
 Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSpec& method,
                                         const std::string& id, const std::string& listen,
                                         const std::string& shard, const std::string& output_dir,
                                         const std::vector<node::PeerAddress>& peers,
                                         const std::vector<std::pair<std::string, int>>& clusters,
-                                        const std::optional<node::SecurityConfig>& security);
+                                        const std::optional<node::SecurityConfig>& security,
+                                        bool attacker = false);
+
+// The share of each cluster's nodes that attack under `method` (`attack.fraction` of the node
+// template or the method, default 0). kInvalidArgument when it is not a number in [0, 1].
+Result<double> AttackFraction(const Scenario& scenario, const MethodSpec& method);
 
 // A file-name-safe form of a method name ("cos_weights FedSim" -> "cos_weights-fedsim").
 std::string Slug(const std::string& name);

@@ -1,0 +1,99 @@
+// Poisoning peers against real nodes through the launcher (issue 8, "Hostile peers" and
+// "Poisoned majority"): sign-flipped or noise models end with near-zero sampling probability at
+// every honest node, and honest nodes keep their test metric.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/e2e/e2e_support.h"
+
+namespace meshlearn::e2e {
+namespace {
+
+using std::chrono::seconds;
+
+// Runs configs/scenarios/poison-majority.toml in-process with `sets`; returns the output folder.
+std::string RunPoisonScenario(const std::string& name, const std::vector<std::string>& sets) {
+  std::string out = ::testing::TempDir() + "/e2e_poison_" + name;
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out);
+  std::vector<std::string> args = {
+      MESHLEARN_LAUNCH_BIN, std::string(MESHLEARN_SOURCE_DIR) + "/configs/scenarios/poison-majority.toml",
+      "--out", out, "--in-process"};
+  for (const std::string& s : sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  auto launcher = ChildProcess::Start(args, out + "/launch.log");
+  EXPECT_TRUE(launcher.has_value());
+  if (launcher) {
+    EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(900)), 0)) << ReadText(out + "/launch.log");
+  }
+  std::printf("%s\n", ReadText(out + "/launch.log").c_str());
+  return out;
+}
+
+// The "mean" cell of the summary row of `method`.
+double MeanOf(const std::string& out, const std::string& method) {
+  std::istringstream summary(ReadText(out + "/summary.csv"));
+  std::string header, row;
+  std::getline(summary, header);
+  while (std::getline(summary, row)) {
+    if (row.rfind("\"" + method + "\"", 0) == 0) {
+      return SummaryCell(header, row, "mean").value_or(NAN);
+    }
+  }
+  ADD_FAILURE() << "no summary row for " << method;
+  return NAN;
+}
+
+// One attacker per cluster of 10 (fraction 0.1: nodes 0 and 10), 20 rounds of cos_weights DAC.
+class PoisoningPeer : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PoisoningPeer, EndsBelowOnePercentAtEveryHonestNodeAndHonestNodesKeepTheirMetric) {
+  std::string kind = GetParam();
+  std::string out = RunPoisonScenario(
+      kind, {"node.attack.kind=" + kind, "node.attack.fraction=0.1", "node.training.rounds=20",
+             "methods=[{name = \"clean\", attack = {fraction = 0.0}}, {name = \"attacked\"}]"});
+  const std::set<std::string> attackers = {"0", "10"};
+  int honest = 0;
+  for (int i = 0; i < 20; ++i) {
+    std::string id = std::to_string(i);
+    if (attackers.count(id)) {
+      EXPECT_NE(ReadText(out + "/attacked/node-" + id + "/node.log").find("poisoned models"),
+                std::string::npos)
+          << "node " << id << " should be an attacker";
+      continue;
+    }
+    ++honest;
+    std::istringstream scores(ReadText(out + "/attacked/node-" + id + "/scores.csv"));
+    std::string line;
+    std::getline(scores, line);  // peer,score,probability
+    while (std::getline(scores, line)) {
+      std::string peer = line.substr(0, line.find(','));
+      if (!attackers.count(peer)) continue;
+      double probability = std::stod(line.substr(line.rfind(',') + 1));
+      EXPECT_LT(probability, 0.01) << "honest node " << id << " still samples attacker " << peer;
+    }
+  }
+  EXPECT_EQ(honest, 18);
+  double clean = MeanOf(out, "clean"), attacked = MeanOf(out, "attacked");
+  std::printf("%s: honest mean test MSE %.3f (clean run %.3f)\n", kind.c_str(), attacked, clean);
+  EXPECT_LE(attacked, 1.05 * clean) << "honest nodes lost more than 5% to the attack";
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, PoisoningPeer, ::testing::Values("sign_flip", "noise"));
+
+// The shipped scenario: 60% of every cluster sign-flips. With merge_min_score the honest nodes end
+// within 5% of the clean run's test MSE.
+TEST(PoisonedMajority, MergeMinScoreKeepsHonestNodesWithinFivePercentOfTheCleanRun) {
+  std::string out = RunPoisonScenario("majority", {});
+  double clean = MeanOf(out, "clean");
+  double defended = MeanOf(out, "attacked merge_min_score");
+  std::printf("honest mean test MSE: clean %.3f, attacked %.3f, with merge_min_score %.3f\n", clean,
+              MeanOf(out, "attacked"), defended);
+  EXPECT_LE(defended, 1.05 * clean);
+}
+
+}  // namespace
+}  // namespace meshlearn::e2e
