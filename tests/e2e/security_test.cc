@@ -112,7 +112,9 @@ TEST(SecureMesh, AllowlistedNodesTrainTogetherAndANodeWithAnUnknownKeyGetsNothin
   for (size_t i = 0; i < ids.size(); ++i) {
     node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoints[i], shards[i], dir + "/" + ids[i]);
     c.rounds = kRounds;
-    c.min_round_s = 0.05;
+    // Long enough (about 5 s) that the intruder, started last, tries while the others run even
+    // on a loaded machine.
+    c.min_round_s = 0.4;
     c.peers_per_round = 2;
     c.sampler = "random";
     bool intruder = ids[i] == "mallory";
