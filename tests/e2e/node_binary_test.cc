@@ -99,6 +99,13 @@ TEST(NodeBinary, KilledNodeIsSkippedByOthersAndResumesFromItsCheckpoint) {
   EXPECT_TRUE(WaitFor([&] { return LastRound(dir + "/n0") >= before + 4; }, seconds(30)))
       << "n0 stalled at round " << LastRound(dir + "/n0") << " after n2 died";
 
+  // ...and marked it dead after dead_after_failures (2) misses, so it is not sampled for a while.
+  EXPECT_TRUE(WaitFor(
+      [&] { return ReadText(dir + "/n0.log").find("peer n2 failed 2 times in a row: marked dead") !=
+                   std::string::npos; },
+      seconds(30)))
+      << ReadText(dir + "/n0.log");
+
   nodes[2] = ChildProcess::Start({MESHLEARN_NODE_BIN, "--config", configs[2]}, victim + ".log2");
   ASSERT_TRUE(nodes[2].has_value());
   for (int i = 0; i < 3; ++i) {
