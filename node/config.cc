@@ -156,8 +156,7 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     MESHLEARN_RETURN_IF_ERROR(t.Integer("recluster_every", &c.recluster_every, 0, 1000000));
     MESHLEARN_RETURN_IF_ERROR(
         t.Choice("algorithm", &c.cluster_algorithm, {"agglomerative", "louvain"}));
-    MESHLEARN_RETURN_IF_ERROR(
-        t.Number("distance_threshold", &c.distance_threshold, 0, 2, true));
+    MESHLEARN_RETURN_IF_ERROR(t.Number("distance_threshold", &c.distance_threshold, 0, 2, true));
     return t.Choice("linkage", &c.linkage, {"average", "complete", "single"});
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("round", [&](TableReader& t) {

@@ -71,7 +71,7 @@ struct NodeConfig {
 
   // [learning]
   std::string metric = "cos_weights";  // inv_loss|cos_weights|cos_grad|inv_l2
-  std::string sampler = "dac";  // dac|random|oracle|local|emd_cluster|louvain|temperature
+  std::string sampler = "dac";         // dac|random|oracle|local|emd_cluster|louvain|temperature
   double tau = 30;
   std::string tau_schedule = "constant";              // constant|sigmoid
   std::string unscored = "exclude";                   // exclude|zero
@@ -96,11 +96,11 @@ struct NodeConfig {
   std::string attack = "none";
   // [clustering]: the louvain (FLIC) and temperature (OCFL) samplers' policy
   // (similarity/cluster_policy.h).
-  int64_t cluster_after = 5;                      // no clustering before this round
-  int64_t recluster_every = 5;                    // louvain: recluster period; 0 = once
+  int64_t cluster_after = 5;                        // no clustering before this round
+  int64_t recluster_every = 5;                      // louvain: recluster period; 0 = once
   std::string cluster_algorithm = "agglomerative";  // temperature: agglomerative|louvain
-  double distance_threshold = 0.3;                // agglomerative: merge below this 1 - cos
-  std::string linkage = "average";                // agglomerative: average|complete|single
+  double distance_threshold = 0.3;                  // agglomerative: merge below this 1 - cos
+  std::string linkage = "average";                  // agglomerative: average|complete|single
 
   // [round]
   bool sync = true;

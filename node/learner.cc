@@ -317,7 +317,8 @@ class TrainingLearner final : public Learner {
     MESHLEARN_RETURN_IF_ERROR(observe(config_.id, trained).WithContext("own update direction"));
     auto clustered = policy_->EndRound(job.round);
     if (!clustered.ok()) return clustered.status().WithContext("clustering");
-    if (const auto* temperature = dynamic_cast<const similarity::TemperaturePolicy*>(policy_.get())) {
+    if (const auto* temperature =
+            dynamic_cast<const similarity::TemperaturePolicy*>(policy_.get())) {
       out.temperature = temperature->temperature().value_or(out.temperature);
     }
     if (*clustered) {

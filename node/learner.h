@@ -52,9 +52,9 @@ struct RoundOutcome {
   double val_acc = 0;
   double test_loss = 0;
   double test_acc = 0;
-  double train_seconds = 0;      // local training
-  double eval_seconds = 0;       // validation + test evaluation
-  bool stopped = false;          // early stopping has fired (now or before)
+  double train_seconds = 0;  // local training
+  double eval_seconds = 0;   // validation + test evaluation
+  bool stopped = false;      // early stopping has fired (now or before)
   // Clustering policies (sampler louvain|temperature; similarity/cluster_policy.h):
   double temperature = std::numeric_limits<double>::quiet_NaN();  // OCFL's T this round
   // Set when the policy clustered this round: the node's cluster mates, and every clustered

@@ -129,8 +129,8 @@ class Node::Impl {
   bool worker_exit = false;
 
   std::map<InboundId, ReplyToken> tokens;  // event thread only
-  uint64_t written_emd_revision = 0;        // the machine's emd_revision() in emd.csv
-  MessageObserver observer;                 // sees every decoded received message
+  uint64_t written_emd_revision = 0;       // the machine's emd_revision() in emd.csv
+  MessageObserver observer;                // sees every decoded received message
   InboundId last_inbound = 0;
   Status failure;  // a failure of the node itself, ends Run()
 

@@ -335,8 +335,8 @@ std::vector<Action> NodeStateMachine::OnReply(uint64_t request_id, const Result<
       }
       if (pending.kind == RequestKind::kWitnessValidationRows) {
         // We are the responder: pass the witness's answer on to the requester.
-        Body forwarded = result ? Body(*result)
-                                : Body(Error{failure.code(), "witness: " + failure.message()});
+        Body forwarded =
+            result ? Body(*result) : Body(Error{failure.code(), "witness: " + failure.message()});
         out.push_back(SendReply{pending.inbound, Reply(pending.inbound_request_id, forwarded)});
         break;
       }
@@ -593,9 +593,9 @@ std::vector<Action> NodeStateMachine::OnInbound(InboundId inbound, const Message
       return out;
     }
     ++emd_jobs_running_;
-    out.push_back(StartEmbed{EmbedJob{inbound, env.sender, env.request_id, embed->weights,
-                                      embed->projection_seed,
-                                      std::min(embed->max_samples, config_.emd_max_samples), std::nullopt}});
+    out.push_back(StartEmbed{
+        EmbedJob{inbound, env.sender, env.request_id, embed->weights, embed->projection_seed,
+                 std::min(embed->max_samples, config_.emd_max_samples), std::nullopt}});
   } else if (const auto* request = std::get_if<WitnessEmbedRequest>(&message.body)) {
     if (!config_.emd_enabled) {
       Reject(inbound, env.sender, env.request_id,
@@ -696,8 +696,7 @@ void NodeStateMachine::SendEmdRequests(TimePoint now, std::vector<Action>& out) 
         log_->warn("no third peer can witness the EMD exchange with {}; skipped", peer);
         continue;
       }
-      WitnessTarget target{{witness->id, witness->endpoint, witness->public_key},
-                           witness_rng_()};
+      WitnessTarget target{{witness->id, witness->endpoint, witness->public_key}, witness_rng_()};
       WitnessEmbedRequest request;
       request.projection_seed = seed;
       request.max_samples = config_.emd_max_samples;
@@ -818,7 +817,8 @@ void NodeStateMachine::OnWitnessRows(InboundId inbound, const Envelope& env,
   const std::string& owner = train ? rows.requester : rows.responder;
   if (env.sender != owner) {
     return refuse(Status::InvalidArgument(
-        std::string("WitnessRows with ") + (train ? "the requester's training" : "the responder's validation") +
+        std::string("WitnessRows with ") +
+        (train ? "the requester's training" : "the responder's validation") +
         " rows must come from '" + owner + "', not '" + env.sender + "'"));
   }
   if (rows.requester == rows.responder || rows.requester == config_.id ||
@@ -924,8 +924,8 @@ void NodeStateMachine::CompleteMeasure(const std::string& peer, double emd, doub
   if (const topology::PeerEntry* entry = peers_.Find(peer)) {
     uint64_t id = NextRequestId();
     pending_[id] = {RequestKind::kEmdDecision, peer, completed_round_, 0};
-    out.push_back(
-        RequestTo(*entry, id, EmdDecision{*row.accepted, emd, reference}, now + config_.round_deadline));
+    out.push_back(RequestTo(*entry, id, EmdDecision{*row.accepted, emd, reference},
+                            now + config_.round_deadline));
   }
   ApplyEmdDecision(peer);
 }

@@ -414,8 +414,8 @@ class NodeStateMachine {
                                TimePoint now) const;
   // Witness mode: a random samplable peer other than `peer` that can take part, or nullptr.
   const topology::PeerEntry* PickWitness(const std::string& peer, TimePoint now);
-  void OnWitnessRows(InboundId inbound, const Envelope& env, const WitnessRows& rows,
-                     TimePoint now, std::vector<Action>& out);
+  void OnWitnessRows(InboundId inbound, const Envelope& env, const WitnessRows& rows, TimePoint now,
+                     std::vector<Action>& out);
   // Answers both held sides of `key` with `body` and forgets the session.
   void AnswerWitnessSession(const WitnessKey& key, const Body& body, std::vector<Action>& out);
   void ExpireWitnessSessions(TimePoint now, bool expire_all, std::vector<Action>& out);
@@ -449,7 +449,7 @@ class NodeStateMachine {
   std::vector<std::string> emd_queue_;      // peers still to exchange with
   int emd_jobs_running_ = 0;                // EMD learner jobs not yet done
   uint64_t emd_revision_ = 0;
-  std::mt19937_64 witness_rng_;             // witness choice and session ids (not sampling)
+  std::mt19937_64 witness_rng_;  // witness choice and session ids (not sampling)
   std::map<WitnessKey, WitnessSession> witness_sessions_;  // as a witness, by key
 };
 

@@ -322,8 +322,7 @@ Status UnpackPeerInfo(const msgpack::object& o, const std::string& what, const L
 
 // Reads fields `first` (rows) and `first + 1` (cols) and the blob of projected embeddings.
 Status UnpackEmbeddings(const Fields& f, uint32_t first, const Frame& blob, const Limits& limits,
-                        const char* what, uint32_t* rows_out, uint32_t* cols_out,
-                        FloatArray* out) {
+                        const char* what, uint32_t* rows_out, uint32_t* cols_out, FloatArray* out) {
   uint64_t rows, cols;
   MESHLEARN_RETURN_IF_ERROR(f.Uint(first, "rows", limits.max_embed_rows, &rows));
   MESHLEARN_RETURN_IF_ERROR(f.Uint(first + 1, "cols", limits.max_embed_cols, &cols));
@@ -385,8 +384,8 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       PeerList m;
       for (uint32_t i = 0; i < count; ++i) {
         PeerInfo info;
-        MESHLEARN_RETURN_IF_ERROR(UnpackPeerInfo(
-            items[i], "PeerList.peers[" + std::to_string(i) + "]", limits, &info));
+        MESHLEARN_RETURN_IF_ERROR(
+            UnpackPeerInfo(items[i], "PeerList.peers[" + std::to_string(i) + "]", limits, &info));
         m.peers.push_back(std::move(info));
       }
       return Body(std::move(m));
@@ -458,8 +457,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Uint(1, "max_samples", limits.max_embed_rows, &max_samples));
       m.max_samples = static_cast<uint32_t>(max_samples);
       MESHLEARN_RETURN_IF_ERROR(f.Uint(2, "session", UINT64_MAX, &m.session));
-      MESHLEARN_RETURN_IF_ERROR(
-          UnpackPeerInfo(f.at(3), f.Name("witness"), limits, &m.witness));
+      MESHLEARN_RETURN_IF_ERROR(UnpackPeerInfo(f.at(3), f.Name("witness"), limits, &m.witness));
       MESHLEARN_RETURN_IF_ERROR(UnpackLayout(f, 4, limits, &m.layout));
       MESHLEARN_RETURN_IF_ERROR(CheckLayout(m.layout, options));
       auto weights =

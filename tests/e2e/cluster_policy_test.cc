@@ -18,10 +18,14 @@ std::string RunScenario(const std::string& name, const std::string& scenario,
   std::string out = ::testing::TempDir() + "/e2e_policy_" + name;
   std::filesystem::remove_all(out);
   std::filesystem::create_directories(out);
-  std::vector<std::string> args = {MESHLEARN_LAUNCH_BIN,
-                                   std::string(MESHLEARN_SOURCE_DIR) + "/configs/scenarios/" +
-                                       scenario,
-                                   "--out", out, "--in-process", "--methods", methods};
+  std::vector<std::string> args = {
+      MESHLEARN_LAUNCH_BIN,
+      std::string(MESHLEARN_SOURCE_DIR) + "/configs/scenarios/" + scenario,
+      "--out",
+      out,
+      "--in-process",
+      "--methods",
+      methods};
   for (const std::string& s : sets) {
     args.push_back("--set");
     args.push_back(s);
@@ -38,9 +42,8 @@ std::string RunScenario(const std::string& name, const std::string& scenario,
 // recorded every round, each node clusters once at a round >= cluster_after (10) where it rose,
 // and the partitions match the truth (mean per-node ARI >= 0.9; measured 0.95-0.99).
 TEST(ClusterPolicies, OcflTemperaturePolicyFindsTheLabelClusters) {
-  std::string out =
-      RunScenario("ocfl", "ocfl-label-clusters.toml", "ocfl agglomerative,ocfl louvain",
-                  {"node.training.rounds=14"});
+  std::string out = RunScenario("ocfl", "ocfl-label-clusters.toml",
+                                "ocfl agglomerative,ocfl louvain", {"node.training.rounds=14"});
   std::istringstream summary(ReadText(out + "/summary.csv"));
   std::string header, row;
   std::getline(summary, header);

@@ -21,7 +21,9 @@ using std::chrono::seconds;
 constexpr const char* kIp = "/usr/sbin/ip";
 
 // Runs a shell command quietly; true on exit code 0.
-bool Sh(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
+bool Sh(const std::string& command) {
+  return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+}
 
 // Two namespaces "<prefix>a" and "<prefix>b" joined by veth "<prefix>va" / "<prefix>vb" with
 // 127.10.<k>.1 and 127.10.<k>.2. Removed on destruction.
@@ -59,7 +61,9 @@ class TwoHosts {
     return ok ? "" : "setting up the veth pair between the namespaces failed";
   }
   // Cuts or restores the link (host a's end down or up).
-  bool SetLink(bool up) { return In("a", std::string(kIp) + " link set " + dev("a") + (up ? " up" : " down")); }
+  bool SetLink(bool up) {
+    return In("a", std::string(kIp) + " link set " + dev("a") + (up ? " up" : " down"));
+  }
   std::string ns(const std::string& side) const { return prefix_ + side; }
   const std::string& ip(const std::string& side) const { return side == "a" ? a_ip_ : b_ip_; }
 
@@ -104,7 +108,8 @@ TEST(NetworkPartition, BothSidesContinueWhileCutAndTheMeshHealsAfterwards) {
   }
   std::vector<std::optional<ChildProcess>> nodes;
   for (int i = 0; i < 4; ++i) {
-    node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoint[ids[i]], shards[i], dir + "/" + ids[i]);
+    node::NodeConfig c =
+        SyntheticNodeConfig(ids[i], endpoint[ids[i]], shards[i], dir + "/" + ids[i]);
     c.rounds = 80;
     c.min_round_s = 0.3;
     c.round_deadline_s = 1.5;

@@ -18,8 +18,9 @@ std::string RunPoisonScenario(const std::string& name, const std::vector<std::st
   std::filesystem::remove_all(out);
   std::filesystem::create_directories(out);
   std::vector<std::string> args = {
-      MESHLEARN_LAUNCH_BIN, std::string(MESHLEARN_SOURCE_DIR) + "/configs/scenarios/poison-majority.toml",
-      "--out", out, "--in-process"};
+      MESHLEARN_LAUNCH_BIN,
+      std::string(MESHLEARN_SOURCE_DIR) + "/configs/scenarios/poison-majority.toml", "--out", out,
+      "--in-process"};
   for (const std::string& s : sets) {
     args.push_back("--set");
     args.push_back(s);

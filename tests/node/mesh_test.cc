@@ -7,10 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <bit>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -26,11 +26,11 @@
 #include <zmq_addon.hpp>
 
 #include "node/free_port.h"
-#include "node/transport.h"
-#include "protocol/codec.h"
 #include "node/logging.h"
 #include "node/node.h"
 #include "node/outputs.h"
+#include "node/transport.h"
+#include "protocol/codec.h"
 #include "training/partition.h"
 #include "training/shard_file.h"
 
@@ -293,7 +293,7 @@ TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
   // Every ordered pair of the 3 nodes was measured: 6 measurements.
   if (witness) {
     EXPECT_EQ(count[MessageType::kEmbedReply], 0);
-    EXPECT_EQ(count[MessageType::kWitnessRows], 12);  // two sides per measurement
+    EXPECT_EQ(count[MessageType::kWitnessRows], 12);    // two sides per measurement
     EXPECT_EQ(count[MessageType::kWitnessResult], 18);  // to both sides, and forwarded to i
   } else {
     EXPECT_EQ(count[MessageType::kEmbedReply], 6);
@@ -333,9 +333,10 @@ TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
     auto ask = [&](std::vector<Frame> frames, uint64_t id) -> Result<Message> {
       std::promise<Result<std::vector<Frame>>> promise;
       auto future = promise.get_future();
-      (*client)->Request(node.endpoint(), id, std::move(frames),
-                         std::chrono::steady_clock::now() + std::chrono::seconds(10),
-                         [&promise](Result<std::vector<Frame>> r) { promise.set_value(std::move(r)); });
+      (*client)->Request(
+          node.endpoint(), id, std::move(frames),
+          std::chrono::steady_clock::now() + std::chrono::seconds(10),
+          [&promise](Result<std::vector<Frame>> r) { promise.set_value(std::move(r)); });
       auto frames_back = future.get();
       if (!frames_back.ok()) return frames_back.status();
       return Decode(*frames_back, {});
@@ -379,7 +380,8 @@ TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
       ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(parts)).has_value());
       std::vector<Frame> reply;
       for (const zmq::message_t& part : parts) {
-        reply.emplace_back(std::vector<uint8_t>(part.data<uint8_t>(), part.data<uint8_t>() + part.size()));
+        reply.emplace_back(
+            std::vector<uint8_t>(part.data<uint8_t>(), part.data<uint8_t>() + part.size()));
       }
       replies["version"] = error_of(Decode(reply, {}));
     }
@@ -406,7 +408,8 @@ TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
 
     auto again = send(GetModel{0, false});
     served_after = again.ok() && std::holds_alternative<Model>(again->body);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // /status is rebuilt twice a second
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(1200));  // /status is rebuilt twice a second
     status = node.StatusJson();
   });
   EXPECT_EQ(replies["malformed"], ErrorCode::kMalformed);

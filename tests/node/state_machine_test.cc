@@ -664,8 +664,8 @@ TEST(StateMachineEmd, FinishedNodeWaitsForTheDecisionOfAPeerItMeasured) {
     if (std::holds_alternative<EmbedRequest>(r.message.body)) {
       requests.push_back(r);
     } else if (std::holds_alternative<GetModel>(r.message.body)) {
-      ASSERT_EQ(All<StartCompute>(m->OnReply(r.request_id, From("a", 1, PeerModelAt(0)), t0)).size(),
-                1u);
+      ASSERT_EQ(
+          All<StartCompute>(m->OnReply(r.request_id, From("a", 1, PeerModelAt(0)), t0)).size(), 1u);
     }
   }
   ASSERT_EQ(requests.size(), 1u);
@@ -808,10 +808,8 @@ TEST(StateMachineEmdWitness, AThirdPeerMeasuresEveryPairAndNoSideSeesTheOthersRo
   }
 }
 
-TEST(StateMachineEmdWitness, WitnessRowsFromTheWrongSenderAreRefused) {
-  auto config = MachineConfig("w", kPeers, 5);
-  config.emd_enabled = true;
-  auto m = MakeMachine(config);
+// Session 9: requester a's training rows (one 1-wide row) for its measurement of b.
+WitnessRows TrainRowsOfAForB() {
   WitnessRows rows;
   rows.session = 9;
   rows.requester = "a";
@@ -820,6 +818,14 @@ TEST(StateMachineEmdWitness, WitnessRowsFromTheWrongSenderAreRefused) {
   rows.rows = 1;
   rows.cols = 1;
   rows.embeddings = FloatArray::Own({1.f});
+  return rows;
+}
+
+TEST(StateMachineEmdWitness, WitnessRowsFromTheWrongSenderAreRefused) {
+  auto config = MachineConfig("w", kPeers, 5);
+  config.emd_enabled = true;
+  auto m = MakeMachine(config);
+  WitnessRows rows = TrainRowsOfAForB();
   // "c" claims to send a's training rows.
   auto replies = All<SendReply>(m->OnInbound(1, From("c", 1, rows), {}));
   ASSERT_EQ(replies.size(), 1u);
@@ -832,14 +838,7 @@ TEST(StateMachineEmdWitness, AHeldSideExpiresWithTimeoutWhenTheOtherNeverArrives
   config.emd_enabled = true;
   config.round_deadline = seconds(10);
   auto m = MakeMachine(config);
-  WitnessRows rows;
-  rows.session = 9;
-  rows.requester = "a";
-  rows.responder = "b";
-  rows.side = WitnessSide::kRequesterTrain;
-  rows.rows = 1;
-  rows.cols = 1;
-  rows.embeddings = FloatArray::Own({1.f});
+  WitnessRows rows = TrainRowsOfAForB();
   TimePoint t0{};
   EXPECT_TRUE(All<SendReply>(m->OnInbound(1, From("a", 5, rows), t0)).empty());  // held
   EXPECT_TRUE(All<SendReply>(m->OnTick(t0 + seconds(39))).empty());

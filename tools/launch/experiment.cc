@@ -178,11 +178,10 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
     size_t n = addresses.size();
     size_t count = known_peers > 0 ? std::min<size_t>(known_peers, n - 1) : n - 1;
     for (size_t k = 1; k <= count; ++k) peers.push_back(addresses[(i + k) % n]);
-    auto config =
-        MakeNodeConfig(scenario, method, partition.ids[i], addresses[i].endpoint,
-                       std::filesystem::absolute(partition.shard_paths[i]).string(),
-                       dir + "/node-" + partition.ids[i], peers, clusters, (*security)[i],
-                       attacker);
+    auto config = MakeNodeConfig(scenario, method, partition.ids[i], addresses[i].endpoint,
+                                 std::filesystem::absolute(partition.shard_paths[i]).string(),
+                                 dir + "/node-" + partition.ids[i], peers, clusters, (*security)[i],
+                                 attacker);
     if (!config.ok()) return config.status();
     config->log_level = log_level;
     configs.push_back(std::move(*config));

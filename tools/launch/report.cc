@@ -214,7 +214,8 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
       for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
       char* end = nullptr;
       if (cells.size() != 3) {
-        return Status::Malformed(path + ":" + std::to_string(number) + ": expected node,label,round");
+        return Status::Malformed(path + ":" + std::to_string(number) +
+                                 ": expected node,label,round");
       }
       label[cells[0]] = std::strtol(cells[1].c_str(), &end, 10);
       round = std::strtol(cells[2].c_str(), &end, 10);
