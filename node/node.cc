@@ -228,7 +228,10 @@ class Node::Impl {
     if (written.ok()) {
       written = outputs->WriteCommAndScores(machine->comm().Rows(), machine->sampler().Records());
     }
-    if (written.ok() && config.emd_enabled) written = outputs->WriteEmd(machine->EmdRows());
+    if (written.ok() && config.emd_enabled) {
+      written = outputs->WriteEmd(machine->EmdRows());
+      written_emd_revision = machine->emd_revision();
+    }
     if (written.ok() && !r.outcome.cluster_partition.empty()) {
       written = outputs->WriteCluster(r.outcome.cluster_partition, r.round);
     }

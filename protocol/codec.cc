@@ -320,6 +320,19 @@ Status UnpackPeerInfo(const msgpack::object& o, const std::string& what, const L
   return p.String(2, "public_key", limits.max_string_bytes, &out->public_key);
 }
 
+// Reads the layout in field `index`, checks it against the expected one, and reads `blob` as the
+// weights it describes.
+Status UnpackModelWeights(const Fields& f, uint32_t index, const Frame& blob,
+                          const DecodeOptions& options, const char* what, ParamLayout* layout,
+                          FloatArray* weights) {
+  MESHLEARN_RETURN_IF_ERROR(UnpackLayout(f, index, options.limits, layout));
+  MESHLEARN_RETURN_IF_ERROR(CheckLayout(*layout, options));
+  auto unpacked = UnpackWeights(blob, layout->total_floats(), what);
+  if (!unpacked.ok()) return unpacked.status();
+  *weights = std::move(*unpacked);
+  return Status::Ok();
+}
+
 // Reads fields `first` (rows) and `first + 1` (cols) and the blob of projected embeddings.
 Status UnpackEmbeddings(const Fields& f, uint32_t first, const Frame& blob, const Limits& limits,
                         const char* what, uint32_t* rows_out, uint32_t* cols_out, FloatArray* out) {
@@ -427,11 +440,8 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "projection_seed", UINT64_MAX, &m.projection_seed));
       MESHLEARN_RETURN_IF_ERROR(f.Uint(1, "max_samples", limits.max_embed_rows, &max_samples));
       m.max_samples = static_cast<uint32_t>(max_samples);
-      MESHLEARN_RETURN_IF_ERROR(UnpackLayout(f, 2, limits, &m.layout));
-      MESHLEARN_RETURN_IF_ERROR(CheckLayout(m.layout, options));
-      auto weights = UnpackWeights(blobs[0], m.layout.total_floats(), "EmbedRequest.weights");
-      if (!weights.ok()) return weights.status();
-      m.weights = std::move(*weights);
+      MESHLEARN_RETURN_IF_ERROR(UnpackModelWeights(f, 2, blobs[0], options, "EmbedRequest.weights",
+                                                   &m.layout, &m.weights));
       return Body(std::move(m));
     }
     case MessageType::kEmbedReply: {
@@ -458,12 +468,8 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       m.max_samples = static_cast<uint32_t>(max_samples);
       MESHLEARN_RETURN_IF_ERROR(f.Uint(2, "session", UINT64_MAX, &m.session));
       MESHLEARN_RETURN_IF_ERROR(UnpackPeerInfo(f.at(3), f.Name("witness"), limits, &m.witness));
-      MESHLEARN_RETURN_IF_ERROR(UnpackLayout(f, 4, limits, &m.layout));
-      MESHLEARN_RETURN_IF_ERROR(CheckLayout(m.layout, options));
-      auto weights =
-          UnpackWeights(blobs[0], m.layout.total_floats(), "WitnessEmbedRequest.weights");
-      if (!weights.ok()) return weights.status();
-      m.weights = std::move(*weights);
+      MESHLEARN_RETURN_IF_ERROR(UnpackModelWeights(
+          f, 4, blobs[0], options, "WitnessEmbedRequest.weights", &m.layout, &m.weights));
       return Body(std::move(m));
     }
     case MessageType::kWitnessRows: {

@@ -22,8 +22,8 @@ TEST_P(EmdExchange, SixteenNodesFindTheFourRotationClustersInOneShot) {
       std::string(MESHLEARN_SOURCE_DIR) + "/configs/scenarios/emd-rotated-fmnist.toml";
   auto launcher =
       ChildProcess::Start({MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--in-process",
-                           "--methods", "emd_cluster", "--set", "node.training.rounds=2",
-                           "--set", witness ? "node.emd.witness=true" : "node.emd.witness=false"},
+                           "--methods", "emd_cluster", "--set", "node.training.rounds=2", "--set",
+                           witness ? "node.emd.witness=true" : "node.emd.witness=false"},
                           out + "/launch.log");
   ASSERT_TRUE(launcher.has_value());
   EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(1200)), 0)) << ReadText(out + "/launch.log");

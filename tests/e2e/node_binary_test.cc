@@ -101,8 +101,10 @@ TEST(NodeBinary, KilledNodeIsSkippedByOthersAndResumesFromItsCheckpoint) {
 
   // ...and marked it dead after dead_after_failures (2) misses, so it is not sampled for a while.
   EXPECT_TRUE(WaitFor(
-      [&] { return ReadText(dir + "/n0.log").find("peer n2 failed 2 times in a row: marked dead") !=
-                   std::string::npos; },
+      [&] {
+        return ReadText(dir + "/n0.log").find("peer n2 failed 2 times in a row: marked dead") !=
+               std::string::npos;
+      },
       seconds(30)))
       << ReadText(dir + "/n0.log");
 
@@ -114,11 +116,10 @@ TEST(NodeBinary, KilledNodeIsSkippedByOthersAndResumesFromItsCheckpoint) {
   // rounds.csv is appended before the checkpoint is written, so a kill between the two resumes
   // one round earlier (and drops that row, so nothing repeats).
   std::string restart_log = ReadText(victim + ".log2");
-  bool resumed_at_last = restart_log.find("resuming after round " + std::to_string(killed_at)) !=
-                         std::string::npos;
-  bool resumed_one_earlier =
-      restart_log.find("resuming after round " + std::to_string(killed_at - 1)) !=
-      std::string::npos;
+  bool resumed_at_last =
+      restart_log.find("resuming after round " + std::to_string(killed_at)) != std::string::npos;
+  bool resumed_one_earlier = restart_log.find("resuming after round " +
+                                              std::to_string(killed_at - 1)) != std::string::npos;
   EXPECT_TRUE(resumed_at_last || resumed_one_earlier) << restart_log;
 
   // Every node's rounds.csv holds rounds 0..40 once each: no gap, no repeat.

@@ -82,8 +82,7 @@ TEST(Config, BadValuesNameKeyValueAndWhatIsAllowed) {
             std::string::npos)
       << lr.message();
 
-  Status algorithm =
-      ParseError(std::string(kMinimal) + "[clustering]\nalgorithm = \"kmeans\"\n");
+  Status algorithm = ParseError(std::string(kMinimal) + "[clustering]\nalgorithm = \"kmeans\"\n");
   EXPECT_NE(algorithm.message().find("'clustering.algorithm' = 'kmeans'"), std::string::npos)
       << algorithm.message();
   EXPECT_NE(algorithm.message().find("\"agglomerative\""), std::string::npos);

@@ -22,18 +22,18 @@ struct MethodSummary {
   double overhead = 0;  // mean share of node wall time outside training/evaluation
   int nodes = 0;
   int nodes_failed = 0;
-  int attackers = 0;  // nodes that served poisoned models; left out of the metrics
+  int attackers = 0;             // nodes that served poisoned models; left out of the metrics
   double peak_pss_mib_mean = 0;  // process mode: mean over nodes of their peak PSS
   double peak_pss_mib_max = 0;   // process mode: largest node; in-process: the whole process
-  std::optional<double> ari;  // EMD exchange or clustering policy: ARI of the found clusters
+  std::optional<double> ari;     // EMD exchange or clustering policy: ARI of the found clusters
   std::optional<double> cluster_round;  // clustering policy: mean round the nodes last clustered
 };
 
 // What the clustering policies (samplers louvain and temperature) found.
 struct PolicyClusters {
-  double ari = 0;            // mean over clustered nodes of their partition's ARI
-  double mean_round = 0;     // mean over clustered nodes of the round of their last clustering
-  int clustered_nodes = 0;   // nodes that wrote cluster.csv
+  double ari = 0;           // mean over clustered nodes of their partition's ARI
+  double mean_round = 0;    // mean over clustered nodes of the round of their last clustering
+  int clustered_nodes = 0;  // nodes that wrote cluster.csv
 };
 
 // Computes the summary of `run` over its honest nodes (attackers are only counted). A node's test
