@@ -116,10 +116,11 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("learning", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(
-        t.Choice("metric", &c.metric, {"inv_loss", "cos_weights", "cos_grad", "inv_l2", "emd"}));
+        t.Choice("metric", &c.metric, {"inv_loss", "cos_weights", "cos_grad", "inv_l2", "emd", "centroid"}));
     MESHLEARN_RETURN_IF_ERROR(
         t.Choice("sampler", &c.sampler,
-                 {"dac", "random", "oracle", "local", "emd_cluster", "louvain", "temperature"}));
+                 {"dac", "random", "oracle", "local", "emd_cluster", "louvain", "temperature",
+                  "centroid_cluster"}));
     MESHLEARN_RETURN_IF_ERROR(t.Number("tau", &c.tau, 0, 1e6));
     MESHLEARN_RETURN_IF_ERROR(t.Choice("tau_schedule", &c.tau_schedule, {"constant", "sigmoid"}));
     MESHLEARN_RETURN_IF_ERROR(t.Choice("unscored", &c.unscored, {"exclude", "zero"}));
@@ -158,6 +159,11 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
         t.Choice("algorithm", &c.cluster_algorithm, {"agglomerative", "louvain"}));
     MESHLEARN_RETURN_IF_ERROR(t.Number("distance_threshold", &c.distance_threshold, 0, 2, true));
     return t.Choice("linkage", &c.linkage, {"average", "complete", "single"});
+  }));
+  MESHLEARN_RETURN_IF_ERROR(top.Table("signature", [&](TableReader& t) {
+    MESHLEARN_RETURN_IF_ERROR(t.Integer("k", &c.signature_k, 1, 1024));
+    MESHLEARN_RETURN_IF_ERROR(t.Number("threshold", &c.signature_threshold, 0, 1e12, true));
+    return t.Integer("max_samples", &c.signature_max_samples, 1, 4096);
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("round", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(t.Bool("sync", &c.sync));
@@ -276,6 +282,8 @@ std::string RenderNodeConfig(const NodeConfig& c) {
       << "\nalgorithm = " << Quote(c.cluster_algorithm)
       << "\ndistance_threshold = " << c.distance_threshold << "\nlinkage = " << Quote(c.linkage)
       << "\n";
+  out << "\n[signature]\nk = " << c.signature_k << "\nthreshold = " << c.signature_threshold
+      << "\nmax_samples = " << c.signature_max_samples << "\n";
   out << "\n[round]\nsync = " << (c.sync ? "true" : "false")
       << "\nround_deadline_s = " << c.round_deadline_s
       << "\ndead_after_failures = " << c.dead_after_failures << "\nlinger_s = " << c.linger_s

@@ -70,8 +70,9 @@ struct NodeConfig {
   int patience = 50;
 
   // [learning]
-  std::string metric = "cos_weights";  // inv_loss|cos_weights|cos_grad|inv_l2
-  std::string sampler = "dac";         // dac|random|oracle|local|emd_cluster|louvain|temperature
+  std::string metric = "cos_weights";  // inv_loss|cos_weights|cos_grad|inv_l2|emd|centroid
+  // dac|random|oracle|local|emd_cluster|louvain|temperature|centroid_cluster
+  std::string sampler = "dac";
   double tau = 30;
   std::string tau_schedule = "constant";              // constant|sigmoid
   std::string unscored = "exclude";                   // exclude|zero
@@ -101,6 +102,15 @@ struct NodeConfig {
   std::string cluster_algorithm = "agglomerative";  // temperature: agglomerative|louvain
   double distance_threshold = 0.3;                  // agglomerative: merge below this 1 - cos
   std::string linkage = "average";                  // agglomerative: average|complete|single
+
+  // [signature]: FLT's data signatures (similarity/centroid_signature.h), exchanged when
+  // UsesSignatures().
+  int signature_k = 5;                // k-means centroids per node
+  double signature_threshold = 1.0;   // peers closer than this are related (hard clusters)
+  int signature_max_samples = 512;    // training samples embedded for the centroids
+
+  // True when the metric or the sampler needs the peers' data signatures.
+  bool UsesSignatures() const { return metric == "centroid" || sampler == "centroid_cluster"; }
 
   // [round]
   bool sync = true;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "similarity/cluster_policy.h"
+#include "similarity/kmeans.h"
 #include "similarity/emd.h"
 #include "similarity/metric.h"
 #include "similarity/projection.h"
@@ -86,18 +87,27 @@ class TrainingLearner final : public Learner {
       if (!made.ok()) return made.status().WithContext("[clustering]");
       learner->policy_ = std::move(*made);
     }
+    auto needs_embedding = [&](const std::string& what) {
+      return Status::InvalidArgument(what +
+                                     " needs a model with an embedding (cnn_emd, cnn, mlp, or a "
+                                     "TorchScript module with embed); '" +
+                                     config.architecture + "' has none");
+    };
+    if (config.UsesSignatures()) {
+      if (learner->model_->EmbeddingDim() == 0) {
+        return needs_embedding("metric \"centroid\" / sampler \"centroid_cluster\"");
+      }
+      auto signature = learner->ComputeSignature();
+      if (!signature.ok()) return signature.status().WithContext("[signature]");
+      learner->signature_ = std::move(*signature);
+    }
     if (config.emd_enabled) {
       similarity::EmdOptions emd;
       emd.solver = config.emd_solver;
       auto solver = similarity::MakeEmdSolver(emd);
       if (!solver.ok()) return solver.status().WithContext("[emd] solver");
       learner->emd_solver_ = std::move(*solver);
-      if (learner->model_->EmbeddingDim() == 0) {
-        return Status::InvalidArgument(
-            "[emd] enabled needs a model with an embedding "
-            "(cnn_emd, cnn, mlp, or a TorchScript module with embed); '" +
-            config.architecture + "' has none");
-      }
+      if (learner->model_->EmbeddingDim() == 0) return needs_embedding("[emd] enabled");
     }
     return std::unique_ptr<Learner>(std::move(learner));
   }
@@ -238,6 +248,8 @@ class TrainingLearner final : public Learner {
     return Distance(train, validation);
   }
 
+  const ProjectedEmbeddings& DataSignature() const override { return signature_; }
+
   LearnerState Snapshot() const override {
     LearnerState s = last_;
     s.weights = model_->Parameters();
@@ -295,6 +307,24 @@ class TrainingLearner final : public Learner {
     auto z = training::Embed(model, data, rows);
     if (!z.ok()) return z.status();
     return Embeddings{std::move(*z), rows.size(), static_cast<size_t>(model.EmbeddingDim())};
+  }
+
+  // FLT's signature (DataSignature()), from the current model, which must still be the shared
+  // initial one. The samples and the k-means seeding are drawn with the node's own seed.
+  Result<ProjectedEmbeddings> ComputeSignature() const {
+    auto z = EmbedSample(*model_, shard_.train, static_cast<uint32_t>(config_.signature_max_samples),
+                         train_seed_);
+    if (!z.ok()) return z.status();
+    auto k = static_cast<size_t>(config_.signature_k);
+    if (k > z->rows) {
+      return Status::InvalidArgument("k = " + std::to_string(k) + " centroids need at least " +
+                                     std::to_string(k) + " training samples; the shard has " +
+                                     std::to_string(z->rows));
+    }
+    auto centroids = similarity::KMeans({z->values, z->rows, z->dim}, k, train_seed_);
+    if (!centroids.ok()) return centroids.status().WithContext("k-means");
+    return ProjectedEmbeddings{static_cast<uint32_t>(k), static_cast<uint32_t>(z->dim),
+                               FloatArray::Own(std::move(centroids->centroids))};
   }
 
   // FLIC / OCFL (similarity/cluster_policy.h): stores the update directions of the peers that
@@ -425,6 +455,7 @@ class TrainingLearner final : public Learner {
   std::optional<Embeddings> own_val_z_;                // phi_i(own validation sample)
   std::unique_ptr<similarity::EmdSolver> emd_solver_;  // set when [emd] is enabled
   std::unique_ptr<similarity::ClusterPolicy> policy_;  // sampler louvain|temperature
+  ProjectedEmbeddings signature_;                      // FLT's data signature (0 rows: off)
   LearnerState last_;
 };
 

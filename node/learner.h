@@ -65,7 +65,8 @@ struct RoundOutcome {
 };
 
 // Projected embeddings exchanged in the EMD protocol: rows x cols floats, row-major. They are
-// never raw samples (DESIGN.md "EMD embedding exchange").
+// never raw samples (DESIGN.md "EMD embedding exchange"). FLT's data signatures (k centroids of
+// unprojected embeddings, one per row) use the same shape.
 struct ProjectedEmbeddings {
   uint32_t rows = 0;
   uint32_t cols = 0;
@@ -130,6 +131,11 @@ class Learner {
   // cost. kInvalidArgument when [emd] is off, empty sets or mismatched widths; kNonFinite on NaN.
   virtual Result<double> WitnessDistance(const ProjectedEmbeddings& train,
                                          const ProjectedEmbeddings& validation) = 0;
+  // FLT (DESIGN.md "Other seed methods", FLT): this node's data signature, the k-means centroids
+  // ([signature] k, seeded by the node) of the embeddings of up to [signature] max_samples of its
+  // training samples under the shared initial model, one centroid per row. Computed once when
+  // the learner is created; 0 rows unless NodeConfig::UsesSignatures().
+  virtual const ProjectedEmbeddings& DataSignature() const = 0;
   // Runs one round (see RoundJob). Errors only for failures of the node itself (a NaN loss);
   // a bad peer model costs that peer's score, never the round.
   virtual Result<RoundOutcome> RunRound(const RoundJob& job) = 0;

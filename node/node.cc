@@ -130,6 +130,7 @@ class Node::Impl {
 
   std::map<InboundId, ReplyToken> tokens;  // event thread only
   uint64_t written_emd_revision = 0;       // the machine's emd_revision() in emd.csv
+  uint64_t written_signature_revision = 0;  // the machine's signature_revision() in signature.csv
   MessageObserver observer;                // sees every decoded received message
   InboundId last_inbound = 0;
   Status failure;  // a failure of the node itself, ends Run()
@@ -232,6 +233,7 @@ class Node::Impl {
       written = outputs->WriteEmd(machine->EmdRows());
       written_emd_revision = machine->emd_revision();
     }
+    if (written.ok()) written = WriteSignaturesIfChanged();
     if (written.ok() && !r.outcome.cluster_partition.empty()) {
       written = outputs->WriteCluster(r.outcome.cluster_partition, r.round);
     }
@@ -309,6 +311,16 @@ class Node::Impl {
       written_emd_revision = machine->emd_revision();
       (void)outputs->WriteEmd(machine->EmdRows());
     }
+    (void)WriteSignaturesIfChanged();
+  }
+
+  // signature.csv follows every signature received (FLT).
+  Status WriteSignaturesIfChanged() {
+    if (!outputs || machine->signature_revision() == written_signature_revision) {
+      return Status::Ok();
+    }
+    written_signature_revision = machine->signature_revision();
+    return outputs->WriteSignatures(machine->SignatureRows());
   }
 
   void RefreshStatus() {
@@ -489,6 +501,11 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
   machine_config.emd_cluster_sampler = config.sampler == "emd_cluster";
   machine_config.emd_metric = config.metric == "emd";
   machine_config.emd_witness = config.emd_witness;
+  machine_config.signatures_enabled = config.UsesSignatures();
+  machine_config.own_signature = impl->learner->DataSignature();
+  machine_config.signature_threshold = config.signature_threshold;
+  machine_config.signature_metric = config.metric == "centroid";
+  machine_config.signature_cluster_sampler = config.sampler == "centroid_cluster";
   impl->machine =
       std::make_unique<NodeStateMachine>(machine_config, std::move(*sampler), impl->log);
 

@@ -161,6 +161,15 @@ Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
   return training::WriteFileAtomically(dir_ + "/emd.csv", csv.str());
 }
 
+Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
+  std::ostringstream csv;
+  csv << "peer,distance,related\n";
+  for (const SignatureRow& r : rows) {
+    csv << JoinPeers({r.peer}) << ',' << Number(r.distance) << ',' << (r.related ? 1 : 0) << '\n';
+  }
+  return training::WriteFileAtomically(dir_ + "/signature.csv", csv.str());
+}
+
 Status NodeOutputs::WriteCommAndScores(const std::vector<topology::CommRow>& comm,
                                        const std::vector<topology::PeerRecord>& scores) {
   MESHLEARN_RETURN_IF_ERROR(

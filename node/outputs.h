@@ -57,6 +57,9 @@ class NodeOutputs {
   // Replaces emd.csv: `peer,emd,ref,accepted,peer_accepted,mutual,witness` (empty cells: not
   // measured; witness: the peer that measured emd in witness mode).
   Status WriteEmd(const std::vector<EmdRow>& rows);
+  // Replaces signature.csv: `peer,distance,related` (FLT: D between our data signature and the
+  // peer's; related: 1 when D < [signature] threshold).
+  Status WriteSignatures(const std::vector<SignatureRow>& rows);
   // The path of the checkpoint file in this folder.
   std::string CheckpointPath() const { return dir_ + "/checkpoint.bin"; }
   // The folder.

@@ -1,9 +1,13 @@
 #include "node/state_machine.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "protocol/version.h"
+#include "similarity/centroid_signature.h"
+#include "similarity/clustering.h"
 #include "similarity/emd_decision.h"
 #include "similarity/projection.h"
 #include "topology/baseline_samplers.h"
@@ -109,6 +113,7 @@ void NodeStateMachine::BeginRound(int64_t round, TimePoint now, std::vector<Acti
     StartEmdExchange(now);
   }
   SendEmdRequests(now, out);
+  if (config_.signatures_enabled) RequestSignatures(now, out);
 
   // Membership gossip: one random active peer learns what we know and tells us what it knows.
   std::vector<std::string> active;
@@ -204,6 +209,11 @@ std::vector<Action> NodeStateMachine::OnComputeDone(const Result<RoundOutcome>& 
     }
     counters_.merge_excluded += static_cast<uint64_t>(outcome.excluded_by_min_score);
     record.outcome = outcome;
+    if (unrecorded_signature_partition_) {
+      // FLT: the signature clusters changed since the last round; this round's record shows them.
+      record.outcome.cluster_partition = std::move(*unrecorded_signature_partition_);
+      unrecorded_signature_partition_.reset();
+    }
     record.outcome.published_weights = FloatArray();
     record.stopped = outcome.stopped;
     Publish(round, outcome.published_weights, outcome.stopped);
@@ -316,6 +326,9 @@ std::vector<Action> NodeStateMachine::OnReply(uint64_t request_id, const Result<
     }
     case RequestKind::kEmdDecision:
       break;  // the peer echoes our decision as an acknowledgement
+    case RequestKind::kGetSignature:
+      OnSignature(pending.peer, reply, failure);
+      break;
     case RequestKind::kWitnessEmbed:
       // The responder forwards the witness's answer to its rows; ours comes from the witness.
       if (!failure.ok()) {
@@ -364,6 +377,7 @@ std::vector<Action> NodeStateMachine::OnReply(uint64_t request_id, const Result<
         if (emd != emd_.end() && emd->second.emd && emd->second.reference) {
           exchanged = *emd->second.emd - *emd->second.reference;
         }
+        if (double d = SignatureDistance("", pending.peer); !std::isnan(d)) exchanged = d;
         fetch_.answered.push_back(
             {pending.peer, model->weights, model->train_size, probability, exchanged});
         topology::ScoreRow row;
@@ -623,6 +637,16 @@ std::vector<Action> NodeStateMachine::OnInbound(InboundId inbound, const Message
       ApplyEmdDecision(env.sender);
     }
     reply(*decision);
+  } else if (std::holds_alternative<GetSignature>(message.body)) {
+    if (!config_.signatures_enabled) {
+      Reject(inbound, env.sender, env.request_id,
+             Status::Unavailable("this node does not use data signatures (metric \"centroid\" "
+                                 "or sampler \"centroid_cluster\")"),
+             now, out);
+      return out;
+    }
+    const ProjectedEmbeddings& own = config_.own_signature;
+    reply(Signature{own.rows, own.cols, own.values});
   } else if (const auto* ping = std::get_if<Ping>(&message.body)) {
     Pong pong;
     pong.nonce = ping->nonce;
@@ -960,6 +984,124 @@ bool NodeStateMachine::EmdInFlight() const {
 std::vector<EmdRow> NodeStateMachine::EmdRows() const {
   std::vector<EmdRow> rows;
   for (const auto& [peer, row] : emd_) rows.push_back(row);
+  return rows;
+}
+
+// ---- FLT data signatures (DESIGN.md "Other seed methods", FLT) ------------------------------
+
+void NodeStateMachine::RequestSignatures(TimePoint now, std::vector<Action>& out) {
+  std::set<std::string> asking;
+  for (const auto& [id, p] : pending_) {
+    if (p.kind == RequestKind::kGetSignature) asking.insert(p.peer);
+  }
+  for (const topology::PeerEntry& p : peers_.Entries()) {
+    if (!peers_.IsSamplable(p.id, now) || signatures_.count(p.id) ||
+        signature_refused_.count(p.id) || asking.count(p.id)) {
+      continue;
+    }
+    uint64_t id = NextRequestId();
+    pending_[id] = {RequestKind::kGetSignature, p.id, fetch_.round};
+    out.push_back(RequestTo(p, id, GetSignature{}, now + config_.round_deadline));
+  }
+}
+
+void NodeStateMachine::OnSignature(const std::string& peer, const Result<Message>& reply,
+                                   const Status& failure) {
+  if (!failure.ok()) {
+    // A timeout is asked again next round; a peer that answered otherwise will answer the same.
+    bool transient =
+        failure.code() == ErrorCode::kTimeout || failure.code() == ErrorCode::kUnavailable;
+    if (!transient || reply.ok()) signature_refused_.insert(peer);
+    log_->warn("no data signature from {}: {}", peer, failure.ToString());
+    return;
+  }
+  const auto* signature = std::get_if<Signature>(&reply->body);
+  if (!signature) {
+    signature_refused_.insert(peer);
+    log_->warn("no data signature from {}: GetSignature was not answered with a Signature", peer);
+    return;
+  }
+  const ProjectedEmbeddings& own = config_.own_signature;
+  ProjectedEmbeddings theirs{signature->rows, signature->cols, signature->centroids};
+  auto to_own = similarity::CentroidSetDistance({own.values.view(), own.rows, own.cols},
+                                                {theirs.values.view(), theirs.rows, theirs.cols});
+  if (!to_own.ok()) {
+    signature_refused_.insert(peer);
+    log_->warn("unusable data signature from {}: {}", peer, to_own.status().ToString());
+    return;
+  }
+  signature_distances_[{"", peer}] = *to_own;
+  for (const auto& [other, set] : signatures_) {
+    auto d = similarity::CentroidSetDistance({set.values.view(), set.rows, set.cols},
+                                             {theirs.values.view(), theirs.rows, theirs.cols});
+    if (d.ok()) signature_distances_[std::minmax(other, peer)] = *d;
+  }
+  signatures_[peer] = std::move(theirs);
+  ++signature_revision_;
+  bool related = similarity::CentroidsRelated(*to_own, config_.signature_threshold);
+  log_->info("data signature of {}: distance {:.4f}: {}", peer, *to_own,
+             related ? "related" : "unrelated");
+
+  if (config_.signature_metric && sampler_->HasPeer(peer)) {
+    similarity::MetricInput input;
+    input.exchanged_score = *to_own;
+    auto score = similarity::CentroidMetric().Score(input);
+    std::vector<topology::PeerObservation> observation;
+    if (score.ok()) observation.push_back({peer, *score, {}});
+    Status updated = score.ok()
+                         ? sampler_->Update(std::max<int64_t>(1, completed_round_), observation)
+                         : score.status();
+    if (!updated.ok()) log_->warn("signature score of {} rejected: {}", peer, updated.ToString());
+  }
+  if (config_.signature_cluster_sampler) ReclusterSignatures();
+}
+
+double NodeStateMachine::SignatureDistance(const std::string& a, const std::string& b) const {
+  auto it = signature_distances_.find(std::minmax(a, b));
+  return it == signature_distances_.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
+}
+
+void NodeStateMachine::ReclusterSignatures() {
+  similarity::NodeMatrix distance;
+  distance.ids.push_back(config_.id);
+  for (const auto& [peer, set] : signatures_) distance.ids.push_back(peer);
+  size_t n = distance.ids.size();
+  distance.values.assign(n * n, 0.0);
+  auto key = [&](size_t i) { return i == 0 ? std::string() : distance.ids[i]; };
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      double d = SignatureDistance(key(i), key(j));
+      // A pair that could not be measured is never related.
+      if (std::isnan(d)) d = std::numeric_limits<double>::max();
+      distance.values[i * n + j] = distance.values[j * n + i] = d;
+    }
+  }
+  auto labels =
+      similarity::AgglomerativeClusters(distance, config_.signature_threshold,
+                                        similarity::Linkage::kSingle);
+  if (!labels.ok()) {
+    log_->warn("signature clustering failed: {}", labels.status().ToString());
+    return;
+  }
+  std::vector<std::string> mates;
+  std::vector<std::pair<std::string, int>> partition;
+  for (size_t i = 0; i < n; ++i) {
+    partition.emplace_back(distance.ids[i], (*labels)[i]);
+    if (i > 0 && (*labels)[i] == (*labels)[0]) mates.push_back(distance.ids[i]);
+  }
+  if (auto* cluster = dynamic_cast<topology::ClusterSampler*>(sampler_.get())) {
+    cluster->SetCluster(mates);
+  }
+  log_->info("signature clusters over {} nodes; cluster mates: {}", n, fmt::join(mates, " "));
+  unrecorded_signature_partition_ = std::move(partition);
+}
+
+std::vector<SignatureRow> NodeStateMachine::SignatureRows() const {
+  std::vector<SignatureRow> rows;
+  for (const auto& [peer, set] : signatures_) {
+    double d = SignatureDistance("", peer);
+    rows.push_back({peer, d, similarity::CentroidsRelated(d, config_.signature_threshold)});
+  }
   return rows;
 }
 

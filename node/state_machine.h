@@ -48,6 +48,17 @@
 //   sessions), and answers both with the scalar EMD; j forwards it to i as its answer.
 //   Rationale: DESIGN.md "EMD embedding exchange", emd_witness: the paper's server, which never
 //   learns R, becomes a peer; the seed travels only between i and j.
+// - FLT data signatures (signatures_enabled): at every round start the node asks each samplable
+//   peer whose signature it lacks for it (GetSignature); a peer that answered with an Error or an
+//   unusable signature is not asked again. Each signature received is kept, and its distance D
+//   (similarity/centroid_signature.h) to our own and to every other kept signature is computed
+//   once. With signature_metric the sampler gets s = -D at once (and the learner gets D as the
+//   exchanged score of the peer's models); with signature_cluster_sampler the node reclusters
+//   every known signature, its own included, by single linkage at signature_threshold (the
+//   connected components of FLT's adjacency D < threshold) and samples within its own cluster.
+//   Rationale: the node holds every peer's centroids, so it can build the whole matrix FLT's
+//   server builds, from signatures alone; a signature never changes, so one request per peer
+//   suffices.
 
 #include <chrono>
 #include <cstdint>
@@ -176,6 +187,13 @@ struct StartWitnessEmd {
   WitnessEmdJob job;
 };
 
+// One node's view of a peer's FLT data signature (a row of signature.csv).
+struct SignatureRow {
+  std::string peer;
+  double distance = 0;   // D(own signature, the peer's)
+  bool related = false;  // distance < signature_threshold
+};
+
 // One node's view of its EMD exchange with a peer (a row of emd.csv).
 struct EmdRow {
   std::string peer;
@@ -230,6 +248,12 @@ struct StateMachineConfig {
   bool emd_cluster_sampler = false;  // feed mutual decisions (+1 / -1) to the sampler
   bool emd_metric = false;           // feed -max(0, EMD - ref) to the sampler
   bool emd_witness = false;          // a random third peer measures EMD_ij (witness mode)
+  // FLT's data signatures (DESIGN.md "Other seed methods", FLT); off unless signatures_enabled.
+  bool signatures_enabled = false;
+  ProjectedEmbeddings own_signature;       // served to GetSignature; k rows of centroids
+  double signature_threshold = 1.0;        // peers closer than this are related
+  bool signature_metric = false;           // feed s = -D to the sampler
+  bool signature_cluster_sampler = false;  // sample within the single-linkage cluster
 };
 
 // The part of the state machine a checkpoint keeps.
@@ -291,6 +315,10 @@ class NodeStateMachine {
   std::vector<EmdRow> EmdRows() const;
   // Changes whenever EmdRows() does (starts at 0).
   uint64_t emd_revision() const { return emd_revision_; }
+  // The signatures received so far, as distances to ours, ordered by peer id (signature.csv).
+  std::vector<SignatureRow> SignatureRows() const;
+  // Changes whenever SignatureRows() does (starts at 0).
+  uint64_t signature_revision() const { return signature_revision_; }
   // Time passed: expires held requests, retries Hellos, closes overdue fetches, ends lingering.
   std::vector<Action> OnTick(TimePoint now);
 
@@ -328,6 +356,7 @@ class NodeStateMachine {
     kWitnessEmbed,           // requester -> responder (witness mode)
     kWitnessTrainRows,       // requester -> witness
     kWitnessValidationRows,  // responder -> witness
+    kGetSignature,
   };
 
   struct Pending {
@@ -419,6 +448,14 @@ class NodeStateMachine {
   // Answers both held sides of `key` with `body` and forgets the session.
   void AnswerWitnessSession(const WitnessKey& key, const Body& body, std::vector<Action>& out);
   void ExpireWitnessSessions(TimePoint now, bool expire_all, std::vector<Action>& out);
+  // FLT: asks every samplable peer whose signature we lack and have not given up on.
+  void RequestSignatures(TimePoint now, std::vector<Action>& out);
+  // FLT: keeps `peer`'s signature, measures it against every kept one, feeds the sampler.
+  void OnSignature(const std::string& peer, const Result<Message>& reply, const Status& failure);
+  // FLT: the single-linkage clusters of every kept signature and ours.
+  void ReclusterSignatures();
+  // D(a, b) between two kept signatures (the empty id is ours); NaN when not measured.
+  double SignatureDistance(const std::string& a, const std::string& b) const;
 
   StateMachineConfig config_;
   std::unique_ptr<topology::PeerSampler> sampler_;
@@ -451,6 +488,13 @@ class NodeStateMachine {
   uint64_t emd_revision_ = 0;
   std::mt19937_64 witness_rng_;  // witness choice and session ids (not sampling)
   std::map<WitnessKey, WitnessSession> witness_sessions_;  // as a witness, by key
+  // FLT: the peers' signatures, D between every two kept ones (keyed by the ordered id pair; ours
+  // is ""), the peers not to ask again, and the clustering not yet written to a round record.
+  std::map<std::string, ProjectedEmbeddings> signatures_;
+  std::map<std::pair<std::string, std::string>, double> signature_distances_;
+  std::set<std::string> signature_refused_;
+  std::optional<std::vector<std::pair<std::string, int>>> unrecorded_signature_partition_;
+  uint64_t signature_revision_ = 0;
 };
 
 }  // namespace meshlearn::node

@@ -139,6 +139,13 @@ struct BodyPacker {
     pk.pack_uint64(m.session);
     PackFloat64(buffer, m.emd);
   }
+  void operator()(const GetSignature&) { pk.pack_array(0); }
+  void operator()(const Signature& m) {
+    pk.pack_array(2);
+    pk.pack_uint32(m.rows);
+    pk.pack_uint32(m.cols);
+    blobs.push_back(m.centroids.ToFrame());
+  }
   void operator()(const Ping& m) {
     pk.pack_array(1);
     pk.pack_uint64(m.nonce);
@@ -367,6 +374,7 @@ uint32_t BlobCount(MessageType type) {
     case MessageType::kEmbedReply:
     case MessageType::kWitnessEmbedRequest:
     case MessageType::kWitnessRows:
+    case MessageType::kSignature:
       return 1;
     default:
       return 0;
@@ -492,6 +500,17 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Double(1, "emd", &m.emd));
       return Body(m);
     }
+    case MessageType::kGetSignature: {
+      MESHLEARN_RETURN_IF_ERROR(Fields::Of(o, "GetSignature", 0).status());
+      return Body(GetSignature{});
+    }
+    case MessageType::kSignature: {
+      ASSIGN_FIELDS(f, o, "Signature", 2);
+      Signature m;
+      MESHLEARN_RETURN_IF_ERROR(UnpackEmbeddings(f, 0, blobs[0], limits, "Signature.centroids",
+                                                 &m.rows, &m.cols, &m.centroids));
+      return Body(std::move(m));
+    }
     case MessageType::kPing:
     case MessageType::kPong: {
       ASSIGN_FIELDS(f, o, MessageTypeName(type), 1);
@@ -536,7 +555,7 @@ Result<msgpack::object_handle> ParseFrame(const Frame& frame, const Limits& limi
   }
 }
 
-constexpr uint16_t kHighestKnownType = static_cast<uint16_t>(MessageType::kWitnessResult);
+constexpr uint16_t kHighestKnownType = static_cast<uint16_t>(MessageType::kSignature);
 
 }  // namespace
 

@@ -34,6 +34,10 @@ const char* MessageTypeName(MessageType type) {
       return "WitnessRows";
     case MessageType::kWitnessResult:
       return "WitnessResult";
+    case MessageType::kGetSignature:
+      return "GetSignature";
+    case MessageType::kSignature:
+      return "Signature";
   }
   return "unknown";
 }

@@ -34,6 +34,8 @@ enum class MessageType : uint16_t {
   kWitnessEmbedRequest = 12,
   kWitnessRows = 13,
   kWitnessResult = 14,
+  kGetSignature = 15,
+  kSignature = 16,
 };
 
 // Returns the name of `type` ("GetModel"), or "unknown".
@@ -183,6 +185,24 @@ struct WitnessResult {
   bool operator==(const WitnessResult&) const = default;
 };
 
+// A request for the responder's FLT data signature (DESIGN.md "Other seed methods", FLT).
+// Rationale: the signature depends only on the responder's data and the shared initial model, so
+// the request needs no fields; a later version may append some.
+struct GetSignature {
+  static constexpr MessageType kType = MessageType::kGetSignature;
+  bool operator==(const GetSignature&) const = default;
+};
+
+// The responder's data signature: the k-means centroids of its training samples' embeddings
+// under the shared initial model. Never raw samples.
+struct Signature {
+  static constexpr MessageType kType = MessageType::kSignature;
+  uint32_t rows = 0;     // k, the number of centroids
+  uint32_t cols = 0;     // the embedding width
+  FloatArray centroids;  // blob frame 2: rows * cols float32 values, one centroid per row
+  bool operator==(const Signature&) const = default;
+};
+
 // Liveness probe and its answer.
 struct Ping {
   static constexpr MessageType kType = MessageType::kPing;
@@ -205,7 +225,8 @@ struct Error {
 // Any message body. The variant order is irrelevant to the wire (the envelope's type selects).
 using Body =
     std::variant<Hello, HelloAck, PeerList, GetModel, Model, EmbedRequest, EmbedReply, EmdDecision,
-                 Ping, Pong, Error, WitnessEmbedRequest, WitnessRows, WitnessResult>;
+                 Ping, Pong, Error, WitnessEmbedRequest, WitnessRows, WitnessResult, GetSignature,
+                 Signature>;
 
 // Returns the type number of `body`.
 MessageType TypeOf(const Body& body);

@@ -67,9 +67,10 @@ class EmdClusterSampler final : public PeerSampler {
   void Reweight(std::vector<PeerRecord>& records, int64_t round) const override;
 };
 
-// `louvain` (FLIC) and `temperature` (OCFL): uniform within node i's cluster as a clustering policy
-// decides it (similarity/cluster_policy.h); the node passes the policy's ClusterMates() to
-// SetCluster() whenever the policy reclusters. Before any cluster is set, uniform over all known
+// `louvain` (FLIC), `temperature` (OCFL) and `centroid_cluster` (FLT's hard clusters): uniform
+// within node i's cluster as a clustering policy decides it (similarity/cluster_policy.h, or the
+// signature clusters of node/state_machine.h); the node passes the cluster mates to SetCluster()
+// whenever it reclusters. Before any cluster is set, uniform over all known
 // peers; once one is set, uniform over the known peers it names, p_ij = 0 for the others (a peer
 // joining later counts only if the cluster names it; an empty cluster means no sampling). Scores
 // passed to Update() are recorded for the outputs but never change a probability.
@@ -79,7 +80,8 @@ class EmdClusterSampler final : public PeerSampler {
 // The cluster is not part of SamplerState: after Restore() the node calls SetCluster() again.
 class ClusterSampler final : public PeerSampler {
  public:
-  // `name` is the config name this sampler answers to ("louvain" or "temperature").
+  // `name` is the config name this sampler answers to ("louvain", "temperature" or
+  // "centroid_cluster").
   ClusterSampler(std::string self, std::string name)
       : PeerSampler(std::move(self)), name_(std::move(name)) {}
   std::string_view Name() const override { return name_; }

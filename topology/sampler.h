@@ -173,7 +173,8 @@ class PeerSampler {
 // The sampler options a node config can set (DESIGN.md "DAC sampler"); strings are parsed by
 // MakePeerSampler(), the only place they meet types.
 struct SamplerConfig {
-  // "dac" | "random" | "oracle" | "local" | "emd_cluster" | "louvain" | "temperature".
+  // "dac" | "random" | "oracle" | "local" | "emd_cluster" | "louvain" | "temperature" |
+  // "centroid_cluster".
   std::string sampler = "dac";
   // This node's id.
   std::string self;

@@ -93,6 +93,7 @@ Result<std::unique_ptr<PeerSampler>> MakeCluster(const SamplerConfig& config) {
 }
 constexpr char kLouvain[] = "louvain";
 constexpr char kTemperature[] = "temperature";
+constexpr char kCentroidCluster[] = "centroid_cluster";
 
 struct SamplerEntry {
   std::string_view name;
@@ -108,6 +109,7 @@ constexpr SamplerEntry kSamplerTable[] = {
     {"emd_cluster", &MakeEmdCluster},
     {kLouvain, &MakeCluster<kLouvain>},
     {kTemperature, &MakeCluster<kTemperature>},
+    {kCentroidCluster, &MakeCluster<kCentroidCluster>},
 };
 
 }  // namespace

@@ -62,6 +62,11 @@ inline std::vector<Message> SampleMessages() {
   witness_rows.cols = 3;
   witness_rows.embeddings = FloatArray::Own(SampleWeights());
 
+  Signature signature;
+  signature.rows = 3;
+  signature.cols = 3;
+  signature.centroids = FloatArray::Own(SampleWeights());
+
   std::vector<Message> messages;
   messages.push_back(MakeMessage("node-0", 1, 0, hello));
   messages.push_back(MakeMessage("node-1", 1, 0, ack));
@@ -77,6 +82,8 @@ inline std::vector<Message> SampleMessages() {
   messages.push_back(MakeMessage("node-0", 8, 1, witness_embed));
   messages.push_back(MakeMessage("node-1", 9, 1, witness_rows));
   messages.push_back(MakeMessage("node-2", 9, 1, WitnessResult{0xfeedull, 0.03125}));
+  messages.push_back(MakeMessage("node-0", 10, 1, GetSignature{}));
+  messages.push_back(MakeMessage("node-1", 10, 1, signature));
   return messages;
 }
 

@@ -31,7 +31,7 @@ std::unique_ptr<PeerSampler> Make(const SamplerConfig& config,
 TEST(SamplerFactoryTest, BuildsEverySamplerByItsName) {
   EXPECT_EQ(PeerSamplerNames(),
             (std::vector<std::string>{"dac", "random", "oracle", "local", "emd_cluster", "louvain",
-                                      "temperature"}));
+                                      "temperature", "centroid_cluster"}));
   for (const std::string& name : PeerSamplerNames()) {
     auto sampler = MakePeerSampler(Config(name));
     ASSERT_TRUE(sampler.ok()) << name;
