@@ -50,6 +50,9 @@ TEST(Config, RenderedConfigParsesBackEqual) {
   c->cluster_algorithm = "louvain";
   c->distance_threshold = 0.85;
   c->linkage = "single";
+  c->signature_k = 3;
+  c->signature_threshold = 0.23;
+  c->signature_max_samples = 600;
   auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(*c);
   EXPECT_EQ(RenderNodeConfig(*again), RenderNodeConfig(*c));
@@ -61,6 +64,9 @@ TEST(Config, RenderedConfigParsesBackEqual) {
   EXPECT_EQ(again->cluster_algorithm, "louvain");
   EXPECT_EQ(again->distance_threshold, 0.85);
   EXPECT_EQ(again->linkage, "single");
+  EXPECT_EQ(again->signature_k, 3);
+  EXPECT_EQ(again->signature_threshold, 0.23);
+  EXPECT_EQ(again->signature_max_samples, 600);
 }
 
 TEST(Config, UnknownKeyIsRejectedWithItsNameAndLine) {
@@ -86,6 +92,13 @@ TEST(Config, BadValuesNameKeyValueAndWhatIsAllowed) {
   EXPECT_NE(algorithm.message().find("'clustering.algorithm' = 'kmeans'"), std::string::npos)
       << algorithm.message();
   EXPECT_NE(algorithm.message().find("\"agglomerative\""), std::string::npos);
+
+  Status k = ParseError(std::string(kMinimal) + "[signature]\nk = 0\n");
+  EXPECT_NE(k.message().find("'signature.k' = 0 must be in [1, 1024]"), std::string::npos)
+      << k.message();
+  Status threshold = ParseError(std::string(kMinimal) + "[signature]\nthreshold = 0\n");
+  EXPECT_NE(threshold.message().find("'signature.threshold' = 0"), std::string::npos)
+      << threshold.message();
 
   Status type = ParseError(std::string(kMinimal) + "[round]\nsync = \"yes\"\n");
   EXPECT_NE(type.message().find("must be true or false"), std::string::npos) << type.message();
