@@ -115,12 +115,11 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     return t.Integer("patience", &c.patience, 1, 1000000);
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("learning", [&](TableReader& t) {
-    MESHLEARN_RETURN_IF_ERROR(
-        t.Choice("metric", &c.metric, {"inv_loss", "cos_weights", "cos_grad", "inv_l2", "emd", "centroid"}));
-    MESHLEARN_RETURN_IF_ERROR(
-        t.Choice("sampler", &c.sampler,
-                 {"dac", "random", "oracle", "local", "emd_cluster", "louvain", "temperature",
-                  "centroid_cluster"}));
+    MESHLEARN_RETURN_IF_ERROR(t.Choice(
+        "metric", &c.metric, {"inv_loss", "cos_weights", "cos_grad", "inv_l2", "emd", "centroid"}));
+    MESHLEARN_RETURN_IF_ERROR(t.Choice("sampler", &c.sampler,
+                                       {"dac", "random", "oracle", "local", "emd_cluster",
+                                        "louvain", "temperature", "centroid_cluster"}));
     MESHLEARN_RETURN_IF_ERROR(t.Number("tau", &c.tau, 0, 1e6));
     MESHLEARN_RETURN_IF_ERROR(t.Choice("tau_schedule", &c.tau_schedule, {"constant", "sigmoid"}));
     MESHLEARN_RETURN_IF_ERROR(t.Choice("unscored", &c.unscored, {"exclude", "zero"}));

@@ -105,9 +105,9 @@ struct NodeConfig {
 
   // [signature]: FLT's data signatures (similarity/centroid_signature.h), exchanged when
   // UsesSignatures().
-  int signature_k = 5;                // k-means centroids per node
-  double signature_threshold = 1.0;   // peers closer than this are related (hard clusters)
-  int signature_max_samples = 512;    // training samples embedded for the centroids
+  int signature_k = 5;               // k-means centroids per node
+  double signature_threshold = 1.0;  // peers closer than this are related (hard clusters)
+  int signature_max_samples = 512;   // training samples embedded for the centroids
 
   // True when the metric or the sampler needs the peers' data signatures.
   bool UsesSignatures() const { return metric == "centroid" || sampler == "centroid_cluster"; }

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "similarity/cluster_policy.h"
-#include "similarity/kmeans.h"
 #include "similarity/emd.h"
+#include "similarity/kmeans.h"
 #include "similarity/metric.h"
 #include "similarity/projection.h"
 #include "training/aggregation.h"
@@ -312,8 +312,8 @@ class TrainingLearner final : public Learner {
   // FLT's signature (DataSignature()), from the current model, which must still be the shared
   // initial one. The samples and the k-means seeding are drawn with the node's own seed.
   Result<ProjectedEmbeddings> ComputeSignature() const {
-    auto z = EmbedSample(*model_, shard_.train, static_cast<uint32_t>(config_.signature_max_samples),
-                         train_seed_);
+    auto z = EmbedSample(*model_, shard_.train,
+                         static_cast<uint32_t>(config_.signature_max_samples), train_seed_);
     if (!z.ok()) return z.status();
     auto k = static_cast<size_t>(config_.signature_k);
     if (k > z->rows) {

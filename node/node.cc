@@ -128,10 +128,10 @@ class Node::Impl {
   std::deque<Job> jobs;
   bool worker_exit = false;
 
-  std::map<InboundId, ReplyToken> tokens;  // event thread only
-  uint64_t written_emd_revision = 0;       // the machine's emd_revision() in emd.csv
+  std::map<InboundId, ReplyToken> tokens;   // event thread only
+  uint64_t written_emd_revision = 0;        // the machine's emd_revision() in emd.csv
   uint64_t written_signature_revision = 0;  // the machine's signature_revision() in signature.csv
-  MessageObserver observer;                // sees every decoded received message
+  MessageObserver observer;                 // sees every decoded received message
   InboundId last_inbound = 0;
   Status failure;  // a failure of the node itself, ends Run()
 

@@ -1076,9 +1076,8 @@ void NodeStateMachine::ReclusterSignatures() {
       distance.values[i * n + j] = distance.values[j * n + i] = d;
     }
   }
-  auto labels =
-      similarity::AgglomerativeClusters(distance, config_.signature_threshold,
-                                        similarity::Linkage::kSingle);
+  auto labels = similarity::AgglomerativeClusters(distance, config_.signature_threshold,
+                                                  similarity::Linkage::kSingle);
   if (!labels.ok()) {
     log_->warn("signature clustering failed: {}", labels.status().ToString());
     return;

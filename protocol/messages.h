@@ -223,10 +223,9 @@ struct Error {
 };
 
 // Any message body. The variant order is irrelevant to the wire (the envelope's type selects).
-using Body =
-    std::variant<Hello, HelloAck, PeerList, GetModel, Model, EmbedRequest, EmbedReply, EmdDecision,
-                 Ping, Pong, Error, WitnessEmbedRequest, WitnessRows, WitnessResult, GetSignature,
-                 Signature>;
+using Body = std::variant<Hello, HelloAck, PeerList, GetModel, Model, EmbedRequest, EmbedReply,
+                          EmdDecision, Ping, Pong, Error, WitnessEmbedRequest, WitnessRows,
+                          WitnessResult, GetSignature, Signature>;
 
 // Returns the type number of `body`.
 MessageType TypeOf(const Body& body);

@@ -76,8 +76,9 @@ TEST(ClusterPolicies, OcflTemperaturePolicyFindsTheLabelClusters) {
 // (ARI >= 0.9; measured 1.0 on seeds 1-4), and both the hard clusters and the centroid DAC scores
 // keep most sampling within the cluster from round 2 on.
 TEST(ClusterPolicies, FltSignaturesFindTheLabelClusters) {
-  std::string out = RunScenario("flt", "flt-label-pairs.toml",
-                                "flt centroid_cluster,flt centroid dac", {"node.training.rounds=3"});
+  std::string out =
+      RunScenario("flt", "flt-label-pairs.toml", "flt centroid_cluster,flt centroid dac",
+                  {"node.training.rounds=3"});
   std::istringstream summary(ReadText(out + "/summary.csv"));
   std::string header, row;
   std::getline(summary, header);

@@ -16,8 +16,8 @@ namespace {
 using node::TableReader;
 
 // The node config sections a scenario's [node] template and methods may set.
-const std::vector<std::string> kNodeSections = {"model",      "training",  "learning", "emd", "attack",
-                                                "clustering", "signature", "round"};
+const std::vector<std::string> kNodeSections = {"model",  "training",   "learning",  "emd",
+                                                "attack", "clustering", "signature", "round"};
 
 // Keys the launcher sets per node; a scenario that sets them is told so.
 const std::set<std::string> kLauncherKeys = {"learning.clusters"};
