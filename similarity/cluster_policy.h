@@ -6,8 +6,9 @@
 // sampler (topology/baseline_samplers.h, ClusterSampler).
 //
 // Specification.
-// - Each round t the node reports the update directions it learnt (ObserveUpdate: w_j − w0 of
-//   every peer that answered, and its own w_i − w0 under its own id), then calls EndRound(t). The
+// - Each round t the node reports the update directions it learnt (ObserveUpdate: the last local
+//   update of every peer that answered and sent one, and its own under its own id; node/learner.cc
+//   ObserveAndCluster), then calls EndRound(t). The
 //   directions are kept as in similarity/update_directions.h (latest one per node).
 // - Before the first clustering, ClusterMates() is empty (std::nullopt): the sampler draws
 //   uniformly over all known peers.
@@ -200,5 +201,8 @@ Result<std::unique_ptr<ClusterPolicy>> MakeClusterPolicy(const ClusterPolicyConf
 
 // The policy names MakeClusterPolicy() accepts, in table order.
 std::vector<std::string> ClusterPolicyNames();
+
+// True when `name` is one of ClusterPolicyNames() (a node `sampler` that runs a policy).
+bool IsClusterPolicy(std::string_view name);
 
 }  // namespace meshlearn::similarity
