@@ -136,9 +136,9 @@ void NodeStateMachine::BeginRound(int64_t round, TimePoint now, std::vector<Acti
     uint64_t id = NextRequestId();
     pending_[id] = {RequestKind::kGetModel, s.peer, round};
     ++fetch_.outstanding;
-    out.push_back(
-        RequestTo(*peers_.Find(s.peer), id, GetModel{round - 1, config_.sync, config_.fetch_updates},
-                  fetch_.deadline));
+    out.push_back(RequestTo(*peers_.Find(s.peer), id,
+                            GetModel{round - 1, config_.sync, config_.fetch_updates},
+                            fetch_.deadline));
   }
   if (fetch_.outstanding == 0) FinishFetch(out);
 }
@@ -206,6 +206,7 @@ std::vector<Action> NodeStateMachine::OnComputeDone(const Result<RoundOutcome>& 
     counters_.merge_excluded += static_cast<uint64_t>(outcome.excluded_by_min_score);
     record.outcome = outcome;
     record.outcome.published_weights = FloatArray();
+    record.outcome.published_update.reset();
     record.stopped = outcome.stopped;
     Publish(round, outcome.published_weights, outcome.stopped, outcome.published_update);
   }
@@ -367,8 +368,8 @@ std::vector<Action> NodeStateMachine::OnReply(uint64_t request_id, const Result<
         if (emd != emd_.end() && emd->second.emd && emd->second.reference) {
           exchanged = *emd->second.emd - *emd->second.reference;
         }
-        fetch_.answered.push_back(
-            {pending.peer, model->weights, model->train_size, probability, exchanged, model->update});
+        fetch_.answered.push_back({pending.peer, model->weights, model->train_size, probability,
+                                   exchanged, model->update});
         topology::ScoreRow row;
         for (const PeerScore& s : model->score_row) row.push_back({s.peer, s.score});
         fetch_.rows[pending.peer] = std::move(row);
@@ -648,8 +649,8 @@ void NodeStateMachine::AnswerHeld(TimePoint now, bool expire_all, std::vector<Ac
     bool satisfied =
         HavePublished() && (Latest().round >= it->min_round || Latest().early_stopped || done);
     if (satisfied) {
-      out.push_back(SendReply{
-          it->inbound, ModelMessage(it->request_id, it->min_round, true, it->with_update)});
+      out.push_back(SendReply{it->inbound,
+                              ModelMessage(it->request_id, it->min_round, true, it->with_update)});
       it = held_.erase(it);
     } else if (expire_all || now >= it->deadline) {
       ++counters_.held_requests_expired;

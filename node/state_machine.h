@@ -111,7 +111,7 @@ struct StartCompute {
 struct RoundRecord {
   int64_t round = 0;
   double wall_seconds = 0;  // since Start()
-  RoundOutcome outcome;     // metrics and timings (published_weights left empty)
+  RoundOutcome outcome;     // metrics and timings (published_weights and _update left empty)
   int sampled = 0;
   int answered = 0;
   bool stopped = false;

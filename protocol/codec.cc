@@ -448,8 +448,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       if (f.size() > 5) MESHLEARN_RETURN_IF_ERROR(f.Bool(5, "update", &has_update));
       if (blobs.size() != (has_update ? 2u : 1u)) {
         return Status::Malformed("Model has " + std::to_string(blobs.size()) +
-                                 " blob frames, its update flag needs " +
-                                 (has_update ? "2" : "1"));
+                                 " blob frames, its update flag needs " + (has_update ? "2" : "1"));
       }
       if (has_update) {
         auto update = UnpackWeights(blobs[1], m.layout.total_floats(), "Model.update");

@@ -27,7 +27,10 @@
 //   EndRound(t) with t >= cluster_after, then again whenever t is at least recluster_every rounds
 //   after the last clustering (recluster_every = 0: never again). The seed makes it reproducible.
 //   Rationale: file 002 clusters once, at round T, "once FedAvg stabilizes"; in a mesh a node
-//   keeps meeting peers and their directions keep changing, so reclustering lets them in.
+//   keeps meeting peers and their directions keep changing, so reclustering lets them in. But a
+//   node that samples within its cluster refreshes only its mates' directions, with updates from a
+//   model that already fits them (mostly noise): on the FLIC label swap, reclustering split every
+//   node's own cluster, so configs/scenarios/flic-label-swap.toml clusters once.
 // - `temperature` (OCFL, file 003 Algorithm 1 lines 14-21): at every EndRound(t) with the own
 //   direction and at least one other stored, it computes the clustering temperature T over the
 //   cosine distances of all stored directions (similarity/clustering.h). It clusters once, at the

@@ -273,8 +273,8 @@ TEST(StateMachine, ClusterPolicyNodeAsksForPeersUpdatesAndPassesThemToTheLearner
   Model with_update = PeerModelAt(0);
   with_update.update = FloatArray::Own({0.25f, -0.5f, 0.f, 1.f});
   m->OnReply(fetches[0].request_id, From(fetches[0].peer, 1, with_update), t0 + seconds(1));
-  auto compute = All<StartCompute>(m->OnReply(
-      fetches[1].request_id, From(fetches[1].peer, 2, PeerModelAt(0)), t0 + seconds(1)));
+  auto compute = All<StartCompute>(
+      m->OnReply(fetches[1].request_id, From(fetches[1].peer, 2, PeerModelAt(0)), t0 + seconds(1)));
   ASSERT_EQ(compute.size(), 1u);
   ASSERT_EQ(compute[0].job.peers.size(), 2u);
   for (const PeerModel& p : compute[0].job.peers) {

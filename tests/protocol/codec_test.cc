@@ -130,29 +130,34 @@ TEST(OptionalFields, MessagesWithoutThemKeepTheirVersion1FormAndDecodeAsUnset) {
 
 Message SampleModelWithUpdate() { return testing::OptionalFieldSamples()[1].message; }
 
+// Expects `frames` to be rejected with `code` and a message that contains every one of `words`.
+void ExpectRejected(const std::vector<Frame>& frames, ErrorCode code,
+                    std::initializer_list<const char*> words) {
+  auto decoded = Decode(frames);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), code) << decoded.status().ToString();
+  for (const char* word : words) {
+    EXPECT_NE(decoded.status().message().find(word), std::string::npos)
+        << word << " not in: " << decoded.status().message();
+  }
+}
+
 TEST(OptionalFields, UpdateOfAnotherLengthThanTheLayoutIsALayoutMismatch) {
   std::vector<Frame> frames = Encode(SampleModelWithUpdate());
   std::vector<float> longer = testing::SampleUpdate();
   longer.push_back(1.0f);
   frames[3] = FloatArray::Own(longer).ToFrame();
-  auto decoded = Decode(frames);
-  ASSERT_FALSE(decoded.ok());
-  EXPECT_EQ(decoded.status().code(), ErrorCode::kLayoutMismatch);
-  EXPECT_NE(decoded.status().message().find("Model.update"), std::string::npos)
-      << decoded.status().message();
+  ExpectRejected(frames, ErrorCode::kLayoutMismatch, {"Model.update"});
 }
 
 TEST(OptionalFields, UpdateWithNanOrInfIsRejectedWithItsIndex) {
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  for (float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     Message m = SampleModelWithUpdate();
     std::vector<float> update = testing::SampleUpdate();
     update[3] = bad;
     std::get<Model>(m.body).update = FloatArray::Own(update);
-    auto decoded = Decode(Encode(m));
-    ASSERT_FALSE(decoded.ok());
-    EXPECT_EQ(decoded.status().code(), ErrorCode::kNonFinite);
-    EXPECT_NE(decoded.status().message().find("Model.update"), std::string::npos);
-    EXPECT_NE(decoded.status().message().find("#3"), std::string::npos);
+    ExpectRejected(Encode(m), ErrorCode::kNonFinite, {"Model.update", "#3"});
   }
 }
 
