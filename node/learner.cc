@@ -73,7 +73,7 @@ class TrainingLearner final : public Learner {
       learner->own_data_loss_ = std::move(*loss);
     }
     learner->architecture_id_ = ArchitectureIdOf(spec, learner->model_->Layout());
-    if (config.sampler == "louvain" || config.sampler == "temperature") {
+    if (similarity::IsClusterPolicy(config.sampler)) {
       similarity::ClusterPolicyConfig policy;
       policy.policy = config.sampler;
       policy.self = config.id;
@@ -122,6 +122,10 @@ class TrainingLearner final : public Learner {
     auto out = RunHonestRound(job);
     if (out.ok() && config_.attack != "none") {
       out->published_weights = Poisoned(out->published_weights.view(), job.round);
+      // The served update lies the same way (sign_flip: file 002's "minus grad" attacker, −δ).
+      if (out->published_update) {
+        out->published_update = Poisoned(out->published_update->view(), job.round);
+      }
     }
     return out;
   }
@@ -328,23 +332,31 @@ class TrainingLearner final : public Learner {
   }
 
   // FLIC / OCFL (similarity/cluster_policy.h): stores the update directions of the peers that
-  // answered and of this node, then lets the policy decide whether to cluster. A direction is
-  // taken from `base`, this round's merged model (before local training): the node's own is
-  // exactly its local update, a peer's is its model minus the common part.
-  // Rationale: files 002/003 measure each client's update from the same global model. Measured
-  // from the shared initial model w0 instead (DESIGN.md's wording), gossip averaging makes every
-  // node's displacement nearly the same within a few rounds: the temperature only fell (15
-  // nodes, 3 label clusters, 14 rounds) and no cluster was found. The merged model plays the
-  // global model's part. A peer whose direction is refused (e.g. NaN) is skipped.
+  // answered and of this node, then lets the policy decide whether to cluster. Every direction is
+  // a node's own local update: Δ = its weights after local training − the weights it trained from
+  // (its model after that round's merge). The node's own is computed here from `base`, this
+  // round's merged model, and served with its snapshot (out.published_update); a peer's is the
+  // one it sent with its model (PeerModel::update). A peer that sent none (an older build, or one
+  // that stopped training) keeps its stored direction; one whose update is refused is skipped.
+  // Rationale: files 002/003 measure each client's update δ = w^{t-1} − w_k^t from the global
+  // model it started from (the sign is immaterial to cosines); in a mesh, a node's merged model is
+  // that starting point. Measured from the shared initial model w0 instead (DESIGN.md's wording),
+  // gossip averaging makes every node's displacement nearly the same within a few rounds: the
+  // temperature only fell (15 nodes, 3 label clusters, 14 rounds) and no cluster was found.
+  // Measured as w_j − (this node's merged model), a same-cluster peer differs from it mostly by
+  // noise that depends on which peers were merged that round, and FLIC's communities fragmented
+  // (flic-label-swap, clustering once at round 10, seeds 1-3: ARI 0.83, 0.88, 0.82; with the
+  // peers' own Δ_j: 0.94, 0.97, 0.92). The peer's own Δ_j does not depend on the receiver.
   Status ObserveAndCluster(const RoundJob& job, const std::vector<float>& base,
                            const std::vector<float>& trained, RoundOutcome& out) {
-    std::vector<float> direction(base.size());
-    auto observe = [&](const std::string& node, std::span<const float> weights) {
-      for (size_t k = 0; k < direction.size(); ++k) direction[k] = weights[k] - base[k];
-      return policy_->ObserveUpdate(node, direction);
-    };
-    for (const PeerModel& peer : job.peers) (void)observe(peer.peer, peer.weights.view());
-    MESHLEARN_RETURN_IF_ERROR(observe(config_.id, trained).WithContext("own update direction"));
+    for (const PeerModel& peer : job.peers) {
+      if (peer.update) (void)policy_->ObserveUpdate(peer.peer, peer.update->view());
+    }
+    std::vector<float> update(base.size());
+    for (size_t k = 0; k < update.size(); ++k) update[k] = trained[k] - base[k];
+    MESHLEARN_RETURN_IF_ERROR(
+        policy_->ObserveUpdate(config_.id, update).WithContext("own update direction"));
+    out.published_update = FloatArray::Own(std::move(update));
     auto clustered = policy_->EndRound(job.round);
     if (!clustered.ok()) return clustered.status().WithContext("clustering");
     if (const auto* temperature =

@@ -26,6 +26,9 @@ struct PeerModel {
   uint64_t train_size = 0;  // n_j, for FedAvg
   double probability = 0;   // p_ij from before this round's update, for FedSim
   std::optional<double> exchanged_score;  // EMD_ij - ref_i when the exchange measured it
+  // The peer's last local update Δ_j (Model.update), checked like `weights`, when it sent one.
+  // Clustering policies take it as the peer's update direction (Learner::RunRound).
+  std::optional<FloatArray> update;
 };
 
 // One round of work for the learner.
@@ -62,6 +65,10 @@ struct RoundOutcome {
   std::optional<std::vector<std::string>> cluster_mates;
   std::vector<std::pair<std::string, int>> cluster_partition;
   FloatArray published_weights;  // what the node serves from now on (its best model once stopped)
+  // With a clustering policy: this round's local update Δ_i = weights after local training −
+  // weights after this round's merge, served with the model to peers that ask for it
+  // (GetModel.with_update). Empty when the node did not train this round.
+  std::optional<FloatArray> published_update;
 };
 
 // Projected embeddings exchanged in the EMD protocol: rows x cols floats, row-major. They are
@@ -137,7 +144,9 @@ class Learner {
   // the learner is created; 0 rows unless NodeConfig::UsesSignatures().
   virtual const ProjectedEmbeddings& DataSignature() const = 0;
   // Runs one round (see RoundJob). Errors only for failures of the node itself (a NaN loss);
-  // a bad peer model costs that peer's score, never the round.
+  // a bad peer model costs that peer's score, never the round. With a clustering policy, a peer's
+  // update direction is the update it sent (PeerModel::update); a peer that sent none keeps its
+  // stored direction.
   virtual Result<RoundOutcome> RunRound(const RoundJob& job) = 0;
   // The state to checkpoint.
   virtual LearnerState Snapshot() const = 0;

@@ -19,6 +19,7 @@
 #include "node/state_machine.h"
 #include "node/transport.h"
 #include "protocol/codec.h"
+#include "similarity/cluster_policy.h"
 
 namespace meshlearn::node {
 namespace {
@@ -478,6 +479,7 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config,
   machine_config.train_size = impl->learner->TrainSize();
   machine_config.peers_per_round = config.peers_per_round;
   machine_config.sync = config.sync;
+  machine_config.fetch_updates = similarity::IsClusterPolicy(config.sampler);
   machine_config.round_deadline = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(config.round_deadline_s));
   machine_config.rounds = config.rounds;

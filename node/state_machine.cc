@@ -141,8 +141,9 @@ void NodeStateMachine::BeginRound(int64_t round, TimePoint now, std::vector<Acti
     uint64_t id = NextRequestId();
     pending_[id] = {RequestKind::kGetModel, s.peer, round};
     ++fetch_.outstanding;
-    out.push_back(
-        RequestTo(*peers_.Find(s.peer), id, GetModel{round - 1, config_.sync}, fetch_.deadline));
+    out.push_back(RequestTo(*peers_.Find(s.peer), id,
+                            GetModel{round - 1, config_.sync, config_.fetch_updates},
+                            fetch_.deadline));
   }
   if (fetch_.outstanding == 0) FinishFetch(out);
 }
@@ -215,8 +216,9 @@ std::vector<Action> NodeStateMachine::OnComputeDone(const Result<RoundOutcome>& 
       unrecorded_signature_partition_.reset();
     }
     record.outcome.published_weights = FloatArray();
+    record.outcome.published_update.reset();
     record.stopped = outcome.stopped;
-    Publish(round, outcome.published_weights, outcome.stopped);
+    Publish(round, outcome.published_weights, outcome.stopped, outcome.published_update);
   }
   record.wall_seconds = Seconds(now - started_at_);
   completed_round_ = round;
@@ -238,10 +240,12 @@ std::vector<Action> NodeStateMachine::OnComputeDone(const Result<RoundOutcome>& 
   return out;
 }
 
-void NodeStateMachine::Publish(int64_t round, FloatArray weights, bool stopped) {
+void NodeStateMachine::Publish(int64_t round, FloatArray weights, bool stopped,
+                               std::optional<FloatArray> update) {
   Snapshot snapshot;
   snapshot.round = round;
   snapshot.weights = std::move(weights);
+  snapshot.update = std::move(update);
   snapshot.early_stopped = stopped;
   for (const topology::ScoreEntry& e : sampler_->Scores()) {
     snapshot.score_row.push_back({e.peer, e.score});
@@ -378,8 +382,8 @@ std::vector<Action> NodeStateMachine::OnReply(uint64_t request_id, const Result<
           exchanged = *emd->second.emd - *emd->second.reference;
         }
         if (double d = SignatureDistance("", pending.peer); !std::isnan(d)) exchanged = d;
-        fetch_.answered.push_back(
-            {pending.peer, model->weights, model->train_size, probability, exchanged});
+        fetch_.answered.push_back({pending.peer, model->weights, model->train_size, probability,
+                                   exchanged, model->update});
         topology::ScoreRow row;
         for (const PeerScore& s : model->score_row) row.push_back({s.peer, s.score});
         fetch_.rows[pending.peer] = std::move(row);
@@ -510,7 +514,8 @@ Message NodeStateMachine::Reply(uint64_t request_id, Body body) const {
                      std::move(body));
 }
 
-Message NodeStateMachine::ModelMessage(uint64_t request_id, int64_t min_round, bool wait) const {
+Message NodeStateMachine::ModelMessage(uint64_t request_id, int64_t min_round, bool wait,
+                                       bool with_update) const {
   const Snapshot* chosen = &Latest();
   if (wait) {
     for (const Snapshot& s : history_) {
@@ -527,6 +532,7 @@ Message NodeStateMachine::ModelMessage(uint64_t request_id, int64_t min_round, b
   model.layout = config_.layout;
   model.score_row = chosen->score_row;
   model.weights = chosen->weights;
+  if (with_update) model.update = chosen->update;
   return Reply(request_id, std::move(model));
 }
 
@@ -592,10 +598,11 @@ std::vector<Action> NodeStateMachine::OnInbound(InboundId inbound, const Message
     bool fresh = have && (Latest().round >= get->min_round || Latest().early_stopped ||
                           phase_ == Phase::kLingering || phase_ == Phase::kFinished);
     if (fresh || (have && !get->wait)) {
-      out.push_back(SendReply{inbound, ModelMessage(env.request_id, get->min_round, get->wait)});
+      out.push_back(SendReply{
+          inbound, ModelMessage(env.request_id, get->min_round, get->wait, get->with_update)});
     } else if (get->wait || !have) {
-      held_.push_back(
-          {inbound, env.sender, env.request_id, get->min_round, now + config_.round_deadline});
+      held_.push_back({inbound, env.sender, env.request_id, get->min_round,
+                       now + config_.round_deadline, get->with_update});
     }
   } else if (const auto* list = std::get_if<PeerList>(&message.body)) {
     Learn(list->peers, now);
@@ -666,7 +673,8 @@ void NodeStateMachine::AnswerHeld(TimePoint now, bool expire_all, std::vector<Ac
     bool satisfied =
         HavePublished() && (Latest().round >= it->min_round || Latest().early_stopped || done);
     if (satisfied) {
-      out.push_back(SendReply{it->inbound, ModelMessage(it->request_id, it->min_round, true)});
+      out.push_back(SendReply{it->inbound,
+                              ModelMessage(it->request_id, it->min_round, true, it->with_update)});
       it = held_.erase(it);
     } else if (expire_all || now >= it->deadline) {
       ++counters_.held_requests_expired;

@@ -20,6 +20,11 @@
 //   round_deadline, then answered Error(timeout). An early-stopped or finished node answers at
 //   once with what it has.
 //   Rationale: serving never waits for training; a stopped node's model never changes again.
+// - Clustering policies (fetch_updates): the node's GetModel asks for the peer's last local
+//   update too (with_update), and the peer's Model carries it when its snapshot has one (a
+//   RoundOutcome's published_update); the learner receives it in PeerModel::update. A node
+//   attaches its update only when asked.
+//   Rationale: the update doubles a Model's size; ordinary runs neither need nor pay for it.
 // - A peer joins the sampler once it answered our Hello (HelloAck) or sent us one, with the same
 //   architecture id; a mismatch is refused on both sides with a clear log line.
 // - With an allowlist (CURVE), a peer whose public key is not on it is never learned (from the
@@ -117,7 +122,7 @@ struct StartCompute {
 struct RoundRecord {
   int64_t round = 0;
   double wall_seconds = 0;  // since Start()
-  RoundOutcome outcome;     // metrics and timings (published_weights left empty)
+  RoundOutcome outcome;     // metrics and timings (published_weights and _update left empty)
   int sampled = 0;
   int answered = 0;
   bool stopped = false;
@@ -227,6 +232,8 @@ struct StateMachineConfig {
   uint64_t train_size = 0;
   int peers_per_round = 5;
   bool sync = true;
+  // Ask sampled peers for their last local update with their model (clustering policies).
+  bool fetch_updates = false;
   Clock::duration round_deadline = std::chrono::seconds(10);
   int64_t rounds = 50;
   Clock::duration linger = std::chrono::seconds(5);
@@ -398,12 +405,14 @@ class NodeStateMachine {
     uint64_t request_id = 0;
     int64_t min_round = 0;
     TimePoint deadline;
+    bool with_update = false;  // GetModel.with_update
   };
   struct Snapshot {
     int64_t round = -1;
     FloatArray weights;
     bool early_stopped = false;
     std::vector<PeerScore> score_row;
+    std::optional<FloatArray> update;  // the local update that produced `weights`, if any
   };
 
   void BeginRound(int64_t round, TimePoint now, std::vector<Action>& out, bool may_wait = true);
@@ -418,16 +427,17 @@ class NodeStateMachine {
   SendRequest RequestTo(const topology::PeerEntry& peer, uint64_t request_id, Body body,
                         TimePoint deadline) const;
   void Admit(const std::string& peer, const Hello& hello, const std::string& public_key);
-  void Publish(int64_t round, FloatArray weights, bool stopped);
+  void Publish(int64_t round, FloatArray weights, bool stopped,
+               std::optional<FloatArray> update = std::nullopt);
   void AnswerHeld(TimePoint now, bool expire_all, std::vector<Action>& out);
   void Reject(InboundId inbound, const std::string& sender, uint64_t request_id, const Status& why,
               TimePoint now, std::vector<Action>& out);
   std::vector<PeerInfo> KnownPeers() const;
   Message Reply(uint64_t request_id, Body body) const;
-  // The Model reply to a GetModel{min_round, wait}: in sync mode the oldest kept snapshot of
-  // round >= min_round (so a fast peer returns exactly the round asked for and runs stay
-  // deterministic), otherwise the latest.
-  Message ModelMessage(uint64_t request_id, int64_t min_round, bool wait) const;
+  // The Model reply to a GetModel{min_round, wait, with_update}: in sync mode the oldest kept
+  // snapshot of round >= min_round (so a fast peer returns exactly the round asked for and runs
+  // stay deterministic), otherwise the latest; with the snapshot's update when asked for.
+  Message ModelMessage(uint64_t request_id, int64_t min_round, bool wait, bool with_update) const;
   const Snapshot& Latest() const { return history_.back(); }
   bool HavePublished() const { return !history_.empty(); }
   uint64_t NextRequestId() { return ++last_request_id_; }

@@ -78,12 +78,15 @@ struct BodyPacker {
     for (const PeerInfo& p : m.peers) PackPeerInfo(pk, p);
   }
   void operator()(const GetModel& m) {
-    pk.pack_array(2);
+    // Rationale: the optional trailing field is written only when set, so a message without it
+    // keeps its version-1 bytes and fixtures (PROTOCOL.md, "Optional trailing fields").
+    pk.pack_array(m.with_update ? 3 : 2);
     pk.pack_int64(m.min_round);
     pk.pack(m.wait);
+    if (m.with_update) pk.pack(true);
   }
   void operator()(const Model& m) {
-    pk.pack_array(5);
+    pk.pack_array(m.update ? 6 : 5);
     pk.pack_int64(m.round);
     pk.pack_uint64(m.train_size);
     pk.pack(m.early_stopped);
@@ -95,6 +98,10 @@ struct BodyPacker {
       PackFloat64(buffer, s.score);
     }
     blobs.push_back(m.weights.ToFrame());
+    if (m.update) {
+      pk.pack(true);
+      blobs.push_back(m.update->ToFrame());
+    }
   }
   void operator()(const EmbedRequest& m) {
     pk.pack_array(3);
@@ -366,18 +373,23 @@ Result<Hello> UnpackHello(const msgpack::object& o, const Limits& limits, const 
   return m;
 }
 
-// The number of blob frames each type carries.
-uint32_t BlobCount(MessageType type) {
+// The number of blob frames each type carries: at least `min`, at most `max`.
+struct BlobCount {
+  uint32_t min = 0;
+  uint32_t max = 0;
+};
+BlobCount BlobCountOf(MessageType type) {
   switch (type) {
     case MessageType::kModel:
+      return {1, 2};  // weights, and the optional update
     case MessageType::kEmbedRequest:
     case MessageType::kEmbedReply:
     case MessageType::kWitnessEmbedRequest:
     case MessageType::kWitnessRows:
     case MessageType::kSignature:
-      return 1;
+      return {1, 1};
     default:
-      return 0;
+      return {0, 0};
   }
 }
 
@@ -416,6 +428,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       GetModel m;
       MESHLEARN_RETURN_IF_ERROR(f.Int(0, "min_round", &m.min_round));
       MESHLEARN_RETURN_IF_ERROR(f.Bool(1, "wait", &m.wait));
+      if (f.size() > 2) MESHLEARN_RETURN_IF_ERROR(f.Bool(2, "with_update", &m.with_update));
       return Body(m);
     }
     case MessageType::kModel: {
@@ -439,6 +452,17 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       auto weights = UnpackWeights(blobs[0], m.layout.total_floats(), "Model.weights");
       if (!weights.ok()) return weights.status();
       m.weights = std::move(*weights);
+      bool has_update = false;
+      if (f.size() > 5) MESHLEARN_RETURN_IF_ERROR(f.Bool(5, "update", &has_update));
+      if (blobs.size() != (has_update ? 2u : 1u)) {
+        return Status::Malformed("Model has " + std::to_string(blobs.size()) +
+                                 " blob frames, its update flag needs " + (has_update ? "2" : "1"));
+      }
+      if (has_update) {
+        auto update = UnpackWeights(blobs[1], m.layout.total_floats(), "Model.update");
+        if (!update.ok()) return update.status();
+        m.update = std::move(*update);
+      }
       return Body(std::move(m));
     }
     case MessageType::kEmbedRequest: {
@@ -646,11 +670,12 @@ Result<Message> Decode(std::span<const Frame> frames, const DecodeOptions& optio
   }
   auto envelope = DecodeEnvelope(frames[0], limits);
   if (!envelope.ok()) return envelope.status();
-  uint32_t blobs = BlobCount(envelope->type);
-  if (frames.size() != 2 + blobs) {
+  BlobCount blobs = BlobCountOf(envelope->type);
+  if (frames.size() < 2 + blobs.min || frames.size() > 2 + blobs.max) {
+    std::string expected = std::to_string(2 + blobs.min);
+    if (blobs.max > blobs.min) expected += " to " + std::to_string(2 + blobs.max);
     return Status::Malformed(std::string(MessageTypeName(envelope->type)) + " has " +
-                             std::to_string(frames.size()) + " frames, expected " +
-                             std::to_string(2 + blobs));
+                             std::to_string(frames.size()) + " frames, expected " + expected);
   }
   auto handle = ParseFrame(frames[1], limits, MessageTypeName(envelope->type));
   if (!handle.ok()) return handle.status();

@@ -7,6 +7,7 @@
 // stays here as a comment so its number is never reused.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -91,6 +92,9 @@ struct GetModel {
   static constexpr MessageType kType = MessageType::kGetModel;
   int64_t min_round = 0;  // the oldest snapshot round the requester accepts
   bool wait = false;      // true (synchronous mode): hold the request until such a snapshot exists
+  // Optional field 2: ask for the owner's last local update too (Model.update). Sent only when
+  // true, so a GetModel without it has the same bytes as before the field existed.
+  bool with_update = false;
   bool operator==(const GetModel&) const = default;
 };
 
@@ -110,6 +114,11 @@ struct Model {
   ParamLayout layout;                // describes `weights`
   std::vector<PeerScore> score_row;  // the owner's current similarity scores of its peers
   FloatArray weights;                // blob frame 2: layout.total_floats() float32 values
+  // Optional field 5 (true) and blob frame 3: the owner's last local update, the weights after
+  // its local training minus the weights it trained from (after that round's merge), in `layout`.
+  // Sent only to a GetModel with with_update, by an owner that has one; absent otherwise, and then
+  // the message has the same bytes as before the field existed.
+  std::optional<FloatArray> update;
   bool operator==(const Model&) const = default;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace meshlearn::similarity {
 
@@ -171,6 +172,11 @@ std::vector<std::string> ClusterPolicyNames() {
   std::vector<std::string> names;
   for (const auto& entry : kPolicies) names.emplace_back(entry.name);
   return names;
+}
+
+bool IsClusterPolicy(std::string_view name) {
+  return std::any_of(std::begin(kPolicies), std::end(kPolicies),
+                     [&](const auto& entry) { return entry.name == name; });
 }
 
 }  // namespace meshlearn::similarity

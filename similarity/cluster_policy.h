@@ -6,8 +6,9 @@
 // sampler (topology/baseline_samplers.h, ClusterSampler).
 //
 // Specification.
-// - Each round t the node reports the update directions it learnt (ObserveUpdate: w_j − w0 of
-//   every peer that answered, and its own w_i − w0 under its own id), then calls EndRound(t). The
+// - Each round t the node reports the update directions it learnt (ObserveUpdate: the last local
+//   update of every peer that answered and sent one, and its own under its own id; node/learner.cc
+//   ObserveAndCluster), then calls EndRound(t). The
 //   directions are kept as in similarity/update_directions.h (latest one per node).
 // - Before the first clustering, ClusterMates() is empty (std::nullopt): the sampler draws
 //   uniformly over all known peers.
@@ -26,7 +27,10 @@
 //   EndRound(t) with t >= cluster_after, then again whenever t is at least recluster_every rounds
 //   after the last clustering (recluster_every = 0: never again). The seed makes it reproducible.
 //   Rationale: file 002 clusters once, at round T, "once FedAvg stabilizes"; in a mesh a node
-//   keeps meeting peers and their directions keep changing, so reclustering lets them in.
+//   keeps meeting peers and their directions keep changing, so reclustering lets them in. But a
+//   node that samples within its cluster refreshes only its mates' directions, with updates from a
+//   model that already fits them (mostly noise): on the FLIC label swap, reclustering split every
+//   node's own cluster, so configs/scenarios/flic-label-swap.toml clusters once.
 // - `temperature` (OCFL, file 003 Algorithm 1 lines 14-21): at every EndRound(t) with the own
 //   direction and at least one other stored, it computes the clustering temperature T over the
 //   cosine distances of all stored directions (similarity/clustering.h). It clusters once, at the
@@ -200,5 +204,8 @@ Result<std::unique_ptr<ClusterPolicy>> MakeClusterPolicy(const ClusterPolicyConf
 
 // The policy names MakeClusterPolicy() accepts, in table order.
 std::vector<std::string> ClusterPolicyNames();
+
+// True when `name` is one of ClusterPolicyNames() (a node `sampler` that runs a policy).
+bool IsClusterPolicy(std::string_view name);
 
 }  // namespace meshlearn::similarity

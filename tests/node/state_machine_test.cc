@@ -247,6 +247,81 @@ TEST(StateMachine, AsyncGetModelIsAnsweredAtOnceWithTheLatestSnapshot) {
   EXPECT_EQ(std::get<Model>(replies[0].message.body).round, 0);
 }
 
+// Clustering policies (fetch_updates): the node asks for its peers' local updates and hands them
+// to the learner; a peer that sends none (an older build) is still merged, without an update.
+TEST(StateMachine, ClusterPolicyNodeAsksForPeersUpdatesAndPassesThemToTheLearner) {
+  auto plain = MakeMachine(MachineConfig("me", kPeers));
+  StartAndAdmitAll(*plain, TimePoint{});
+  for (const auto& r : All<SendRequest>(plain->OnComputeDone(Outcome(0), TimePoint{}))) {
+    if (const auto* get = std::get_if<GetModel>(&r.message.body)) {
+      EXPECT_FALSE(get->with_update);
+    }
+  }
+
+  auto config = MachineConfig("me", kPeers);
+  config.fetch_updates = true;
+  auto m = MakeMachine(config);
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  std::vector<SendRequest> fetches;
+  for (const auto& r : All<SendRequest>(m->OnComputeDone(Outcome(0), t0))) {
+    if (const auto* get = std::get_if<GetModel>(&r.message.body)) {
+      EXPECT_TRUE(get->with_update);
+      fetches.push_back(r);
+    }
+  }
+  ASSERT_EQ(fetches.size(), 2u);
+  Model with_update = PeerModelAt(0);
+  with_update.update = FloatArray::Own({0.25f, -0.5f, 0.f, 1.f});
+  m->OnReply(fetches[0].request_id, From(fetches[0].peer, 1, with_update), t0 + seconds(1));
+  auto compute = All<StartCompute>(
+      m->OnReply(fetches[1].request_id, From(fetches[1].peer, 2, PeerModelAt(0)), t0 + seconds(1)));
+  ASSERT_EQ(compute.size(), 1u);
+  ASSERT_EQ(compute[0].job.peers.size(), 2u);
+  for (const PeerModel& p : compute[0].job.peers) {
+    if (p.peer == fetches[0].peer) {
+      ASSERT_TRUE(p.update.has_value());
+      EXPECT_EQ(*p.update, *with_update.update);
+    } else {
+      EXPECT_FALSE(p.update.has_value());
+    }
+  }
+}
+
+// A node serves the update of the snapshot it sends, and only to requesters that ask for it, also
+// when the request was held until that snapshot existed.
+TEST(StateMachine, LocalUpdateIsServedWithItsSnapshotOnlyWhenAskedFor) {
+  auto m = MakeMachine(MachineConfig("me", kPeers));
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  RoundOutcome round0 = Outcome(0);
+  round0.published_update = FloatArray::Own({0.5f, 0.f, -1.f, 2.f});
+  auto fetches = All<SendRequest>(m->OnComputeDone(round0, t0));
+
+  auto asked = All<SendReply>(m->OnInbound(1, From("a", 3, GetModel{0, false, true}), t0));
+  ASSERT_EQ(asked.size(), 1u);
+  const auto& model = std::get<Model>(asked[0].message.body);
+  ASSERT_TRUE(model.update.has_value());
+  EXPECT_EQ(*model.update, *round0.published_update);
+  auto plain = All<SendReply>(m->OnInbound(2, From("b", 4, GetModel{0, false}), t0));
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_FALSE(std::get<Model>(plain[0].message.body).update.has_value());
+
+  // Held until round 1 is published: the reply carries round 1's update.
+  EXPECT_TRUE(All<SendReply>(m->OnInbound(5, From("c", 6, GetModel{1, true, true}), t0)).empty());
+  for (const SendRequest& f : fetches) {
+    m->OnReply(f.request_id, Status::Unavailable("peer gone"), t0 + seconds(1));
+  }
+  RoundOutcome round1 = Outcome(1);
+  round1.published_update = FloatArray::Own({-0.5f, 0.25f, 0.f, 3.f});
+  auto held = All<SendReply>(m->OnComputeDone(round1, t0 + seconds(2)));
+  ASSERT_EQ(held.size(), 1u);
+  const auto& held_model = std::get<Model>(held[0].message.body);
+  EXPECT_EQ(held_model.round, 1);
+  ASSERT_TRUE(held_model.update.has_value());
+  EXPECT_EQ(*held_model.update, *round1.published_update);
+}
+
 TEST(StateMachine, HelloWithAnotherArchitectureIsRefusedAndTheSenderNotAdmitted) {
   auto m = MakeMachine(MachineConfig("me", kPeers));
   auto replies = All<SendReply>(m->OnInbound(

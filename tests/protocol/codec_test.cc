@@ -98,6 +98,87 @@ ErrorCode DecodeCode(const std::vector<Frame>& frames, const DecodeOptions& opti
   return decoded.ok() ? ErrorCode::kOk : decoded.status().code();
 }
 
+// --- Optional trailing fields (GetModel.with_update, Model.update) -----------------------------
+
+TEST(OptionalFields, FixturesDecodeToTheirSamplesAndReEncodeToTheSameBytes) {
+  std::vector<testing::OptionalFieldSample> samples = testing::OptionalFieldSamples();
+  ASSERT_EQ(samples.size(), 2u);
+  for (const auto& sample : samples) {
+    std::vector<Frame> frames = testing::ReadFrames("tests/protocol/testdata/" + sample.fixture);
+    ASSERT_FALSE(frames.empty()) << "missing or short fixture " << sample.fixture;
+    auto decoded = Decode(frames);
+    ASSERT_TRUE(decoded.ok()) << sample.fixture << ": " << decoded.status().ToString();
+    EXPECT_EQ(*decoded, sample.message) << sample.fixture;
+    EXPECT_EQ(Concat(Encode(*decoded)), Concat(frames)) << sample.fixture;
+  }
+}
+
+TEST(OptionalFields, MessagesWithoutThemKeepTheirVersion1FormAndDecodeAsUnset) {
+  // An older node's GetModel and Model (the v1 fixtures) mean "no update asked" and "none sent".
+  auto get = Decode(testing::ReadFrames("tests/protocol/testdata/v1_GetModel.frames"));
+  ASSERT_TRUE(get.ok()) << get.status().ToString();
+  EXPECT_FALSE(std::get<GetModel>(get->body).with_update);
+  auto model = Decode(testing::ReadFrames("tests/protocol/testdata/v1_Model.frames"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_FALSE(std::get<Model>(model->body).update.has_value());
+  EXPECT_EQ(Encode(*model).size(), 3u);
+  // Setting the fields adds one body field each and, for Model, one blob frame.
+  std::vector<Frame> with_update = Encode(testing::OptionalFieldSamples()[1].message);
+  ASSERT_EQ(with_update.size(), 4u);
+  EXPECT_EQ(with_update[3], FloatArray::Own(testing::SampleUpdate()).ToFrame());
+}
+
+Message SampleModelWithUpdate() { return testing::OptionalFieldSamples()[1].message; }
+
+// Expects `frames` to be rejected with `code` and a message that contains every one of `words`.
+void ExpectRejected(const std::vector<Frame>& frames, ErrorCode code,
+                    std::initializer_list<const char*> words) {
+  auto decoded = Decode(frames);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), code) << decoded.status().ToString();
+  for (const char* word : words) {
+    EXPECT_NE(decoded.status().message().find(word), std::string::npos)
+        << word << " not in: " << decoded.status().message();
+  }
+}
+
+TEST(OptionalFields, UpdateOfAnotherLengthThanTheLayoutIsALayoutMismatch) {
+  std::vector<Frame> frames = Encode(SampleModelWithUpdate());
+  std::vector<float> longer = testing::SampleUpdate();
+  longer.push_back(1.0f);
+  frames[3] = FloatArray::Own(longer).ToFrame();
+  ExpectRejected(frames, ErrorCode::kLayoutMismatch, {"Model.update"});
+}
+
+TEST(OptionalFields, UpdateWithNanOrInfIsRejectedWithItsIndex) {
+  for (float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    Message m = SampleModelWithUpdate();
+    std::vector<float> update = testing::SampleUpdate();
+    update[3] = bad;
+    std::get<Model>(m.body).update = FloatArray::Own(update);
+    ExpectRejected(Encode(m), ErrorCode::kNonFinite, {"Model.update", "#3"});
+  }
+}
+
+TEST(OptionalFields, ModelWithUpdateMustMatchTheLocalLayout) {
+  ParamLayout local = MakeContiguousLayout({{"fc.weight", {3, 2}}, {"fc.bias", {3}}});
+  DecodeOptions options;
+  options.expected_layout = &local;
+  EXPECT_EQ(DecodeCode(Encode(SampleModelWithUpdate()), options), ErrorCode::kLayoutMismatch);
+  ParamLayout same = SampleLayout();
+  options.expected_layout = &same;
+  EXPECT_EQ(DecodeCode(Encode(SampleModelWithUpdate()), options), ErrorCode::kOk);
+}
+
+TEST(OptionalFields, UpdateFlagAndBlobCountMustAgree) {
+  std::vector<Frame> with = Encode(SampleModelWithUpdate());
+  std::vector<Frame> without = Encode(SampleModel());
+  // The flag without its blob, and a second blob without the flag.
+  EXPECT_EQ(DecodeCode({with[0], with[1], with[2]}), ErrorCode::kMalformed);
+  EXPECT_EQ(DecodeCode({without[0], without[1], without[2], with[3]}), ErrorCode::kMalformed);
+}
+
 TEST(Hostile, WrongMagicIsRejected) {
   std::vector<Frame> frames = Encode(SampleModel());
   frames[0] = RawEnvelope(0xdeadbeef, kProtocolVersion, kMinProtocolVersion, 9);

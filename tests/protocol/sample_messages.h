@@ -123,4 +123,31 @@ inline std::string FixtureName(MessageType type) {
   return std::string("v1_") + MessageTypeName(type) + ".frames";
 }
 
+// A finite update matching SampleLayout() (Model.update).
+inline std::vector<float> SampleUpdate() {
+  return {-0.03125f, 0.25f, 0.0f, 1e-5f, -2.5f, 0.5f, 0.125f, -0.75f, 3.0f};
+}
+
+// A sample message with its optional trailing fields set, and the name of its fixture.
+struct OptionalFieldSample {
+  std::string fixture;  // e.g. "v1_Model_update.frames"
+  Message message;
+};
+
+// GetModel with with_update and Model with an update, otherwise the SampleMessages() of their
+// types. The v1_<Type>.frames fixtures keep the messages without the optional fields.
+inline std::vector<OptionalFieldSample> OptionalFieldSamples() {
+  std::vector<OptionalFieldSample> samples;
+  for (Message message : SampleMessages()) {
+    if (auto* get = std::get_if<GetModel>(&message.body)) {
+      get->with_update = true;
+      samples.push_back({"v1_GetModel_update.frames", std::move(message)});
+    } else if (auto* model = std::get_if<Model>(&message.body)) {
+      model->update = FloatArray::Own(SampleUpdate());
+      samples.push_back({"v1_Model_update.frames", std::move(message)});
+    }
+  }
+  return samples;
+}
+
 }  // namespace meshlearn::testing

@@ -13,8 +13,8 @@
 //  4. round-trip: an accepted message re-encodes (Encode) to frames that decode to an equal
 //     message, and encoding that message again gives the same bytes;
 //  5. keep blobs consistent with what describes them (PROTOCOL.md, "Message types"): a Model's or
-//     EmbedRequest's weights hold exactly the floats its layout covers, counted without
-//     wrap-around, and an EmbedReply's embeddings exactly rows * cols;
+//     EmbedRequest's weights (and a Model's optional update) hold exactly the floats its layout
+//     covers, counted without wrap-around, and an EmbedReply's embeddings exactly rows * cols;
 //  6. honour an expected layout: with the message's own layout as expected_layout it decodes to
 //     the same message, and with SampleLayout() (the fixtures' layout) it succeeds exactly when
 //     the default decode succeeds and the message has no layout or that very layout;
@@ -97,6 +97,10 @@ void CheckBlobs(const Body& body) {
   std::string problem;
   if (const auto* model = std::get_if<Model>(&body)) {
     problem = LayoutBlobMismatch(model->layout, model->weights.size());
+    if (problem.empty() && model->update) {
+      problem = LayoutBlobMismatch(model->layout, model->update->size());
+      if (!problem.empty()) problem = "update: " + problem;
+    }
   } else if (const auto* request = std::get_if<EmbedRequest>(&body)) {
     problem = LayoutBlobMismatch(request->layout, request->weights.size());
   } else if (const auto* reply = std::get_if<EmbedReply>(&body)) {
