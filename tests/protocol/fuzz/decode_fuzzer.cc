@@ -14,7 +14,8 @@
 //     message, and encoding that message again gives the same bytes;
 //  5. keep blobs consistent with what describes them (PROTOCOL.md, "Message types"): a Model's or
 //     EmbedRequest's weights (and a Model's optional update) hold exactly the floats its layout
-//     covers, counted without wrap-around, and an EmbedReply's embeddings exactly rows * cols;
+//     covers, counted without wrap-around, and an EmbedReply's embeddings and a Signature's
+//     centroids exactly rows * cols;
 //  6. honour an expected layout: with the message's own layout as expected_layout it decodes to
 //     the same message, and with SampleLayout() (the fixtures' layout) it succeeds exactly when
 //     the default decode succeeds and the message has no layout or that very layout;
@@ -93,6 +94,13 @@ std::string LayoutBlobMismatch(const ParamLayout& layout, uint64_t floats) {
   return "";
 }
 
+// Why a rows x cols body field and a blob of `floats` values disagree, or "" when they do not.
+std::string RowsBlobMismatch(uint32_t rows, uint32_t cols, size_t floats) {
+  if (static_cast<uint64_t>(rows) * cols == floats) return "";
+  return std::to_string(rows) + " x " + std::to_string(cols) + " but holds " +
+         std::to_string(floats) + " floats";
+}
+
 void CheckBlobs(const Body& body) {
   std::string problem;
   if (const auto* model = std::get_if<Model>(&body)) {
@@ -104,11 +112,9 @@ void CheckBlobs(const Body& body) {
   } else if (const auto* request = std::get_if<EmbedRequest>(&body)) {
     problem = LayoutBlobMismatch(request->layout, request->weights.size());
   } else if (const auto* reply = std::get_if<EmbedReply>(&body)) {
-    if (static_cast<uint64_t>(reply->rows) * reply->cols != reply->embeddings.size()) {
-      problem = "EmbedReply is " + std::to_string(reply->rows) + " x " +
-                std::to_string(reply->cols) + " but holds " +
-                std::to_string(reply->embeddings.size()) + " floats";
-    }
+    problem = RowsBlobMismatch(reply->rows, reply->cols, reply->embeddings.size());
+  } else if (const auto* signature = std::get_if<Signature>(&body)) {
+    problem = RowsBlobMismatch(signature->rows, signature->cols, signature->centroids.size());
   }
   if (!problem.empty()) {
     Violated("accepted " + std::string(MessageTypeName(TypeOf(body))) + ": " + problem);
