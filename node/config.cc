@@ -213,6 +213,16 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
                                    ": metric \"emd\" and sampler \"emd_cluster\" need the "
                                    "exchange: set [emd] enabled = true");
   }
+  if ((c.metric == "emd" || c.metric == "centroid") && c.sampler == "dac" &&
+      c.unscored == "exclude") {
+    // Rationale: DAC's "exclude" rule lets only scores > 0 into the softmax; these metrics score
+    // -max(0, EMD - ref) and -D, so p would stay uniform whatever the scores say.
+    return Status::InvalidArgument(
+        name + ": [learning] metric \"" + c.metric +
+        "\" scores are never > 0, so with sampler \"dac\" and unscored = \"exclude\" no peer "
+        "would enter the softmax and sampling would stay uniform; set unscored = \"zero\" "
+        "(with normalize = \"minmax\")");
+  }
   if (c.output_dir.empty()) c.output_dir = "out/" + c.id;
   return Status::Ok();
 }

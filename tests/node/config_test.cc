@@ -104,6 +104,18 @@ TEST(Config, BadValuesNameKeyValueAndWhatIsAllowed) {
   EXPECT_NE(type.message().find("must be true or false"), std::string::npos) << type.message();
 }
 
+TEST(Config, NonPositiveMetricWithDacNeedsUnscoredZero) {
+  std::string dac =
+      std::string(kMinimal) + "[learning]\nmetric = \"centroid\"\nsampler = \"dac\"\n";
+  Status s = ParseError(dac);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("unscored = \"zero\""), std::string::npos) << s.message();
+  EXPECT_TRUE(ParseError(dac + "unscored = \"zero\"\nnormalize = \"minmax\"\n").ok());
+  EXPECT_TRUE(ParseError(std::string(kMinimal) +
+                         "[learning]\nmetric = \"centroid\"\nsampler = \"centroid_cluster\"\n")
+                  .ok());
+}
+
 TEST(Config, StructuralMistakesAreExplained) {
   EXPECT_NE(ParseError("id = \"a\"\nlisten = \"tcp://127.0.0.1:1\"\n[data]\nshard = \"x\"\n")
                 .message()
