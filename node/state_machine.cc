@@ -9,6 +9,7 @@
 #include "similarity/centroid_signature.h"
 #include "similarity/clustering.h"
 #include "similarity/emd_decision.h"
+#include "similarity/point_set.h"
 #include "similarity/projection.h"
 #include "topology/baseline_samplers.h"
 
@@ -38,6 +39,11 @@ uint64_t MixSeed(uint64_t seed, const std::string& id) {
 }
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The similarity view of a signature's centroids.
+similarity::PointSet Points(const ProjectedEmbeddings& set) {
+  return {set.values.view(), set.rows, set.cols};
+}
 
 }  // namespace
 
@@ -381,7 +387,10 @@ std::vector<Action> NodeStateMachine::OnReply(uint64_t request_id, const Result<
         if (emd != emd_.end() && emd->second.emd && emd->second.reference) {
           exchanged = *emd->second.emd - *emd->second.reference;
         }
-        if (double d = SignatureDistance("", pending.peer); !std::isnan(d)) exchanged = d;
+        if (double d = SignatureDistance("", pending.peer);
+            config_.signature_metric && !std::isnan(d)) {
+          exchanged = d;  // the centroid metric's input
+        }
         fetch_.answered.push_back({pending.peer, model->weights, model->train_size, probability,
                                    exchanged, model->update});
         topology::ScoreRow row;
@@ -1003,12 +1012,12 @@ void NodeStateMachine::RequestSignatures(TimePoint now, std::vector<Action>& out
     if (p.kind == RequestKind::kGetSignature) asking.insert(p.peer);
   }
   for (const topology::PeerEntry& p : peers_.Entries()) {
-    if (!peers_.IsSamplable(p.id, now) || signatures_.count(p.id) ||
+    if (!peers_.IsSamplable(p.id, now) || !std::isnan(SignatureDistance("", p.id)) ||
         signature_refused_.count(p.id) || asking.count(p.id)) {
       continue;
     }
     uint64_t id = NextRequestId();
-    pending_[id] = {RequestKind::kGetSignature, p.id, fetch_.round};
+    pending_[id] = {RequestKind::kGetSignature, p.id, completed_round_};
     out.push_back(RequestTo(p, id, GetSignature{}, now + config_.round_deadline));
   }
 }
@@ -1029,22 +1038,22 @@ void NodeStateMachine::OnSignature(const std::string& peer, const Result<Message
     log_->warn("no data signature from {}: GetSignature was not answered with a Signature", peer);
     return;
   }
-  const ProjectedEmbeddings& own = config_.own_signature;
   ProjectedEmbeddings theirs{signature->rows, signature->cols, signature->centroids};
-  auto to_own = similarity::CentroidSetDistance({own.values.view(), own.rows, own.cols},
-                                                {theirs.values.view(), theirs.rows, theirs.cols});
+  auto to_own = similarity::CentroidSetDistance(Points(config_.own_signature), Points(theirs));
   if (!to_own.ok()) {
     signature_refused_.insert(peer);
     log_->warn("unusable data signature from {}: {}", peer, to_own.status().ToString());
     return;
   }
   signature_distances_[{"", peer}] = *to_own;
-  for (const auto& [other, set] : signatures_) {
-    auto d = similarity::CentroidSetDistance({set.values.view(), set.rows, set.cols},
-                                             {theirs.values.view(), theirs.rows, theirs.cols});
-    if (d.ok()) signature_distances_[std::minmax(other, peer)] = *d;
+  if (config_.signature_cluster_sampler) {
+    // Only the clustering needs the signatures kept and the distances between peers.
+    for (const auto& [other, set] : signatures_) {
+      auto d = similarity::CentroidSetDistance(Points(set), Points(theirs));
+      if (d.ok()) signature_distances_[std::minmax(other, peer)] = *d;
+    }
+    signatures_[peer] = std::move(theirs);
   }
-  signatures_[peer] = std::move(theirs);
   ++signature_revision_;
   bool related = similarity::CentroidsRelated(*to_own, config_.signature_threshold);
   log_->info("data signature of {}: distance {:.4f}: {}", peer, *to_own,
@@ -1105,9 +1114,9 @@ void NodeStateMachine::ReclusterSignatures() {
 
 std::vector<SignatureRow> NodeStateMachine::SignatureRows() const {
   std::vector<SignatureRow> rows;
-  for (const auto& [peer, set] : signatures_) {
-    double d = SignatureDistance("", peer);
-    rows.push_back({peer, d, similarity::CentroidsRelated(d, config_.signature_threshold)});
+  for (const auto& [pair, d] : signature_distances_) {
+    if (!pair.first.empty()) continue;  // between two peers, not ours
+    rows.push_back({pair.second, d, similarity::CentroidsRelated(d, config_.signature_threshold)});
   }
   return rows;
 }

@@ -498,8 +498,9 @@ class NodeStateMachine {
   uint64_t emd_revision_ = 0;
   std::mt19937_64 witness_rng_;  // witness choice and session ids (not sampling)
   std::map<WitnessKey, WitnessSession> witness_sessions_;  // as a witness, by key
-  // FLT: the peers' signatures, D between every two kept ones (keyed by the ordered id pair; ours
-  // is ""), the peers not to ask again, and the clustering not yet written to a round record.
+  // FLT: D between our signature and each peer's and, for the clustering, the peers' signatures
+  // and D between every two of them (keyed by the ordered id pair; ours is ""), the peers not to
+  // ask again, and the clustering not yet written to a round record.
   std::map<std::string, ProjectedEmbeddings> signatures_;
   std::map<std::pair<std::string, std::string>, double> signature_distances_;
   std::set<std::string> signature_refused_;

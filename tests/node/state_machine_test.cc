@@ -984,7 +984,11 @@ TEST(StateMachineSignature, EveryPeerIsAskedOnceAndTheNodeSamplesWithinItsSingle
 
   // Round 1's record carries the clusters (for cluster.csv); round 2 asks nobody again and
   // fetches only from the cluster.
-  ASSERT_EQ(All<StartCompute>(AnswerFetches(*m, round1)).size(), 1u);
+  auto jobs = All<StartCompute>(AnswerFetches(*m, round1));
+  ASSERT_EQ(jobs.size(), 1u);
+  for (const PeerModel& peer : jobs[0].job.peers) {
+    EXPECT_FALSE(peer.exchanged_score.has_value()) << "metric is not centroid: " << peer.peer;
+  }
   auto round2 = m->OnComputeDone(Outcome(1), {});
   auto completed = All<RoundCompleted>(round2);
   ASSERT_EQ(completed.size(), 1u);
