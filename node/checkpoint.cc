@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "training/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace meshlearn::node {
 namespace {
@@ -149,11 +149,11 @@ Result<Checkpoint> DecodeCheckpoint(const std::string& bytes, const std::string&
 }
 
 Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
-  return training::WriteFileAtomically(path, EncodeCheckpoint(checkpoint));
+  return WriteFileAtomically(path, EncodeCheckpoint(checkpoint));
 }
 
 Result<Checkpoint> ReadCheckpoint(const std::string& path) {
-  auto bytes = training::ReadWholeFile(path);
+  auto bytes = ReadWholeFile(path);
   if (!bytes.ok()) return bytes.status();
   return DecodeCheckpoint(*bytes, path);
 }

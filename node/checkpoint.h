@@ -3,14 +3,14 @@
 //
 // Format (msgpack, one array): ["MLCKPT", version 1, round, stopped, learner, sampler, comm,
 // peers, rng_state]; weights are msgpack bin of little-endian float32. Written atomically after
-// every round (training/atomic_file.h). The optimiser has no state to keep: the trainer builds
+// every round (base/atomic_file.h). The optimiser has no state to keep: the trainer builds
 // a fresh one every round, as the authors' code does (training/trainer.h).
 
 #include <string>
 
+#include "base/status.h"
 #include "node/learner.h"
 #include "node/state_machine.h"
-#include "protocol/status.h"
 
 namespace meshlearn::node {
 

@@ -13,6 +13,28 @@
 namespace meshlearn::node {
 namespace {
 
+std::string Quote(const std::string& s) {
+  std::ostringstream out;
+  out << toml::value<std::string>(s);
+  return out.str();
+}
+
+// The config name of `value`.
+template <class Enum>
+std::string Name(NameTable<Enum> names, Enum value) {
+  return std::string(NameOf(names, value));
+}
+
+// The config name of `value`, quoted for TOML.
+template <class Enum>
+std::string QuotedName(NameTable<Enum> names, Enum value) {
+  return Quote(Name(names, value));
+}
+
+constexpr NamedValue<AttackKind> kAttackKinds[] = {{"none", AttackKind::kNone},
+                                                   {"sign_flip", AttackKind::kSignFlip},
+                                                   {"noise", AttackKind::kNoise}};
+
 // kInvalidArgument unless `endpoint` reads "tcp://<host>:<port>".
 Status CheckEndpoint(const std::string& file, const std::string& key, const std::string& endpoint) {
   const std::string prefix = "tcp://";
@@ -80,8 +102,7 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   TableReader top(root, name, "");
   MESHLEARN_RETURN_IF_ERROR(top.String("id", &c.id, true));
   MESHLEARN_RETURN_IF_ERROR(top.String("listen", &c.listen, true));
-  MESHLEARN_RETURN_IF_ERROR(top.Choice(
-      "log_level", &c.log_level, {"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  MESHLEARN_RETURN_IF_ERROR(top.Choice("log_level", &c.log_level, LogLevelNames()));
   MESHLEARN_RETURN_IF_ERROR(top.Integer("seed", &c.seed, 0, INT64_MAX));
   MESHLEARN_RETURN_IF_ERROR(top.Integer("threads", &c.threads, 1, 256));
   MESHLEARN_RETURN_IF_ERROR(top.String("output_dir", &c.output_dir));
@@ -99,13 +120,13 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   MESHLEARN_RETURN_IF_ERROR(
       top.Table("data", [&](TableReader& t) { return t.String("shard", &c.shard, true); }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("model", [&](TableReader& t) {
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("architecture", &c.architecture,
-                                       {"linear", "mlp", "cnn", "cnn_emd", "torchscript"}));
+    MESHLEARN_RETURN_IF_ERROR(
+        t.Choice("architecture", &c.architecture, training::ArchitectureNames()));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("hidden", &c.hidden, 1, 1 << 20));
     return t.String("torchscript_path", &c.torchscript_path);
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("training", [&](TableReader& t) {
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("optimizer", &c.optimizer, {"adam", "sgd"}));
+    MESHLEARN_RETURN_IF_ERROR(t.Choice("optimizer", &c.optimizer, training::OptimizerKindNames()));
     MESHLEARN_RETURN_IF_ERROR(t.Number("learning_rate", &c.learning_rate, 0, 10, true));
     MESHLEARN_RETURN_IF_ERROR(t.Number("momentum", &c.momentum, 0, 1));
     MESHLEARN_RETURN_IF_ERROR(t.Number("weight_decay", &c.weight_decay, 0, 1));
@@ -115,18 +136,18 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     return t.Integer("patience", &c.patience, 1, 1000000);
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("learning", [&](TableReader& t) {
-    MESHLEARN_RETURN_IF_ERROR(t.Choice(
-        "metric", &c.metric, {"inv_loss", "cos_weights", "cos_grad", "inv_l2", "emd", "centroid"}));
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("sampler", &c.sampler,
-                                       {"dac", "random", "oracle", "local", "emd_cluster",
-                                        "louvain", "temperature", "centroid_cluster"}));
+    MESHLEARN_RETURN_IF_ERROR(t.Choice("metric", &c.metric, similarity::MetricKindNames()));
+    MESHLEARN_RETURN_IF_ERROR(t.Choice("sampler", &c.sampler, topology::SamplerKindNames()));
     MESHLEARN_RETURN_IF_ERROR(t.Number("tau", &c.tau, 0, 1e6));
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("tau_schedule", &c.tau_schedule, {"constant", "sigmoid"}));
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("unscored", &c.unscored, {"exclude", "zero"}));
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("normalize", &c.normalize, {"none", "minmax"}));
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("two_hop", &c.two_hop, {"largest", "smallest", "off"}));
+    MESHLEARN_RETURN_IF_ERROR(
+        t.Choice("tau_schedule", &c.tau_schedule, topology::TauScheduleNames()));
+    MESHLEARN_RETURN_IF_ERROR(t.Choice("unscored", &c.unscored, topology::UnscoredRuleNames()));
+    MESHLEARN_RETURN_IF_ERROR(
+        t.Choice("normalize", &c.normalize, topology::ScoreNormalizationNames()));
+    MESHLEARN_RETURN_IF_ERROR(t.Choice("two_hop", &c.two_hop, topology::TwoHopRuleNames()));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("peers_per_round", &c.peers_per_round, 0, 100000));
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("aggregation", &c.aggregation, {"fedavg", "fedsim"}));
+    MESHLEARN_RETURN_IF_ERROR(
+        t.Choice("aggregation", &c.aggregation, training::AggregationKindNames()));
     MESHLEARN_RETURN_IF_ERROR(t.OptionalNumber("merge_min_score", &c.merge_min_score));
     return t.Table("clusters", [&](TableReader& clusters) {
       return clusters.Each([&](const std::string& id, const toml::node& n) -> Status {
@@ -141,23 +162,22 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   MESHLEARN_RETURN_IF_ERROR(top.Table("emd", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(t.Bool("enabled", &c.emd_enabled));
     MESHLEARN_RETURN_IF_ERROR(t.Number("epsilon", &c.emd_epsilon, -10, 10));
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("solver", &c.emd_solver, {"exact", "sinkhorn"}));
+    MESHLEARN_RETURN_IF_ERROR(t.Choice("solver", &c.emd_solver, similarity::EmdSolverKindNames()));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("max_samples", &c.emd_max_samples, 1, 4096));
     MESHLEARN_RETURN_IF_ERROR(t.Number("proj_ratio", &c.emd_proj_ratio, 0, 1, true));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("refresh", &c.emd_refresh, 0, 1000000));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("peers_per_round", &c.emd_peers_per_round, 0, 100000));
     return t.Bool("witness", &c.emd_witness);
   }));
-  MESHLEARN_RETURN_IF_ERROR(top.Table("attack", [&](TableReader& t) {
-    return t.Choice("kind", &c.attack, {"none", "sign_flip", "noise"});
-  }));
+  MESHLEARN_RETURN_IF_ERROR(top.Table(
+      "attack", [&](TableReader& t) { return t.Choice("kind", &c.attack, AttackKindNames()); }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("clustering", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(t.Integer("cluster_after", &c.cluster_after, 0, 1000000));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("recluster_every", &c.recluster_every, 0, 1000000));
     MESHLEARN_RETURN_IF_ERROR(
-        t.Choice("algorithm", &c.cluster_algorithm, {"agglomerative", "louvain"}));
+        t.Choice("algorithm", &c.cluster_algorithm, similarity::ClusterAlgorithmNames()));
     MESHLEARN_RETURN_IF_ERROR(t.Number("distance_threshold", &c.distance_threshold, 0, 2, true));
-    return t.Choice("linkage", &c.linkage, {"average", "complete", "single"});
+    return t.Choice("linkage", &c.linkage, similarity::LinkageNames());
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("signature", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(t.Integer("k", &c.signature_k, 1, 1024));
@@ -198,27 +218,29 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
                                      "[security] is configured");
     }
   }
-  if (c.architecture == "torchscript" && c.torchscript_path.empty()) {
+  if (c.architecture == training::Architecture::kTorchScript && c.torchscript_path.empty()) {
     return Status::InvalidArgument(name +
                                    ": [model] architecture = \"torchscript\" needs "
                                    "'model.torchscript_path'");
   }
-  if (c.sampler == "oracle" && c.clusters.empty()) {
+  if (c.sampler == topology::SamplerKind::kOracle && c.clusters.empty()) {
     return Status::InvalidArgument(name +
                                    ": [learning] sampler = \"oracle\" needs the "
                                    "[learning.clusters] table (node id = cluster id)");
   }
-  if ((c.metric == "emd" || c.sampler == "emd_cluster") && !c.emd_enabled) {
+  using similarity::MetricKind;
+  if ((c.metric == MetricKind::kEmd || c.sampler == topology::SamplerKind::kEmdCluster) &&
+      !c.emd_enabled) {
     return Status::InvalidArgument(name +
                                    ": metric \"emd\" and sampler \"emd_cluster\" need the "
                                    "exchange: set [emd] enabled = true");
   }
-  if ((c.metric == "emd" || c.metric == "centroid") && c.sampler == "dac" &&
-      c.unscored == "exclude") {
+  if ((c.metric == MetricKind::kEmd || c.metric == MetricKind::kCentroid) &&
+      c.sampler == topology::SamplerKind::kDac && c.unscored == topology::UnscoredRule::kExclude) {
     // Rationale: DAC's "exclude" rule lets only scores > 0 into the softmax; these metrics score
     // -max(0, EMD - ref) and -D, so p would stay uniform whatever the scores say.
     return Status::InvalidArgument(
-        name + ": [learning] metric \"" + c.metric +
+        name + ": [learning] metric \"" + Name(similarity::MetricKindNames(), c.metric) +
         "\" scores are never > 0, so with sampler \"dac\" and unscored = \"exclude\" no peer "
         "would enter the softmax and sampling would stay uniform; set unscored = \"zero\" "
         "(with normalize = \"minmax\")");
@@ -227,13 +249,9 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   return Status::Ok();
 }
 
-std::string Quote(const std::string& s) {
-  std::ostringstream out;
-  out << toml::value<std::string>(s);
-  return out.str();
-}
-
 }  // namespace
+
+NameTable<AttackKind> AttackKindNames() { return kAttackKinds; }
 
 Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& name) {
   toml::table root;
@@ -262,35 +280,40 @@ std::string RenderNodeConfig(const NodeConfig& c) {
   std::ostringstream out;
   out.precision(17);
   out << "id = " << Quote(c.id) << "\nlisten = " << Quote(c.listen)
-      << "\nlog_level = " << Quote(c.log_level) << "\nseed = " << c.seed
+      << "\nlog_level = " << QuotedName(LogLevelNames(), c.log_level) << "\nseed = " << c.seed
       << "\nthreads = " << c.threads << "\noutput_dir = " << Quote(c.output_dir) << "\n";
   if (c.http_port) out << "http_port = " << *c.http_port << "\n";
   out << "http_bind = " << Quote(c.http_bind) << "\n";
   out << "\n[data]\nshard = " << Quote(c.shard) << "\n";
-  out << "\n[model]\narchitecture = " << Quote(c.architecture) << "\nhidden = " << c.hidden
-      << "\ntorchscript_path = " << Quote(c.torchscript_path) << "\n";
-  out << "\n[training]\noptimizer = " << Quote(c.optimizer)
+  out << "\n[model]\narchitecture = " << QuotedName(training::ArchitectureNames(), c.architecture)
+      << "\nhidden = " << c.hidden << "\ntorchscript_path = " << Quote(c.torchscript_path) << "\n";
+  out << "\n[training]\noptimizer = " << QuotedName(training::OptimizerKindNames(), c.optimizer)
       << "\nlearning_rate = " << c.learning_rate << "\nmomentum = " << c.momentum
       << "\nweight_decay = " << c.weight_decay << "\nbatch_size = " << c.batch_size
       << "\nlocal_epochs = " << c.local_epochs << "\nrounds = " << c.rounds
       << "\npatience = " << c.patience << "\n";
-  out << "\n[learning]\nmetric = " << Quote(c.metric) << "\nsampler = " << Quote(c.sampler)
-      << "\ntau = " << c.tau << "\ntau_schedule = " << Quote(c.tau_schedule)
-      << "\nunscored = " << Quote(c.unscored) << "\nnormalize = " << Quote(c.normalize)
-      << "\ntwo_hop = " << Quote(c.two_hop) << "\npeers_per_round = " << c.peers_per_round
-      << "\naggregation = " << Quote(c.aggregation) << "\n";
+  out << "\n[learning]\nmetric = " << QuotedName(similarity::MetricKindNames(), c.metric)
+      << "\nsampler = " << QuotedName(topology::SamplerKindNames(), c.sampler)
+      << "\ntau = " << c.tau
+      << "\ntau_schedule = " << QuotedName(topology::TauScheduleNames(), c.tau_schedule)
+      << "\nunscored = " << QuotedName(topology::UnscoredRuleNames(), c.unscored)
+      << "\nnormalize = " << QuotedName(topology::ScoreNormalizationNames(), c.normalize)
+      << "\ntwo_hop = " << QuotedName(topology::TwoHopRuleNames(), c.two_hop)
+      << "\npeers_per_round = " << c.peers_per_round
+      << "\naggregation = " << QuotedName(training::AggregationKindNames(), c.aggregation) << "\n";
   if (c.merge_min_score) out << "merge_min_score = " << *c.merge_min_score << "\n";
   out << "\n[emd]\nenabled = " << (c.emd_enabled ? "true" : "false")
-      << "\nepsilon = " << c.emd_epsilon << "\nsolver = " << Quote(c.emd_solver)
+      << "\nepsilon = " << c.emd_epsilon
+      << "\nsolver = " << QuotedName(similarity::EmdSolverKindNames(), c.emd_solver)
       << "\nmax_samples = " << c.emd_max_samples << "\nproj_ratio = " << c.emd_proj_ratio
       << "\nrefresh = " << c.emd_refresh << "\npeers_per_round = " << c.emd_peers_per_round
       << "\nwitness = " << (c.emd_witness ? "true" : "false") << "\n";
-  out << "\n[attack]\nkind = " << Quote(c.attack) << "\n";
+  out << "\n[attack]\nkind = " << QuotedName(AttackKindNames(), c.attack) << "\n";
   out << "\n[clustering]\ncluster_after = " << c.cluster_after
       << "\nrecluster_every = " << c.recluster_every
-      << "\nalgorithm = " << Quote(c.cluster_algorithm)
-      << "\ndistance_threshold = " << c.distance_threshold << "\nlinkage = " << Quote(c.linkage)
-      << "\n";
+      << "\nalgorithm = " << QuotedName(similarity::ClusterAlgorithmNames(), c.cluster_algorithm)
+      << "\ndistance_threshold = " << c.distance_threshold
+      << "\nlinkage = " << QuotedName(similarity::LinkageNames(), c.linkage) << "\n";
   out << "\n[signature]\nk = " << c.signature_k << "\nthreshold = " << c.signature_threshold
       << "\nmax_samples = " << c.signature_max_samples << "\n";
   out << "\n[round]\nsync = " << (c.sync ? "true" : "false")

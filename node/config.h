@@ -11,7 +11,16 @@
 #include <utility>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
+#include "node/logging.h"
+#include "similarity/cluster_policy.h"
+#include "similarity/emd.h"
+#include "similarity/metric.h"
+#include "topology/sampler_factory.h"
+#include "training/aggregation.h"
+#include "training/model.h"
+#include "training/trainer.h"
 
 namespace meshlearn::node {
 
@@ -38,13 +47,25 @@ struct SecurityConfig {
   bool operator==(const SecurityConfig&) const = default;
 };
 
-// The parsed node config. Defaults are the documented ones.
+// [attack] kind: robustness experiments only (node/poisoned_learner.h).
+enum class AttackKind {
+  kNone,      // "none": an honest node
+  kSignFlip,  // "sign_flip": serves -w
+  kNoise,     // "noise": serves Gaussian values with w's root mean square
+};
+
+// The config names of the attack kinds, in documentation order.
+NameTable<AttackKind> AttackKindNames();
+
+// The parsed node config. Defaults are the documented ones. Every choice is typed here, once: the
+// parser maps config strings to enums through the name tables of the modules that own them, and
+// no code past the parser compares a config string.
 struct NodeConfig {
   // Top level.
-  std::string id;                     // required: unique node id
-  std::string listen;                 // required: "tcp://<ip>:<port>"
-  std::vector<PeerAddress> peers;     // [[peers]]: at least one
-  std::string log_level = "info";     // trace|debug|info|warn|error|critical|off
+  std::string id;                  // required: unique node id
+  std::string listen;              // required: "tcp://<ip>:<port>"
+  std::vector<PeerAddress> peers;  // [[peers]]: at least one
+  spdlog::level::level_enum log_level = spdlog::level::info;
   uint64_t seed = 1;                  // shared by the mesh: the initial model
   int threads = 1;                    // torch compute threads of this node
   std::string output_dir;             // default "out/<id>"
@@ -55,12 +76,12 @@ struct NodeConfig {
   std::string shard;  // required: the node's shard file (training/shard_file.h format)
 
   // [model]
-  std::string architecture = "mlp";  // linear|mlp|cnn|cnn_emd|torchscript
-  int64_t hidden = 200;              // mlp hidden width
-  std::string torchscript_path;      // torchscript only
+  training::Architecture architecture = training::Architecture::kMlp;
+  int64_t hidden = 200;          // mlp hidden width
+  std::string torchscript_path;  // torchscript only
 
   // [training]
-  std::string optimizer = "adam";  // adam|sgd
+  training::OptimizerKind optimizer = training::OptimizerKind::kAdam;
   double learning_rate = 3e-4;
   double momentum = 0;
   double weight_decay = 0;
@@ -70,38 +91,36 @@ struct NodeConfig {
   int patience = 50;
 
   // [learning]
-  std::string metric = "cos_weights";  // inv_loss|cos_weights|cos_grad|inv_l2|emd|centroid
-  // dac|random|oracle|local|emd_cluster|louvain|temperature|centroid_cluster
-  std::string sampler = "dac";
+  similarity::MetricKind metric = similarity::MetricKind::kCosWeights;
+  topology::SamplerKind sampler = topology::SamplerKind::kDac;
   double tau = 30;
-  std::string tau_schedule = "constant";              // constant|sigmoid
-  std::string unscored = "exclude";                   // exclude|zero
-  std::string normalize = "none";                     // none|minmax
-  std::string two_hop = "largest";                    // largest|smallest|off
-  int peers_per_round = 5;                            // m
-  std::string aggregation = "fedavg";                 // fedavg|fedsim
+  topology::TauSchedule tau_schedule = topology::TauSchedule::kConstant;
+  topology::UnscoredRule unscored = topology::UnscoredRule::kExclude;
+  topology::ScoreNormalization normalize = topology::ScoreNormalization::kNone;
+  topology::TwoHopRule two_hop = topology::TwoHopRule::kLargest;
+  int peers_per_round = 5;  // m
+  training::AggregationKind aggregation = training::AggregationKind::kFedAvg;
   std::optional<double> merge_min_score;              // off when absent
   std::vector<std::pair<std::string, int>> clusters;  // [learning.clusters]: id -> cluster (oracle)
 
   // [emd]: the EMD embedding exchange (DESIGN.md "EMD embedding exchange").
   bool emd_enabled = false;
-  double emd_epsilon = 0.1;          // accept j when EMD_ij - ref_i < epsilon
-  std::string emd_solver = "exact";  // exact|sinkhorn
+  double emd_epsilon = 0.1;  // accept j when EMD_ij - ref_i < epsilon
+  similarity::EmdSolverKind emd_solver = similarity::EmdSolverKind::kExact;
   int emd_max_samples = 512;
   double emd_proj_ratio = 0.9;
   int64_t emd_refresh = 0;      // 0: once after round 0; R: every R rounds
   int emd_peers_per_round = 0;  // 0: every active peer at once
   bool emd_witness = false;     // a random third peer measures each EMD (witness mode)
-  // [attack]: robustness experiments only. "none" | "sign_flip" (serve -w) | "noise" (serve
-  // Gaussian values with w's root mean square); the node still learns honestly.
-  std::string attack = "none";
+  // [attack]: robustness experiments only; the node still learns honestly.
+  AttackKind attack = AttackKind::kNone;
   // [clustering]: the louvain (FLIC) and temperature (OCFL) samplers' policy
   // (similarity/cluster_policy.h).
-  int64_t cluster_after = 5;                        // no clustering before this round
-  int64_t recluster_every = 5;                      // louvain: recluster period; 0 = once
-  std::string cluster_algorithm = "agglomerative";  // temperature: agglomerative|louvain
-  double distance_threshold = 0.3;                  // agglomerative: merge below this 1 - cos
-  std::string linkage = "average";                  // agglomerative: average|complete|single
+  int64_t cluster_after = 5;    // no clustering before this round
+  int64_t recluster_every = 5;  // louvain: recluster period; 0 = once
+  similarity::ClusterAlgorithm cluster_algorithm = similarity::ClusterAlgorithm::kAgglomerative;
+  double distance_threshold = 0.3;  // agglomerative: merge below this 1 - cos
+  similarity::Linkage linkage = similarity::Linkage::kAverage;
 
   // [signature]: FLT's data signatures (similarity/centroid_signature.h), exchanged when
   // UsesSignatures().
@@ -110,7 +129,19 @@ struct NodeConfig {
   int signature_max_samples = 512;   // training samples embedded for the centroids
 
   // True when the metric or the sampler needs the peers' data signatures.
-  bool UsesSignatures() const { return metric == "centroid" || sampler == "centroid_cluster"; }
+  bool UsesSignatures() const {
+    return metric == similarity::MetricKind::kCentroid ||
+           sampler == topology::SamplerKind::kCentroidCluster;
+  }
+  // The clustering policy the sampler runs on the node (louvain: FLIC, temperature: OCFL), or
+  // nullopt for the other samplers.
+  std::optional<similarity::ClusterPolicyKind> ClusterPolicy() const {
+    if (sampler == topology::SamplerKind::kLouvain) return similarity::ClusterPolicyKind::kLouvain;
+    if (sampler == topology::SamplerKind::kTemperature) {
+      return similarity::ClusterPolicyKind::kTemperature;
+    }
+    return std::nullopt;
+  }
 
   // [round]
   bool sync = true;

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "training/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace meshlearn::node {
 namespace {
@@ -195,7 +195,7 @@ Status WritePublicKeysFile(const std::string& path, const std::string& header,
     }
     text += k.key + (k.label.empty() ? "" : "  # " + k.label) + "\n";
   }
-  return training::WriteFileAtomically(path, text);
+  return WriteFileAtomically(path, text);
 }
 
 std::string SecretKeyPath(const std::string& dir, const std::string& name) {

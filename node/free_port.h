@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "protocol/status.h"
+#include "base/status.h"
 
 namespace meshlearn::node {
 

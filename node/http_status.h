@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "protocol/status.h"
+#include "base/status.h"
 
 namespace meshlearn::node {
 

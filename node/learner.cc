@@ -7,6 +7,8 @@
 #include <random>
 #include <sstream>
 
+#include "base/stable_hash.h"
+#include "node/poisoned_learner.h"
 #include "similarity/cluster_policy.h"
 #include "similarity/emd.h"
 #include "similarity/kmeans.h"
@@ -25,13 +27,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 double SecondsSince(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
-}
-
-// FNV-1a of `text`: a stable per-node salt for the training seed (std::hash is not portable).
-uint64_t StableHash(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
 }
 
 class TrainingLearner final : public Learner {
@@ -59,12 +54,8 @@ class TrainingLearner final : public Learner {
     if (!model.ok()) return model.status().WithContext("[model]");
     learner->model_ = std::move(*model);
 
-    auto metric = similarity::MakeSimilarityMetric(config.metric);
-    if (!metric.ok()) return metric.status().WithContext("[learning] metric");
-    learner->metric_ = std::move(*metric);
-    auto rule = training::CreateAggregationRule(config.aggregation);
-    if (!rule.ok()) return rule.status().WithContext("[learning] aggregation");
-    learner->rule_ = std::move(*rule);
+    learner->metric_ = similarity::MakeSimilarityMetric(config.metric);
+    learner->rule_ = training::CreateAggregationRule(config.aggregation);
 
     learner->initial_ = learner->model_->Parameters();
     if (learner->metric_->Needs().own_data_loss) {
@@ -73,9 +64,9 @@ class TrainingLearner final : public Learner {
       learner->own_data_loss_ = std::move(*loss);
     }
     learner->architecture_id_ = ArchitectureIdOf(spec, learner->model_->Layout());
-    if (similarity::IsClusterPolicy(config.sampler)) {
+    if (std::optional<similarity::ClusterPolicyKind> kind = config.ClusterPolicy()) {
       similarity::ClusterPolicyConfig policy;
-      policy.policy = config.sampler;
+      policy.policy = *kind;
       policy.self = config.id;
       policy.cluster_after = config.cluster_after;
       policy.recluster_every = config.recluster_every;
@@ -88,10 +79,11 @@ class TrainingLearner final : public Learner {
       learner->policy_ = std::move(*made);
     }
     auto needs_embedding = [&](const std::string& what) {
-      return Status::InvalidArgument(what +
-                                     " needs a model with an embedding (cnn_emd, cnn, mlp, or a "
-                                     "TorchScript module with embed); '" +
-                                     config.architecture + "' has none");
+      return Status::InvalidArgument(
+          what +
+          " needs a model with an embedding (cnn_emd, cnn, mlp, or a "
+          "TorchScript module with embed); '" +
+          std::string(NameOf(training::ArchitectureNames(), config.architecture)) + "' has none");
     };
     if (config.UsesSignatures()) {
       if (learner->model_->EmbeddingDim() == 0) {
@@ -115,39 +107,8 @@ class TrainingLearner final : public Learner {
   const ParamLayout& Layout() const override { return model_->Layout(); }
   uint64_t TrainSize() const override { return shard_.train.size(); }
   const std::string& ArchitectureId() const override { return architecture_id_; }
-  int ClusterId() const override { return shard_.cluster_id; }
-  FloatArray CurrentWeights() const override { return FloatArray::Own(model_->Parameters()); }
 
   Result<RoundOutcome> RunRound(const RoundJob& job) override {
-    auto out = RunHonestRound(job);
-    if (out.ok() && config_.attack != "none") {
-      out->published_weights = Poisoned(out->published_weights.view(), job.round);
-      // The served update lies the same way (sign_flip: file 002's "minus grad" attacker, −δ).
-      if (out->published_update) {
-        out->published_update = Poisoned(out->published_update->view(), job.round);
-      }
-    }
-    return out;
-  }
-
-  // [attack] (robustness experiments, issue 8): the node learns honestly but serves a poisoned
-  // model: "sign_flip" serves -w, "noise" serves Gaussian values with w's root mean square.
-  FloatArray Poisoned(std::span<const float> weights, int64_t round) const {
-    std::vector<float> poisoned(weights.begin(), weights.end());
-    if (config_.attack == "sign_flip") {
-      for (float& w : poisoned) w = -w;
-      return FloatArray::Own(std::move(poisoned));
-    }
-    double square_sum = 0;
-    for (float w : weights) square_sum += static_cast<double>(w) * w;
-    double rms = weights.empty() ? 0 : std::sqrt(square_sum / static_cast<double>(weights.size()));
-    std::mt19937_64 rng(train_seed_ ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(round + 1)));
-    std::normal_distribution<double> noise(0.0, rms > 0 ? rms : 1.0);
-    for (float& w : poisoned) w = static_cast<float>(noise(rng));
-    return FloatArray::Own(std::move(poisoned));
-  }
-
-  Result<RoundOutcome> RunHonestRound(const RoundJob& job) {
     RoundOutcome out;
     out.round = job.round;
     std::vector<float> own = model_->Parameters();
@@ -196,10 +157,6 @@ class TrainingLearner final : public Learner {
     return out;
   }
 
-  FloatArray EmbeddingWeights() const override {
-    return FloatArray::Own(embedding_weights_.empty() ? model_->Parameters() : embedding_weights_);
-  }
-
   Result<ProjectedEmbeddings> EmbedForPeer(std::span<const float> weights, uint64_t seed,
                                            uint32_t max_samples) override {
     if (!scratch_) {
@@ -229,7 +186,7 @@ class TrainingLearner final : public Learner {
       // differs), so they are computed once. The samples are chosen with the node's own seed.
       auto phi = model_->Clone();
       if (!phi.ok()) return phi.status();
-      MESHLEARN_RETURN_IF_ERROR((*phi)->LoadParameters(EmbeddingWeights().view()));
+      MESHLEARN_RETURN_IF_ERROR((*phi)->LoadParameters(EmbeddingWeights()));
       auto train_z = EmbedSample(**phi, shard_.train, max_samples, train_seed_);
       if (!train_z.ok()) return train_z.status();
       auto val_z = EmbedSample(**phi, shard_.validation, max_samples, train_seed_ + 1);
@@ -279,13 +236,18 @@ class TrainingLearner final : public Learner {
 
  private:
   explicit TrainingLearner(const NodeConfig& config)
-      : config_(config),
-        stopping_(config.patience),
-        train_seed_(config.seed ^ StableHash(config.id)) {}
+      : config_(config), stopping_(config.patience), train_seed_(NodeTrainingSeed(config)) {}
+
+  // The weights of the embedding model φ_i: the model after round 0's local training (the
+  // current weights before that).
+  std::vector<float> EmbeddingWeights() const {
+    return embedding_weights_.empty() ? model_->Parameters() : embedding_weights_;
+  }
 
   static std::string ArchitectureIdOf(const training::ModelSpec& spec, const ParamLayout& layout) {
     std::ostringstream id;
-    id << spec.architecture << '/' << spec.num_outputs << '/';
+    id << NameOf(training::ArchitectureNames(), spec.architecture) << '/' << spec.num_outputs
+       << '/';
     for (size_t i = 0; i < spec.input_shape.size(); ++i)
       id << (i ? "x" : "") << spec.input_shape[i];
     id << '/' << layout.total_floats();
@@ -359,10 +321,7 @@ class TrainingLearner final : public Learner {
     out.published_update = FloatArray::Own(std::move(update));
     auto clustered = policy_->EndRound(job.round);
     if (!clustered.ok()) return clustered.status().WithContext("clustering");
-    if (const auto* temperature =
-            dynamic_cast<const similarity::TemperaturePolicy*>(policy_.get())) {
-      out.temperature = temperature->temperature().value_or(out.temperature);
-    }
+    out.temperature = policy_->Temperature().value_or(out.temperature);
     if (*clustered) {
       out.cluster_mates = policy_->ClusterMates();
       out.cluster_partition = policy_->Partition();
@@ -398,10 +357,10 @@ class TrainingLearner final : public Learner {
       input.peer = peer.weights.view();
       if (needs.initial_weights) input.initial = initial_;
       if (needs.own_data_loss) input.own_data_loss = own_data_loss_;
-      if (needs.exchanged_score) input.exchanged_score = peer.exchanged_score;
       PeerScoreOutcome score;
       score.peer = peer.peer;
-      auto s = metric_->Score(input);
+      // Exchanged metrics: the exchange that measured the peer computed s_ij; it is taken as is.
+      auto s = needs.exchanged_score ? ExchangedScore(peer) : metric_->Score(input);
       if (s.ok()) {
         score.score = *s;
       } else {
@@ -409,6 +368,13 @@ class TrainingLearner final : public Learner {
       }
       out.scores.push_back(std::move(score));
     }
+  }
+
+  // s_ij of `peer` as its exchange measured it (metrics emd and centroid).
+  Result<double> ExchangedScore(const PeerModel& peer) const {
+    if (peer.exchanged_score) return *peer.exchanged_score;
+    return Status::InvalidArgument(std::string(metric_->Name()) +
+                                   ": the exchange with this peer has not measured it yet");
   }
 
   // Merges the scored peers (all of them, or those at or above merge_min_score) into the model.
@@ -473,8 +439,12 @@ class TrainingLearner final : public Learner {
 
 }  // namespace
 
+uint64_t NodeTrainingSeed(const NodeConfig& config) { return config.seed ^ StableHash(config.id); }
+
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config) {
-  return TrainingLearner::Create(config);
+  auto honest = TrainingLearner::Create(config);
+  if (!honest.ok() || config.attack == AttackKind::kNone) return honest;
+  return MakePoisonedLearner(std::move(*honest), config.attack, NodeTrainingSeed(config));
 }
 
 }  // namespace meshlearn::node

@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/float_array.h"
+#include "base/param_layout.h"
+#include "base/status.h"
 #include "node/config.h"
-#include "protocol/frame.h"
-#include "protocol/layout.h"
-#include "protocol/status.h"
 
 namespace meshlearn::node {
 
@@ -25,7 +25,9 @@ struct PeerModel {
   FloatArray weights;       // already checked against the local layout and for finiteness
   uint64_t train_size = 0;  // n_j, for FedAvg
   double probability = 0;   // p_ij from before this round's update, for FedSim
-  std::optional<double> exchanged_score;  // EMD_ij - ref_i when the exchange measured it
+  // Metrics scored by an exchange (emd, centroid): s_ij as that exchange measured it, or empty
+  // when it has not measured the peer yet. The learner takes it as the peer's score.
+  std::optional<double> exchanged_score;
   // The peer's last local update Δ_j (Model.update), checked like `weights`, when it sent one.
   // Clustering policies take it as the peer's update direction (Learner::RunRound).
   std::optional<FloatArray> update;
@@ -114,13 +116,6 @@ class Learner {
   virtual uint64_t TrainSize() const = 0;
   // Architecture id exchanged in Hello, e.g. "cnn/10/1x28x28": peers must have the same.
   virtual const std::string& ArchitectureId() const = 0;
-  // The ground-truth cluster of this node's shard (for tables; never used for learning).
-  virtual int ClusterId() const = 0;
-  // The current weights (the initial model before round 0).
-  virtual FloatArray CurrentWeights() const = 0;
-  // The weights of the embedding model phi_i: the model after round 0's local training (the
-  // current weights before that).
-  virtual FloatArray EmbeddingWeights() const = 0;
   // Peer side of the EMD exchange (step 2): embeds at most `max_samples` of this node's
   // validation samples with the requester's `weights`, projects them with R(`seed`) and returns
   // the rows. kInvalidArgument when the model has no embedding.
@@ -155,7 +150,13 @@ class Learner {
 };
 
 // Builds the learner of `config`: reads its shard, builds the model (same seed on every node),
-// the metric and the aggregation rule, and sets the compute threads. Errors name the file or key.
+// the metric and the aggregation rule, and sets the compute threads; with an [attack] kind, the
+// honest learner is wrapped in the poisoning decorator (node/poisoned_learner.h). Errors name the
+// file or key.
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config);
+
+// The seed of the node's own randomness (its training batches, its sample choices): the mesh's
+// seed salted with the node id, so that nodes differ but every run of a node is the same.
+uint64_t NodeTrainingSeed(const NodeConfig& config);
 
 }  // namespace meshlearn::node

@@ -4,15 +4,22 @@
 
 namespace meshlearn {
 
+namespace {
+
+constexpr NamedValue<spdlog::level::level_enum> kLogLevels[] = {
+    {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
+    {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
+    {"error", spdlog::level::err},   {"critical", spdlog::level::critical},
+    {"off", spdlog::level::off},
+};
+
+}  // namespace
+
+NameTable<spdlog::level::level_enum> LogLevelNames() { return kLogLevels; }
+
 Result<spdlog::level::level_enum> ParseLogLevel(const std::string& name) {
-  static const std::pair<const char*, spdlog::level::level_enum> kLevels[] = {
-      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
-      {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
-      {"error", spdlog::level::err},   {"critical", spdlog::level::critical},
-      {"off", spdlog::level::off},
-  };
-  for (const auto& [text, level] : kLevels) {
-    if (name == text) return level;
+  if (std::optional<spdlog::level::level_enum> level = ValueNamed(LogLevelNames(), name)) {
+    return *level;
   }
   return Status::InvalidArgument("log level '" + name +
                                  "' is not one of trace, debug, info, warn, error, critical, off");

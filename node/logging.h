@@ -7,12 +7,17 @@
 
 #include <spdlog/logger.h>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
 
 namespace meshlearn {
 
-// Parses a level name: "trace", "debug", "info", "warn", "error", "critical" or "off".
-// kInvalidArgument names the value and lists the allowed ones.
+// The config name of every log level, in documentation order: "trace", "debug", "info", "warn",
+// "error", "critical", "off".
+NameTable<spdlog::level::level_enum> LogLevelNames();
+
+// Parses a level name of LogLevelNames(). kInvalidArgument names the value and lists the allowed
+// ones.
 Result<spdlog::level::level_enum> ParseLogLevel(const std::string& name);
 
 // Creates a logger for node `node_id` at `level`, whose every line reads

@@ -1,11 +1,12 @@
 #pragma once
-// A running node: the state machine (node/state_machine.h) wired to the ZeroMQ transport, a
-// training worker thread, the output folder, checkpoints and the optional HTTP status endpoint.
+// A running node: the state machine (node/state_machine.h) wired to a transport (ZeroMQ's by
+// default, node/transport.h), a learner on its worker thread (node/learner_worker.h), the output
+// folder, checkpoints and the optional HTTP status endpoint (node/status_document.h).
 //
 // Threads: the transport's I/O thread moves bytes; the event thread (the caller of Run()) decodes
 // messages and drives the state machine, so serving GetModel never waits for training; the
-// worker thread runs the learner's rounds. Several Nodes may run in one process (in-process
-// mode); they share nothing but the log sink.
+// worker thread runs the learner's jobs. Several Nodes may run in one process (in-process
+// mode); they share nothing but the log sink and, with an in-memory transport, its medium.
 
 #include <functional>
 #include <memory>
@@ -13,9 +14,11 @@
 
 #include <spdlog/logger.h>
 
+#include "base/status.h"
 #include "node/config.h"
+#include "node/learner.h"
+#include "node/transport.h"
 #include "protocol/messages.h"
-#include "protocol/status.h"
 
 namespace meshlearn::node {
 
@@ -32,17 +35,27 @@ struct NodeProgress {
 // must not block and must not keep references into the message.
 using MessageObserver = std::function<void(const Message& message)>;
 
+// What a caller may give a node instead of the defaults (tests and simulators inject them).
+struct NodeOptions {
+  // Receives the node's log lines; default: a stderr logger named after the node at
+  // config.log_level.
+  std::shared_ptr<spdlog::logger> logger;
+  // Sees every received message (see MessageObserver); default: none.
+  MessageObserver observer;
+  // Does the node's learning; default: CreateLearner(config).
+  std::unique_ptr<Learner> learner;
+  // Starts the node's transport; default: ZeroMQ (node/zmq_transport.h).
+  TransportFactory transport;
+};
+
 // One meshlearn node.
 class Node {
  public:
-  // Builds the node of `config`: loads its shard and model, binds its listen endpoint, resumes
-  // from `<output_dir>/checkpoint.bin` when present, and starts the HTTP endpoint if configured.
-  // `logger` defaults to a stderr logger named after the node at config.log_level. Errors name the
-  // file, key or endpoint at fault.
-  // `observer`, when set, sees every received message (see MessageObserver).
-  static Result<std::unique_ptr<Node>> Create(const NodeConfig& config,
-                                              std::shared_ptr<spdlog::logger> logger = nullptr,
-                                              MessageObserver observer = nullptr);
+  // Builds the node of `config`: loads its shard and model (unless `options` brings a learner),
+  // starts its transport at its listen endpoint, resumes from `<output_dir>/checkpoint.bin` when
+  // present, and starts the HTTP endpoint if configured. Errors name the file, key or endpoint at
+  // fault.
+  static Result<std::unique_ptr<Node>> Create(const NodeConfig& config, NodeOptions options = {});
   ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;

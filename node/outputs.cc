@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "training/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace meshlearn::node {
 namespace {
@@ -61,7 +61,7 @@ std::vector<std::string> SplitCsvLine(const std::string& line) {
 }  // namespace
 
 Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
-  auto text = training::ReadWholeFile(path);
+  auto text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
   std::istringstream lines(*text);
   std::string line;
@@ -107,7 +107,7 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
   std::string path = dir + "/rounds.csv";
   std::string kept = std::string(kRoundsCsvHeader) + "\n";
   if (resume_round >= 0) {
-    auto old = training::ReadWholeFile(path);
+    auto old = ReadWholeFile(path);
     if (old.ok()) {
       std::istringstream lines(*old);
       std::string line;
@@ -119,7 +119,7 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
       }
     }
   }
-  MESHLEARN_RETURN_IF_ERROR(training::WriteFileAtomically(path, kept));
+  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(path, kept));
   outputs.rounds_.open(path, std::ios::app);
   if (!outputs.rounds_) return Status::IoError(path + ": cannot open for appending");
   return outputs;
@@ -145,7 +145,7 @@ Status NodeOutputs::WriteCluster(const std::vector<std::pair<std::string, int>>&
   for (const auto& [node, label] : partition) {
     csv << JoinPeers({node}) << ',' << label << ',' << round << '\n';
   }
-  return training::WriteFileAtomically(dir_ + "/cluster.csv", csv.str());
+  return WriteFileAtomically(dir_ + "/cluster.csv", csv.str());
 }
 
 Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
@@ -158,7 +158,7 @@ Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
         << flag(r.peer_accepted) << ',' << (r.mutual() ? 1 : 0) << ','
         << (r.witness.empty() ? "" : JoinPeers({r.witness})) << '\n';
   }
-  return training::WriteFileAtomically(dir_ + "/emd.csv", csv.str());
+  return WriteFileAtomically(dir_ + "/emd.csv", csv.str());
 }
 
 Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
@@ -167,14 +167,13 @@ Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
   for (const SignatureRow& r : rows) {
     csv << JoinPeers({r.peer}) << ',' << Number(r.distance) << ',' << (r.related ? 1 : 0) << '\n';
   }
-  return training::WriteFileAtomically(dir_ + "/signature.csv", csv.str());
+  return WriteFileAtomically(dir_ + "/signature.csv", csv.str());
 }
 
 Status NodeOutputs::WriteCommAndScores(const std::vector<topology::CommRow>& comm,
                                        const std::vector<topology::PeerRecord>& scores) {
-  MESHLEARN_RETURN_IF_ERROR(
-      training::WriteFileAtomically(dir_ + "/comm.csv", topology::CommCsv(comm)));
-  return training::WriteFileAtomically(dir_ + "/scores.csv", topology::ScoresCsv(scores));
+  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/comm.csv", topology::CommCsv(comm)));
+  return WriteFileAtomically(dir_ + "/scores.csv", topology::ScoresCsv(scores));
 }
 
 }  // namespace meshlearn::node

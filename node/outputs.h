@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "node/state_machine.h"
-#include "protocol/status.h"
 #include "topology/comm_counters.h"
 #include "topology/sampler.h"
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "protocol/status.h"
+#include "base/status.h"
 
 namespace meshlearn::node {
 

@@ -14,7 +14,8 @@
 
 #include <toml++/toml.h>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
 
 namespace meshlearn::node {
 
@@ -36,18 +37,17 @@ class TableReader {
     });
   }
 
-  // A string that must be one of `allowed`.
-  Status Choice(const char* key, std::string* out, const std::vector<std::string>& allowed) {
+  // Reads the choice `key` into `out`: a string naming one entry of `names`.
+  template <class Enum>
+  Status Choice(const char* key, Enum* out, NameTable<Enum> names) {
     return Read(key, false, [&](const toml::node& n) -> Status {
       auto v = n.value<std::string>();
       if (!n.is_string() || !v) return Fail(key, n, "must be a string");
-      for (const auto& a : allowed) {
-        if (*v == a) {
-          *out = *v;
-          return Status::Ok();
-        }
+      if (std::optional<Enum> value = ValueNamed(names, *v)) {
+        *out = *value;
+        return Status::Ok();
       }
-      return Fail(key, n, "must be one of " + Join(allowed));
+      return Fail(key, n, "must be one of " + Join(NamesOf(names)));
     });
   }
 

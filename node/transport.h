@@ -1,13 +1,14 @@
 #pragma once
-// The ZeroMQ transport of a node: the only code in meshlearn that touches sockets.
+// The Transport interface: how a node's requests and replies travel. Two implementations keep
+// the same rules and pass the same contract tests (tests/node/transport_test.cc):
+// - ZeroMQ over TCP (node/zmq_transport.h): the only code in meshlearn that touches sockets;
+// - in memory between the nodes of one process (node/memory_transport.h), for tests and the
+//   simulator.
 //
-// One ROUTER socket, bound at the node's listen endpoint, receives requests from peers; one DEALER
-// socket per peer endpoint, created on the first request to it, sends this node's requests and
-// receives their replies. Every socket lives on one I/O thread that the Transport owns; other
-// threads hand it work through a thread-safe command queue. The transport moves already-encoded
-// protocol frames (protocol/codec.h) and knows only the envelope: it reads a reply's request_id
-// to find the request it answers, and it reads an inbound request's request_id to answer it with
-// Error(unavailable) itself when the node has too many requests outstanding.
+// A transport moves already-encoded protocol frames (protocol/codec.h) and knows only the
+// envelope: it reads a reply's request_id to find the request it answers, and it reads an
+// inbound request's request_id to answer it with Error(unavailable) itself when the node has too
+// many requests outstanding.
 //
 // Rules:
 // - Every outgoing request has a deadline, enforced by the I/O thread's poll timeout.
@@ -20,13 +21,13 @@
 //   Rationale: bounded memory under a flood, while honest peers are still served.
 // - Replies that arrive after their deadline, for unknown request ids, or from another endpoint
 //   than the request went to are dropped and counted.
-// - With CurveOptions, every socket speaks ZeroMQ CURVE: the ROUTER is a CURVE server whose ZAP
-//   handler (inproc://zeromq.zap.01 in the transport's own ZeroMQ context, served on the I/O
-//   thread) admits only allowlisted client keys; every DEALER is a CURVE client that must be given
-//   its server's public key, which must be allowlisted too. A peer whose key is refused never
-//   gets past the handshake: none of its requests reaches the handler and it gets no reply.
+// - A frame above max_message_bytes is refused by the receiver: the request never reaches its
+//   handler, and the requester hears nothing before its deadline.
+// - With CurveOptions, a server admits only clients whose public key is on its allowlist, and a
+//   client talks only to servers that prove the key it expects, which must be allowlisted too. A
+//   peer whose key is refused never gets past the handshake: none of its requests reaches the
+//   handler and it gets no reply. Both ends must use CURVE, or neither.
 //   Rationale: DESIGN.md "Reliability and security": a node without an allowed key gets nothing.
-// - zmq::error_t never leaves this module; failures become Status values or counters.
 
 #include <chrono>
 #include <cstdint>
@@ -36,9 +37,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "protocol/frame.h"
 #include "protocol/limits.h"
-#include "protocol/status.h"
 
 namespace meshlearn::node {
 
@@ -57,15 +58,17 @@ struct CurveOptions {
 struct TransportOptions {
   // This node's id; the sender of the Error replies the transport writes itself.
   std::string node_id;
-  // Where the ROUTER binds, e.g. "tcp://127.0.0.2:5555". A port of 0 or "*" binds an ephemeral
+  // Where the transport listens, e.g. "tcp://127.0.0.2:5555". A port of 0 or "*" binds an ephemeral
   // port; Transport::bound_endpoint() tells which.
   std::string listen_endpoint;
-  // Protocol limits. max_message_bytes is also every socket's ZMQ_MAXMSGSIZE (per frame: a peer
+  // Protocol limits. max_message_bytes is also the largest frame a transport receives (ZeroMQ:
+  // every socket's ZMQ_MAXMSGSIZE, per frame: a peer
   // sending a larger frame is disconnected), and an inbound request with more than max_frames
   // frames reaches the handler cut to max_frames + 1 frames (the decoder rejects it as too_many).
   Limits limits;
-  // ZMQ_SNDHWM / ZMQ_RCVHWM of every socket, in messages. A request that finds its DEALER's send
-  // queue full fails with kUnavailable; a reply that finds the ROUTER's full is dropped and
+  // The send and receive queue bounds of every connection, in messages (ZeroMQ: ZMQ_SNDHWM /
+  // ZMQ_RCVHWM). A request that finds its connection's send queue full fails with kUnavailable;
+  // a reply that finds the receiving queue full is dropped and
   // counted.
   int send_high_water_mark = 1000;
   int receive_high_water_mark = 1000;
@@ -73,29 +76,25 @@ struct TransportOptions {
   // peer connection. Above either, the transport itself answers Error(unavailable).
   size_t max_pending_inbound = 1000;
   size_t max_pending_inbound_per_peer = 64;
-  // Reconnection back-off of the DEALER sockets (ZMQ_RECONNECT_IVL, ZMQ_RECONNECT_IVL_MAX).
+  // Reconnection back-off of outgoing connections (ZeroMQ: ZMQ_RECONNECT_IVL, _MAX).
   std::chrono::milliseconds reconnect_interval{100};
   std::chrono::milliseconds max_reconnect_interval{2000};
-  // A DEALER without outstanding requests for this long is closed (its peer's next request
-  // reconnects, which costs a TCP handshake). Zero keeps every DEALER open until Disconnect.
+  // An outgoing connection without outstanding requests for this long is closed (its peer's next
+  // request reconnects, which costs a TCP handshake). Zero keeps every one open until Disconnect.
   std::chrono::milliseconds idle_connection_timeout{5000};
   // Set: every socket uses CURVE with this key pair and allowlist. Empty: plain text.
   std::optional<CurveOptions> curve;
 };
 
 // Identifies an inbound request so that its reply goes back to the peer connection that sent it.
-// Opaque; copyable, so a held request can be answered later from any thread.
-class ReplyToken {
- public:
-  ReplyToken() = default;
-
- private:
-  friend class Transport;
-  std::string routing_id_;  // the ROUTER's id of the peer connection
-  uint64_t serial_ = 0;     // unique per inbound request of one Transport; 0 = no request
+// Copyable, so a held request can be answered later from any thread. Its fields mean something
+// only to the transport that issued it.
+struct ReplyToken {
+  std::string route;    // the transport's id of the peer connection
+  uint64_t serial = 0;  // unique per inbound request of one Transport; 0 = no request
 };
 
-// A request received on the ROUTER, as handed to the InboundHandler.
+// A request received from a peer, as handed to the InboundHandler.
 struct InboundRequest {
   ReplyToken token;           // pass to Transport::Reply exactly once
   std::vector<Frame> frames;  // the request's frames, not yet decoded (zero-copy views)
@@ -105,9 +104,9 @@ struct InboundRequest {
   std::string peer_public_key;
 };
 
-// Called on the I/O thread for every inbound request the transport accepts. Must not block and
-// must not throw; the node must answer every request exactly once with Transport::Reply (now or
-// later), or it keeps counting against max_pending_inbound.
+// Called on the transport's I/O thread for every inbound request the transport accepts. Must not
+// block and must not throw; the node must answer every request exactly once with Transport::Reply
+// (now or later), or it keeps counting against max_pending_inbound.
 using InboundHandler = std::function<void(InboundRequest)>;
 
 // Called exactly once per Request, on the I/O thread (or on the calling thread when the transport
@@ -119,39 +118,30 @@ using ReplyHandler = std::function<void(Result<std::vector<Frame>>)>;
 struct TransportStats {
   uint64_t bytes_in = 0;              // received on any socket
   uint64_t bytes_out = 0;             // handed to any socket
-  uint64_t requests_sent = 0;         // requests queued on a DEALER
+  uint64_t requests_sent = 0;         // requests queued on a connection
   uint64_t replies_received = 0;      // replies matched to their pending request
-  uint64_t requests_received = 0;     // requests read from the ROUTER, rejected ones included
-  uint64_t replies_sent = 0;          // replies queued on the ROUTER, Error(unavailable) included
+  uint64_t requests_received = 0;     // requests received, rejected ones included
+  uint64_t replies_sent = 0;          // replies sent, Error(unavailable) included
   uint64_t timeouts = 0;              // requests that failed with kTimeout
   uint64_t late_replies_dropped = 0;  // replies after their deadline, unknown, or misrouted
   uint64_t inbound_rejected = 0;  // inbound requests answered Error(unavailable) by the transport
   uint64_t replies_undeliverable = 0;  // replies to a vanished peer or a full queue, or duplicates
   uint64_t inbound_pending = 0;        // inbound requests now waiting for Reply() (a gauge)
-  uint64_t open_connections = 0;       // DEALERs now open (a gauge)
+  uint64_t open_connections = 0;       // outgoing connections now open (a gauge)
   uint64_t handshakes_refused = 0;     // CURVE clients the ZAP handler refused (not allowlisted)
 };
 
-// The node's ZeroMQ transport. Thread-safe except for construction and destruction.
+// A node's transport (see the rules above). Thread-safe except for destruction.
 class Transport {
  public:
-  // Binds the ROUTER at options.listen_endpoint and starts the I/O thread, which calls
-  // `on_request` for every accepted inbound request. Errors name the endpoint: kInvalidArgument
-  // (malformed endpoint or options), kUnavailable (address in use or not local), kInternal.
-  static Result<std::unique_ptr<Transport>> Start(TransportOptions options,
-                                                  InboundHandler on_request);
+  // Stops the transport: every outstanding ReplyHandler, including those of requests not sent
+  // yet, is called once with kUnavailable; replies not sent yet are dropped. Must not be called
+  // from a handler.
+  virtual ~Transport() = default;
 
-  // Stops the I/O thread: every outstanding ReplyHandler, including those of requests still in
-  // the command queue, is called once with kUnavailable; replies still queued are dropped; all
-  // sockets close with linger 0. Must not be called from a handler.
-  ~Transport();
-
-  Transport(const Transport&) = delete;
-  Transport& operator=(const Transport&) = delete;
-
-  // The endpoint the ROUTER is bound to, with an ephemeral port resolved
+  // The endpoint the transport listens on, with an ephemeral port resolved
   // (e.g. "tcp://127.0.0.1:41234").
-  const std::string& bound_endpoint() const;
+  virtual const std::string& bound_endpoint() const = 0;
 
   // Sends `frames`, an encoded request whose envelope's request_id is `request_id` (unique among
   // this Transport's outstanding requests), to the node listening at `endpoint`, and calls
@@ -164,30 +154,29 @@ class Transport {
   // different key than the last request to `endpoint` used replaces its connection (the old
   // connection's requests fail with kUnavailable). Without CURVE the key is ignored.
   // Thread-safe; never blocks on the network.
-  void Request(const std::string& endpoint, uint64_t request_id, std::vector<Frame> frames,
-               std::chrono::steady_clock::time_point deadline, ReplyHandler on_reply,
-               const std::string& server_public_key = {});
+  virtual void Request(const std::string& endpoint, uint64_t request_id, std::vector<Frame> frames,
+                       std::chrono::steady_clock::time_point deadline, ReplyHandler on_reply,
+                       const std::string& server_public_key = {}) = 0;
 
   // Sends `frames`, an encoded reply, to the peer that sent the request of `token`. Call exactly
   // once per InboundRequest, at once or later (held requests), from any thread. Called from a
-  // handler (on the I/O thread) it sends at once, so a node answering inline never fills its
-  // max_pending_inbound slots; from another thread it is queued. A second reply for the same
-  // token, or a reply to a peer that has gone, is dropped and counted.
-  void Reply(const ReplyToken& token, std::vector<Frame> frames);
+  // handler it sends at once, so a node answering inline never fills its max_pending_inbound
+  // slots. A second reply for the same token, or a reply to a peer that has gone, is dropped and
+  // counted.
+  virtual void Reply(const ReplyToken& token, std::vector<Frame> frames) = 0;
 
-  // Closes the DEALER to `endpoint` (e.g. the peer was declared dead or restarted): its
+  // Closes the connection to `endpoint` (e.g. the peer was declared dead or restarted): its
   // outstanding requests fail with kUnavailable, and the next Request to it connects afresh.
-  // Thread-safe; a no-op for an endpoint without a DEALER.
-  void Disconnect(const std::string& endpoint);
+  // Thread-safe; a no-op for an endpoint without a connection.
+  virtual void Disconnect(const std::string& endpoint) = 0;
 
   // A snapshot of the counters. Thread-safe.
-  TransportStats Stats() const;
-
- private:
-  class IoLoop;
-  Transport() = default;
-
-  std::unique_ptr<IoLoop> loop_;
+  virtual TransportStats Stats() const = 0;
 };
+
+// Starts a transport with `options` that calls `on_request` for every accepted inbound request
+// (Node::Create takes one; the default starts ZeroMQ's, node/zmq_transport.h).
+using TransportFactory =
+    std::function<Result<std::unique_ptr<Transport>>(TransportOptions, InboundHandler)>;
 
 }  // namespace meshlearn::node

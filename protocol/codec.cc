@@ -97,10 +97,10 @@ struct BodyPacker {
       pk.pack(s.peer);
       PackFloat64(buffer, s.score);
     }
-    blobs.push_back(m.weights.ToFrame());
+    blobs.push_back(BlobOf(m.weights));
     if (m.update) {
       pk.pack(true);
-      blobs.push_back(m.update->ToFrame());
+      blobs.push_back(BlobOf(*m.update));
     }
   }
   void operator()(const EmbedRequest& m) {
@@ -108,13 +108,13 @@ struct BodyPacker {
     pk.pack_uint64(m.projection_seed);
     pk.pack_uint32(m.max_samples);
     PackLayout(pk, m.layout);
-    blobs.push_back(m.weights.ToFrame());
+    blobs.push_back(BlobOf(m.weights));
   }
   void operator()(const EmbedReply& m) {
     pk.pack_array(2);
     pk.pack_uint32(m.rows);
     pk.pack_uint32(m.cols);
-    blobs.push_back(m.embeddings.ToFrame());
+    blobs.push_back(BlobOf(m.embeddings));
   }
   void operator()(const EmdDecision& m) {
     pk.pack_array(3);
@@ -129,7 +129,7 @@ struct BodyPacker {
     pk.pack_uint64(m.session);
     PackPeerInfo(pk, m.witness);
     PackLayout(pk, m.layout);
-    blobs.push_back(m.weights.ToFrame());
+    blobs.push_back(BlobOf(m.weights));
   }
   void operator()(const WitnessRows& m) {
     pk.pack_array(6);
@@ -139,7 +139,7 @@ struct BodyPacker {
     pk.pack_uint8(static_cast<uint8_t>(m.side));
     pk.pack_uint32(m.rows);
     pk.pack_uint32(m.cols);
-    blobs.push_back(m.embeddings.ToFrame());
+    blobs.push_back(BlobOf(m.embeddings));
   }
   void operator()(const WitnessResult& m) {
     pk.pack_array(2);
@@ -151,7 +151,7 @@ struct BodyPacker {
     pk.pack_array(2);
     pk.pack_uint32(m.rows);
     pk.pack_uint32(m.cols);
-    blobs.push_back(m.centroids.ToFrame());
+    blobs.push_back(BlobOf(m.centroids));
   }
   void operator()(const Ping& m) {
     pk.pack_array(1);
@@ -315,7 +315,7 @@ Result<FloatArray> UnpackWeights(const Frame& frame, uint64_t expected_floats, c
                                   " bytes, its layout needs " + std::to_string(expected_floats) +
                                   " float32 values");
   }
-  auto array = FloatArray::FromFrame(frame);
+  auto array = FloatArrayOf(frame);
   if (!array.ok()) return array.status();
   MESHLEARN_RETURN_IF_ERROR(CheckFinite(array->view()).WithContext(what));
   return array;

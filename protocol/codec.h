@@ -4,16 +4,16 @@
 // Decoding never throws and never trusts the peer: every size and count is checked against
 // Limits before use, blobs must match their layout exactly, weights must be finite, and a layout
 // can be checked against the local model's. Errors come back as a Status whose code is one of
-// protocol/status.h's ErrorCodes and whose message says what was wrong and what is allowed.
+// base/status.h's ErrorCodes and whose message says what was wrong and what is allowed.
 
 #include <span>
 #include <vector>
 
+#include "base/param_layout.h"
+#include "base/status.h"
 #include "protocol/frame.h"
-#include "protocol/layout.h"
 #include "protocol/limits.h"
 #include "protocol/messages.h"
-#include "protocol/status.h"
 
 namespace meshlearn {
 

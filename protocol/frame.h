@@ -1,6 +1,6 @@
 #pragma once
-// Frames and shared float arrays: byte buffers that move between the codec and the transport
-// without copying.
+// Frames: byte buffers that move between the codec and the transport without copying, and the
+// blob frames that carry float arrays (base/float_array.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -8,7 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/float_array.h"
+#include "base/status.h"
 
 namespace meshlearn {
 
@@ -41,38 +42,11 @@ class Frame {
   size_t size_ = 0;
 };
 
-// Read-only float32 values shared with their owner. Weights travel between the node, the codec
-// and the transport as FloatArray so that a 1M-parameter model is never copied on the way.
-class FloatArray {
- public:
-  // An empty array.
-  FloatArray() = default;
-  // An array that takes ownership of `values`.
-  static FloatArray Own(std::vector<float> values);
-  // An array sharing `values` (e.g. a published snapshot's weights).
-  static FloatArray Share(std::shared_ptr<const std::vector<float>> values);
+// A frame viewing `array`'s values as little-endian float32 bytes (a blob frame). No copy.
+Frame BlobOf(const FloatArray& array);
 
-  // Interprets a blob frame as little-endian float32 values without copying when the frame is
-  // 4-byte aligned (copies otherwise). kLayoutMismatch if the size is not a multiple of 4.
-  static Result<FloatArray> FromFrame(const Frame& frame);
-  // A frame viewing these values as little-endian float32 bytes. No copy.
-  Frame ToFrame() const;
-
-  // The values.
-  std::span<const float> view() const { return {data_, size_}; }
-  // The number of values.
-  size_t size() const { return size_; }
-  // Value-wise equality (bitwise for NaN-free data).
-  bool operator==(const FloatArray& other) const;
-
- private:
-  std::shared_ptr<const void> owner_;
-  const float* data_ = nullptr;
-  size_t size_ = 0;
-};
-
-// OK when every value is finite; otherwise kNonFinite naming the first bad index. One pass,
-// vectorisable (tests the exponent bits).
-Status CheckFinite(std::span<const float> values);
+// Interprets a blob frame as little-endian float32 values without copying when the frame is
+// 4-byte aligned (copies otherwise). kLayoutMismatch if the size is not a multiple of 4.
+Result<FloatArray> FloatArrayOf(const Frame& frame);
 
 }  // namespace meshlearn

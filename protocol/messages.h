@@ -13,9 +13,9 @@
 #include <variant>
 #include <vector>
 
+#include "base/param_layout.h"
+#include "base/status.h"
 #include "protocol/frame.h"
-#include "protocol/layout.h"
-#include "protocol/status.h"
 
 namespace meshlearn {
 
@@ -223,7 +223,7 @@ struct Pong : Ping {
   bool operator==(const Pong&) const = default;
 };
 
-// The reply to a request that could not be served: an ErrorCode (protocol/status.h) and text.
+// The reply to a request that could not be served: an ErrorCode (base/status.h) and text.
 struct Error {
   static constexpr MessageType kType = MessageType::kError;
   ErrorCode code = ErrorCode::kInternal;

@@ -17,7 +17,7 @@ echo "test: sanitizer build of the torch-free modules (build-asan/)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMESHLEARN_WITH_TORCH=OFF \
   -DMESHLEARN_SANITIZE=ON >/dev/null
 cmake --build build-asan -j2
-ctest --test-dir build-asan --output-on-failure -j2 -L "protocol|topology|similarity"
+ctest --test-dir build-asan --output-on-failure -j2 -L "base|protocol|topology|similarity"
 
 echo "test: fuzzing the protocol decoder (build-fuzz/)"
 fuzz_skip=""

@@ -28,7 +28,7 @@
 #include <span>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 
 namespace meshlearn::similarity {
 

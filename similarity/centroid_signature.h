@@ -33,7 +33,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "similarity/metric.h"
 #include "similarity/point_set.h"
 

@@ -91,7 +91,7 @@ Result<bool> TemperaturePolicy::EndRound(int64_t round) {
   if (clustered() || round < cluster_after_ || !rises) return false;
 
   Result<std::vector<int>> labels =
-      clustering_.algorithm == TemperatureClustering::Algorithm::kLouvain
+      clustering_.algorithm == ClusterAlgorithm::kLouvain
           ? LouvainCommunities(directions_.Similarity(), clustering_.seed)
           : AgglomerativeClusters(distance, clustering_.distance_threshold, clustering_.linkage);
   if (!labels.ok()) return labels.status();
@@ -101,82 +101,31 @@ Result<bool> TemperaturePolicy::EndRound(int64_t round) {
 
 namespace {
 
-template <typename Value>
-struct Named {
-  std::string_view name;
-  Value value;
-};
+constexpr NamedValue<ClusterAlgorithm> kAlgorithms[] = {
+    {"agglomerative", ClusterAlgorithm::kAgglomerative}, {"louvain", ClusterAlgorithm::kLouvain}};
+constexpr NamedValue<Linkage> kLinkages[] = {
+    {"average", Linkage::kAverage}, {"complete", Linkage::kComplete}, {"single", Linkage::kSingle}};
 
-constexpr Named<TemperatureClustering::Algorithm> kAlgorithms[] = {
-    {"agglomerative", TemperatureClustering::Algorithm::kAgglomerative},
-    {"louvain", TemperatureClustering::Algorithm::kLouvain},
-};
-constexpr Named<Linkage> kLinkages[] = {
-    {"average", Linkage::kAverage},
-    {"complete", Linkage::kComplete},
-    {"single", Linkage::kSingle},
-};
+}  // namespace
 
-// Returns the value named `given`, or kInvalidArgument listing the accepted names.
-template <typename Value, size_t N>
-Result<Value> Lookup(std::string_view option, const std::string& given,
-                     const Named<Value> (&table)[N]) {
-  std::string accepted;
-  for (const Named<Value>& entry : table) {
-    if (entry.name == given) return entry.value;
-    accepted += (accepted.empty() ? "" : ", ") + std::string(entry.name);
+NameTable<ClusterAlgorithm> ClusterAlgorithmNames() { return kAlgorithms; }
+NameTable<Linkage> LinkageNames() { return kLinkages; }
+
+Result<std::unique_ptr<ClusterPolicy>> MakeClusterPolicy(const ClusterPolicyConfig& config) {
+  if (config.policy == ClusterPolicyKind::kLouvain) {
+    auto policy = LouvainPolicy::Create(config.self, config.cluster_after, config.recluster_every,
+                                        config.seed);
+    if (!policy.ok()) return policy.status();
+    return std::unique_ptr<ClusterPolicy>(std::move(policy).value());
   }
-  return Status::InvalidArgument(std::string(option) + " = \"" + given +
-                                 "\" is not accepted (accepted: " + accepted + ")");
-}
-
-Result<std::unique_ptr<ClusterPolicy>> MakeLouvain(const ClusterPolicyConfig& config) {
-  auto policy =
-      LouvainPolicy::Create(config.self, config.cluster_after, config.recluster_every, config.seed);
-  if (!policy.ok()) return policy.status();
-  return std::unique_ptr<ClusterPolicy>(std::move(policy).value());
-}
-
-Result<std::unique_ptr<ClusterPolicy>> MakeTemperature(const ClusterPolicyConfig& config) {
   TemperatureClustering clustering;
-  Result<TemperatureClustering::Algorithm> algorithm =
-      Lookup("algorithm", config.algorithm, kAlgorithms);
-  if (!algorithm.ok()) return algorithm.status();
-  Result<Linkage> linkage = Lookup("linkage", config.linkage, kLinkages);
-  if (!linkage.ok()) return linkage.status();
-  clustering.algorithm = *algorithm;
-  clustering.linkage = *linkage;
+  clustering.algorithm = config.algorithm;
+  clustering.linkage = config.linkage;
   clustering.distance_threshold = config.distance_threshold;
   clustering.seed = config.seed;
   auto policy = TemperaturePolicy::Create(config.self, config.cluster_after, clustering);
   if (!policy.ok()) return policy.status();
   return std::unique_ptr<ClusterPolicy>(std::move(policy).value());
-}
-
-using MakePolicy = Result<std::unique_ptr<ClusterPolicy>> (*)(const ClusterPolicyConfig&);
-
-constexpr Named<MakePolicy> kPolicies[] = {
-    {"louvain", &MakeLouvain},
-    {"temperature", &MakeTemperature},
-};
-
-}  // namespace
-
-Result<std::unique_ptr<ClusterPolicy>> MakeClusterPolicy(const ClusterPolicyConfig& config) {
-  Result<MakePolicy> make = Lookup("policy", config.policy, kPolicies);
-  if (!make.ok()) return make.status();
-  return (*make)(config);
-}
-
-std::vector<std::string> ClusterPolicyNames() {
-  std::vector<std::string> names;
-  for (const auto& entry : kPolicies) names.emplace_back(entry.name);
-  return names;
-}
-
-bool IsClusterPolicy(std::string_view name) {
-  return std::any_of(std::begin(kPolicies), std::end(kPolicies),
-                     [&](const auto& entry) { return entry.name == name; });
 }
 
 }  // namespace meshlearn::similarity

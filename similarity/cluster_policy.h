@@ -62,17 +62,33 @@
 #include <utility>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
 #include "similarity/clustering.h"
 #include "similarity/update_directions.h"
 
 namespace meshlearn::similarity {
 
-// The policy options a node config can set; strings are parsed by MakeClusterPolicy(), the only
-// place they meet types.
+// The clustering policies (the node's samplers louvain and temperature).
+enum class ClusterPolicyKind {
+  kLouvain,      // FLIC (file 002)
+  kTemperature,  // OCFL (file 003)
+};
+
+// How the temperature policy partitions once it fires.
+enum class ClusterAlgorithm {
+  kAgglomerative,  // AgglomerativeClusters() of the cosine distances
+  kLouvain,        // LouvainCommunities() of s = 1 + cos
+};
+
+// The config names of the temperature policy's algorithms and linkages, in documentation order
+// ([clustering] algorithm and linkage); the only place those strings meet the enums.
+NameTable<ClusterAlgorithm> ClusterAlgorithmNames();
+NameTable<Linkage> LinkageNames();
+
+// The policy options a node config can set.
 struct ClusterPolicyConfig {
-  // "louvain" (FLIC) | "temperature" (OCFL); the same names as the node's `sampler` option.
-  std::string policy = "louvain";
+  ClusterPolicyKind policy = ClusterPolicyKind::kLouvain;
   // This node's id.
   std::string self;
   // No clustering at rounds before this one (>= 0).
@@ -80,14 +96,14 @@ struct ClusterPolicyConfig {
   // louvain: recluster when this many rounds have passed since the last clustering; 0 = cluster
   // once (>= 0).
   int64_t recluster_every = 5;
-  // temperature: "agglomerative" | "louvain".
-  std::string algorithm = "agglomerative";
+  // temperature: how to partition.
+  ClusterAlgorithm algorithm = ClusterAlgorithm::kAgglomerative;
   // temperature + agglomerative: merge clusters while their linkage distance (1 − cos) is below
   // this (> 0). File 003 searched [0.05, 0.4] for its hierarchical baseline and reports no single
   // value; 0.3 is a starting point to tune per scenario.
   double distance_threshold = 0.3;
-  // temperature + agglomerative: "average" (file 003) | "complete" | "single".
-  std::string linkage = "average";
+  // temperature + agglomerative: kAverage (file 003), kComplete or kSingle.
+  Linkage linkage = Linkage::kAverage;
   // Louvain's vertex-order seed (both policies).
   uint64_t seed = 0;
 };
@@ -99,8 +115,11 @@ class ClusterPolicy {
   ClusterPolicy(const ClusterPolicy&) = delete;
   ClusterPolicy& operator=(const ClusterPolicy&) = delete;
 
-  // The config name ("louvain", "temperature"), as accepted by MakeClusterPolicy().
+  // The config name ("louvain", "temperature").
   virtual std::string_view Name() const = 0;
+  // OCFL's clustering temperature T at the last evaluation (for rounds.csv); nullopt for a policy
+  // without one, or before its first evaluation.
+  virtual std::optional<double> Temperature() const { return std::nullopt; }
   // This node's id.
   const std::string& self() const { return self_; }
 
@@ -160,13 +179,9 @@ class LouvainPolicy final : public ClusterPolicy {
   uint64_t seed_;
 };
 
-// How TemperaturePolicy partitions once it fires (ClusterPolicyConfig, parsed).
+// How TemperaturePolicy partitions once it fires.
 struct TemperatureClustering {
-  enum class Algorithm {
-    kAgglomerative,  // AgglomerativeClusters() of the cosine distances
-    kLouvain,        // LouvainCommunities() of s = 1 + cos
-  };
-  Algorithm algorithm = Algorithm::kAgglomerative;
+  ClusterAlgorithm algorithm = ClusterAlgorithm::kAgglomerative;
   // kAgglomerative: the cosine distance below which clusters merge (> 0).
   double distance_threshold = 0.3;
   // kAgglomerative: the linkage.
@@ -185,8 +200,8 @@ class TemperaturePolicy final : public ClusterPolicy {
   std::string_view Name() const override { return "temperature"; }
   Result<bool> EndRound(int64_t round) override;
 
-  // T over all stored directions at the last evaluation (for rounds.csv); nullopt before one.
-  std::optional<double> temperature() const { return temperature_; }
+  // T over all stored directions at the last evaluation; nullopt before one.
+  std::optional<double> Temperature() const override { return temperature_; }
 
  private:
   TemperaturePolicy(std::string self, int64_t cluster_after, TemperatureClustering clustering);
@@ -198,14 +213,7 @@ class TemperaturePolicy final : public ClusterPolicy {
   std::vector<std::string> evaluated_;
 };
 
-// Builds the policy named by `config.policy`. Returns kInvalidArgument naming the accepted values
-// when a name or option is unknown or out of range.
+// Builds the policy of `config`. kInvalidArgument when an option is out of range.
 Result<std::unique_ptr<ClusterPolicy>> MakeClusterPolicy(const ClusterPolicyConfig& config);
-
-// The policy names MakeClusterPolicy() accepts, in table order.
-std::vector<std::string> ClusterPolicyNames();
-
-// True when `name` is one of ClusterPolicyNames() (a node `sampler` that runs a policy).
-bool IsClusterPolicy(std::string_view name);
 
 }  // namespace meshlearn::similarity

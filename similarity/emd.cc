@@ -277,21 +277,8 @@ class SinkhornEmdSolver final : public EmdSolver {
 // The factory table (STYLE.md: "one explicit factory table ... the only place strings meet
 // types").
 
-struct SolverEntry {
-  std::string_view name;
-  std::unique_ptr<EmdSolver> (*make)(const EmdOptions&);
-};
-
-constexpr SolverEntry kSolverTable[] = {
-    {"exact",
-     [](const EmdOptions&) -> std::unique_ptr<EmdSolver> {
-       return std::make_unique<ExactEmdSolver>();
-     }},
-    {"sinkhorn",
-     [](const EmdOptions& options) -> std::unique_ptr<EmdSolver> {
-       return std::make_unique<SinkhornEmdSolver>(options);
-     }},
-};
+constexpr NamedValue<EmdSolverKind> kSolverNames[] = {{"exact", EmdSolverKind::kExact},
+                                                      {"sinkhorn", EmdSolverKind::kSinkhorn}};
 
 }  // namespace
 
@@ -313,36 +300,25 @@ Result<std::vector<double>> CosineCostMatrix(const PointSet& a, const PointSet& 
   return cost;
 }
 
-Result<std::unique_ptr<EmdSolver>> MakeEmdSolver(const EmdOptions& options) {
-  if (options.solver == "sinkhorn") {
-    if (!(options.sinkhorn_regularization > 0) || !std::isfinite(options.sinkhorn_regularization)) {
-      return Status::InvalidArgument("emd: sinkhorn_regularization must be > 0, got " +
-                                     std::to_string(options.sinkhorn_regularization));
-    }
-    if (options.sinkhorn_max_iterations < 1) {
-      return Status::InvalidArgument("emd: sinkhorn_max_iterations must be >= 1, got " +
-                                     std::to_string(options.sinkhorn_max_iterations));
-    }
-    if (!(options.sinkhorn_tolerance > 0)) {
-      return Status::InvalidArgument("emd: sinkhorn_tolerance must be > 0, got " +
-                                     std::to_string(options.sinkhorn_tolerance));
-    }
-  }
-  for (const SolverEntry& entry : kSolverTable) {
-    if (entry.name == options.solver) return entry.make(options);
-  }
-  std::string accepted;
-  for (const std::string& known : EmdSolverNames()) {
-    accepted += (accepted.empty() ? "" : ", ") + known;
-  }
-  return Status::InvalidArgument("unknown EMD solver \"" + options.solver +
-                                 "\" (accepted: " + accepted + ")");
-}
+NameTable<EmdSolverKind> EmdSolverKindNames() { return kSolverNames; }
 
-std::vector<std::string> EmdSolverNames() {
-  std::vector<std::string> names;
-  for (const SolverEntry& entry : kSolverTable) names.emplace_back(entry.name);
-  return names;
+Result<std::unique_ptr<EmdSolver>> MakeEmdSolver(const EmdOptions& options) {
+  if (options.solver == EmdSolverKind::kExact) {
+    return std::unique_ptr<EmdSolver>(std::make_unique<ExactEmdSolver>());
+  }
+  if (!(options.sinkhorn_regularization > 0) || !std::isfinite(options.sinkhorn_regularization)) {
+    return Status::InvalidArgument("emd: sinkhorn_regularization must be > 0, got " +
+                                   std::to_string(options.sinkhorn_regularization));
+  }
+  if (options.sinkhorn_max_iterations < 1) {
+    return Status::InvalidArgument("emd: sinkhorn_max_iterations must be >= 1, got " +
+                                   std::to_string(options.sinkhorn_max_iterations));
+  }
+  if (!(options.sinkhorn_tolerance > 0)) {
+    return Status::InvalidArgument("emd: sinkhorn_tolerance must be > 0, got " +
+                                   std::to_string(options.sinkhorn_tolerance));
+  }
+  return std::unique_ptr<EmdSolver>(std::make_unique<SinkhornEmdSolver>(options));
 }
 
 }  // namespace meshlearn::similarity

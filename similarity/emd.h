@@ -31,7 +31,8 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
 #include "similarity/point_set.h"
 
 namespace meshlearn::similarity {
@@ -54,11 +55,19 @@ class EmdSolver {
   virtual Result<double> Distance(const PointSet& a, const PointSet& b) const = 0;
 };
 
+// The EMD solvers.
+enum class EmdSolverKind {
+  kExact,     // "exact": network simplex (or the assignment solver for equal uniform clouds)
+  kSinkhorn,  // "sinkhorn": entropic regularisation
+};
+
+// The config name of every EmdSolverKind ([emd] solver), in documentation order.
+NameTable<EmdSolverKind> EmdSolverKindNames();
+
 // How MakeEmdSolver() builds a solver (DESIGN.md "EMD embedding exchange": "exact optimal
 // transport ... Sinkhorn is an option").
 struct EmdOptions {
-  // "exact" or "sinkhorn".
-  std::string solver = "exact";
+  EmdSolverKind solver = EmdSolverKind::kExact;
   // Sinkhorn only: the entropic regularisation, relative to the cost scale. The absolute
   // regularisation is sinkhorn_regularization × max_ij C_ij, so the same option means the same
   // blur whatever the spread of the cosines. Must be > 0. On Gaussian clouds with d = 115 the value
@@ -75,12 +84,8 @@ struct EmdOptions {
   double sinkhorn_tolerance = 1e-9;
 };
 
-// Builds the solver named by `options.solver`. Returns kInvalidArgument naming the accepted names
-// when the name is unknown, or when a Sinkhorn option is out of range.
+// Builds the solver of `options.solver`. kInvalidArgument when a Sinkhorn option is out of range.
 Result<std::unique_ptr<EmdSolver>> MakeEmdSolver(const EmdOptions& options);
-
-// The solver names MakeEmdSolver() accepts, in table order.
-std::vector<std::string> EmdSolverNames();
 
 // Returns the n_a × n_b cosine cost matrix C_ij = 1 − cos(a_i, b_j), row-major, computed in double
 // in one pass over precomputed norms, or the input error of the header specification. Exposed so

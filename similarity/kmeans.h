@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "similarity/point_set.h"
 
 namespace meshlearn::similarity {

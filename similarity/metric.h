@@ -7,11 +7,10 @@
 //   Rationale: scores feed a softmax (topology/dac_sampler.h); one NaN there would poison every
 //   probability of the node.
 // - Weight-based metrics see flat parameter vectors (the layout is checked by the caller, see
-//   protocol/layout.h). Every weight span the metric reads must have the same length, be non-empty
-//   and hold only finite values; otherwise the score is kLayoutMismatch, kInvalidArgument or
-//   kNonFinite.
-//   Rationale: the peer's weights come from the network; a bad peer must cost an error line, never
-//   a crash or a NaN.
+//   base/param_layout.h). Every weight span the metric reads must have the same length, be
+//   non-empty and hold only finite values; otherwise the score is kLayoutMismatch, kInvalidArgument
+//   or kNonFinite. Rationale: the peer's weights come from the network; a bad peer must cost an
+//   error line, never a crash or a NaN.
 // - A metric that normalises (the cosines) rejects a zero-norm vector with kInvalidArgument.
 //   Rationale: the cosine is undefined there; returning 0 would silently rank the peer as
 //   "orthogonal" (file 004, section 3 definitions).
@@ -22,8 +21,8 @@
 //   Rationale: a fetch of a 1M-parameter model per sampled peer is the dominant network cost.
 // - Metrics are stateless and const: one instance may score many peers from several threads.
 //
-// Names are chosen by config string through MakeSimilarityMetric() (similarity/metric_factory.cc),
-// the only place where strings meet metric types.
+// A metric is chosen by its MetricKind; MetricKindNames() (similarity/metric_factory.cc) is the
+// only place where config strings meet metric types.
 
 #include <functional>
 #include <memory>
@@ -33,9 +32,23 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
 
 namespace meshlearn::similarity {
+
+// The similarity metrics (DESIGN.md "Similarity metrics").
+enum class MetricKind {
+  kInvLoss,     // "inv_loss"
+  kCosWeights,  // "cos_weights"
+  kCosGrad,     // "cos_grad"
+  kInvL2,       // "inv_l2"
+  kEmd,         // "emd": from the EMD embedding exchange
+  kCentroid,    // "centroid": from FLT's data signatures
+};
+
+// The config name of every MetricKind, in documentation order.
+NameTable<MetricKind> MetricKindNames();
 
 // "Mean training loss of these weights on my data": evaluates `weights` (a flat parameter vector
 // with the local model's layout) on node i's own training set. Provided by the training library;
@@ -87,11 +100,7 @@ class SimilarityMetric {
   virtual Result<double> Score(const MetricInput& input) const = 0;
 };
 
-// Builds the metric named `name` ("inv_loss", "cos_weights", "cos_grad", "inv_l2", "emd",
-// "centroid"). Returns kInvalidArgument naming the accepted names when `name` is unknown.
-Result<std::unique_ptr<SimilarityMetric>> MakeSimilarityMetric(std::string_view name);
-
-// The names MakeSimilarityMetric() accepts, in table order.
-std::vector<std::string> SimilarityMetricNames();
+// Builds the metric of `kind`.
+std::unique_ptr<SimilarityMetric> MakeSimilarityMetric(MetricKind kind);
 
 }  // namespace meshlearn::similarity

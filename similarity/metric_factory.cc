@@ -1,9 +1,8 @@
-// The one table that maps metric config strings to metric types (STYLE.md: "one explicit factory
-// table ... the only place strings meet types").
+// The one table that maps metric config names to metric kinds and types (STYLE.md: "one explicit
+// factory table ... the only place strings meet types").
 
+#include <array>
 #include <memory>
-#include <string>
-#include <vector>
 
 #include "similarity/centroid_signature.h"
 #include "similarity/emd_decision.h"
@@ -14,7 +13,7 @@ namespace meshlearn::similarity {
 namespace {
 
 struct MetricEntry {
-  std::string_view name;
+  NamedValue<MetricKind> named;
   std::unique_ptr<SimilarityMetric> (*make)();
 };
 
@@ -25,32 +24,29 @@ std::unique_ptr<SimilarityMetric> Make() {
 
 // Append new metrics here.
 constexpr MetricEntry kMetricTable[] = {
-    {"inv_loss", &Make<InverseLossMetric>},
-    {"cos_weights", &Make<CosineWeightsMetric>},
-    {"cos_grad", &Make<CosineGradMetric>},
-    {"inv_l2", &Make<InverseL2Metric>},
-    {"emd", &Make<EmdMetric>},
-    {"centroid", &Make<CentroidMetric>},
+    {{"inv_loss", MetricKind::kInvLoss}, &Make<InverseLossMetric>},
+    {{"cos_weights", MetricKind::kCosWeights}, &Make<CosineWeightsMetric>},
+    {{"cos_grad", MetricKind::kCosGrad}, &Make<CosineGradMetric>},
+    {{"inv_l2", MetricKind::kInvL2}, &Make<InverseL2Metric>},
+    {{"emd", MetricKind::kEmd}, &Make<EmdMetric>},
+    {{"centroid", MetricKind::kCentroid}, &Make<CentroidMetric>},
 };
+
+constexpr auto kMetricNames = [] {
+  std::array<NamedValue<MetricKind>, std::size(kMetricTable)> names{};
+  for (size_t i = 0; i < names.size(); ++i) names[i] = kMetricTable[i].named;
+  return names;
+}();
 
 }  // namespace
 
-Result<std::unique_ptr<SimilarityMetric>> MakeSimilarityMetric(std::string_view name) {
-  for (const MetricEntry& entry : kMetricTable) {
-    if (entry.name == name) return entry.make();
-  }
-  std::string accepted;
-  for (const std::string& known : SimilarityMetricNames()) {
-    accepted += (accepted.empty() ? "" : ", ") + known;
-  }
-  return Status::InvalidArgument("unknown similarity metric \"" + std::string(name) +
-                                 "\" (accepted: " + accepted + ")");
-}
+NameTable<MetricKind> MetricKindNames() { return kMetricNames; }
 
-std::vector<std::string> SimilarityMetricNames() {
-  std::vector<std::string> names;
-  for (const MetricEntry& entry : kMetricTable) names.emplace_back(entry.name);
-  return names;
+std::unique_ptr<SimilarityMetric> MakeSimilarityMetric(MetricKind kind) {
+  for (const MetricEntry& entry : kMetricTable) {
+    if (entry.named.value == kind) return entry.make();
+  }
+  return nullptr;  // unreachable: the table covers every kind
 }
 
 }  // namespace meshlearn::similarity

@@ -6,7 +6,7 @@
 #include <span>
 #include <string_view>
 
-#include "protocol/status.h"
+#include "base/status.h"
 
 namespace meshlearn::similarity {
 

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "similarity/emd.h"
 
 namespace meshlearn::similarity {

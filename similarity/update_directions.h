@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "similarity/clustering.h"
 
 namespace meshlearn::similarity {

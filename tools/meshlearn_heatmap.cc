@@ -14,7 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
 

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "meshlearn-node: --log-level: %s\n", level.status().message().c_str());
       return 2;
     }
-    config->log_level = log_level;
+    config->log_level = *level;
   }
   if (check_only) {
     if (config->security) {

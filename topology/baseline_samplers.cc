@@ -57,13 +57,14 @@ void EmdClusterSampler::Reweight(std::vector<PeerRecord>& records, int64_t /*rou
   });
 }
 
-void ClusterSampler::SetCluster(std::optional<std::vector<std::string>> mates) {
+bool ClusterSampler::SetCluster(std::optional<std::vector<std::string>> mates) {
   if (mates) {
     std::sort(mates->begin(), mates->end());
     mates->erase(std::unique(mates->begin(), mates->end()), mates->end());
   }
   mates_ = std::move(mates);
   RecomputeProbabilities();
+  return true;
 }
 
 void ClusterSampler::Reweight(std::vector<PeerRecord>& records, int64_t /*round*/) const {

@@ -82,14 +82,14 @@ class ClusterSampler final : public PeerSampler {
  public:
   // `name` is the config name this sampler answers to ("louvain", "temperature" or
   // "centroid_cluster").
-  ClusterSampler(std::string self, std::string name)
-      : PeerSampler(std::move(self)), name_(std::move(name)) {}
+  ClusterSampler(std::string self, std::string_view name)
+      : PeerSampler(std::move(self)), name_(name) {}
   std::string_view Name() const override { return name_; }
 
-  // Sets node i's cluster mates (std::nullopt: not clustered yet) and recomputes the
-  // probabilities. Ids may come in any order; repeats, self and ids that are not known peers do no
-  // harm.
-  void SetCluster(std::optional<std::vector<std::string>> mates);
+  // Sets node i's cluster mates (std::nullopt: not clustered yet), recomputes the probabilities
+  // and returns true. Ids may come in any order; repeats, self and ids that are not known peers
+  // do no harm.
+  bool SetCluster(std::optional<std::vector<std::string>> mates) override;
   // The cluster mates last set (sorted, without repeats), or nullopt.
   const std::optional<std::vector<std::string>>& cluster() const { return mates_; }
 

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "topology/sampler.h"
 
 namespace meshlearn::topology {

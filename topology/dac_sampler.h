@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "topology/sampler.h"
 
 namespace meshlearn::topology {

@@ -33,6 +33,8 @@ void PeerSampler::AfterDirectScores(
     std::vector<PeerRecord>& /*records*/,
     std::span<const PeerObservation* const> /*observations*/) const {}
 
+bool PeerSampler::SetCluster(std::optional<std::vector<std::string>> /*mates*/) { return false; }
+
 size_t PeerSampler::LowerBound(std::string_view peer) const {
   return std::lower_bound(records_.begin(), records_.end(), peer,
                           [](const PeerRecord& r, std::string_view id) { return r.peer < id; }) -

@@ -46,7 +46,7 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 
 namespace meshlearn::topology {
 
@@ -114,7 +114,7 @@ class PeerSampler {
   PeerSampler(const PeerSampler&) = delete;
   PeerSampler& operator=(const PeerSampler&) = delete;
 
-  // The config name of this sampler ("dac"), as accepted by MakePeerSampler().
+  // The config name of this sampler ("dac"; topology/sampler_factory.h).
   virtual std::string_view Name() const = 0;
 
   // Node i's own id.
@@ -135,6 +135,11 @@ class PeerSampler {
   // Applies this round's observations (see the specification). `round` is t >= 1 of the round
   // that produced them.
   Status Update(int64_t round, std::span<const PeerObservation> observations);
+
+  // Restricts sampling to node i's cluster mates `mates` (nullopt: not clustered yet) and
+  // recomputes the probabilities; returns true. A sampler that does not sample within clusters
+  // ignores it and returns false.
+  virtual bool SetCluster(std::optional<std::vector<std::string>> mates);
 
   // Every known peer's record, ordered by peer id.
   const std::vector<PeerRecord>& Records() const { return records_; }
@@ -169,34 +174,5 @@ class PeerSampler {
   int64_t round_ = 0;
   std::vector<PeerRecord> records_;
 };
-
-// The sampler options a node config can set (DESIGN.md "DAC sampler"); strings are parsed by
-// MakePeerSampler(), the only place they meet types.
-struct SamplerConfig {
-  // "dac" | "random" | "oracle" | "local" | "emd_cluster" | "louvain" | "temperature" |
-  // "centroid_cluster".
-  std::string sampler = "dac";
-  // This node's id.
-  std::string self;
-  // DAC: inverse temperature τ >= 0 (file 004 eq. 4; Table 8 gives per-metric values).
-  double tau = 30;
-  // DAC: "exclude" (unscored and non-positive scores get the floor) | "zero" (unscored = 0).
-  std::string unscored = "exclude";
-  // DAC: "constant" | "sigmoid" (DAC_var).
-  std::string tau_schedule = "constant";
-  // DAC: "none" | "minmax".
-  std::string normalize = "none";
-  // DAC: "largest" (the DAC rule) | "smallest" (the paper code's variant) | "off".
-  std::string two_hop = "largest";
-  // oracle: ground-truth cluster of every node, self included (from the scenario).
-  std::vector<std::pair<std::string, int>> clusters;
-};
-
-// Builds the sampler named by `config.sampler`. Returns kInvalidArgument naming the accepted
-// values when a name or option is unknown or out of range.
-Result<std::unique_ptr<PeerSampler>> MakePeerSampler(const SamplerConfig& config);
-
-// The sampler names MakePeerSampler() accepts, in table order.
-std::vector<std::string> PeerSamplerNames();
 
 }  // namespace meshlearn::topology

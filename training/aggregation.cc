@@ -15,17 +15,8 @@ namespace {
 constexpr size_t kBlockFloats = 4096;
 
 // The one table where config strings meet rule types.
-struct RuleEntry {
-  const char* name;
-  std::function<std::unique_ptr<AggregationRule>()> make;
-};
-const std::array<RuleEntry, 2>& RuleTable() {
-  static const std::array<RuleEntry, 2> table = {{
-      {"fedavg", [] { return std::make_unique<FedAvgRule>(); }},
-      {"fedsim", [] { return std::make_unique<FedSimRule>(); }},
-  }};
-  return table;
-}
+constexpr NamedValue<AggregationKind> kRuleNames[] = {{"fedavg", AggregationKind::kFedAvg},
+                                                      {"fedsim", AggregationKind::kFedSim}};
 
 }  // namespace
 
@@ -167,20 +158,11 @@ Result<std::vector<double>> FedSimRule::Coefficients(const MergeInput& /*own*/,
   return c;
 }
 
-std::vector<std::string> AggregationRuleNames() {
-  std::vector<std::string> names;
-  for (const RuleEntry& e : RuleTable()) names.emplace_back(e.name);
-  return names;
-}
+NameTable<AggregationKind> AggregationKindNames() { return kRuleNames; }
 
-Result<std::unique_ptr<AggregationRule>> CreateAggregationRule(std::string_view name) {
-  std::string allowed;
-  for (const RuleEntry& e : RuleTable()) {
-    if (name == e.name) return e.make();
-    allowed += (allowed.empty() ? "" : ", ") + std::string(e.name);
-  }
-  return Status::InvalidArgument("aggregation rule '" + std::string(name) +
-                                 "' is unknown (allowed: " + allowed + ")");
+std::unique_ptr<AggregationRule> CreateAggregationRule(AggregationKind kind) {
+  if (kind == AggregationKind::kFedSim) return std::make_unique<FedSimRule>();
+  return std::make_unique<FedAvgRule>();
 }
 
 }  // namespace meshlearn::training

@@ -21,7 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
 
 namespace meshlearn::training {
 
@@ -69,12 +70,17 @@ class FedSimRule final : public AggregationRule {
                                            std::span<const MergeInput> peers) const override;
 };
 
-// The config names accepted by CreateAggregationRule, in table order.
-std::vector<std::string> AggregationRuleNames();
+// The aggregation rules (DESIGN.md "Aggregation").
+enum class AggregationKind {
+  kFedAvg,  // "fedavg"
+  kFedSim,  // "fedsim"
+};
 
-// Builds the rule called `name` ("fedavg" or "fedsim"); kInvalidArgument listing the allowed
-// names otherwise.
-Result<std::unique_ptr<AggregationRule>> CreateAggregationRule(std::string_view name);
+// The config name of every AggregationKind ([learning] aggregation), in documentation order.
+NameTable<AggregationKind> AggregationKindNames();
+
+// Builds the rule of `kind`.
+std::unique_ptr<AggregationRule> CreateAggregationRule(AggregationKind kind);
 
 // out = sum_k coefficients[k] * inputs[k], in one blocked pass; all spans have out.size()
 // floats (unchecked). Returns false when the result holds NaN or Inf. Exposed for benchmarks

@@ -5,9 +5,16 @@
 
 namespace meshlearn::training {
 
-const char* TaskName(Task task) {
-  return task == Task::kClassification ? "classification" : "regression";
-}
+namespace {
+
+constexpr NamedValue<Task> kTaskNames[] = {{"classification", Task::kClassification},
+                                           {"regression", Task::kRegression}};
+
+}  // namespace
+
+NameTable<Task> TaskNames() { return kTaskNames; }
+
+const char* TaskName(Task task) { return NameOf(TaskNames(), task).data(); }
 
 size_t Dataset::SampleNumel() const {
   if (sample_shape.empty()) return 0;

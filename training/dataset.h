@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
 
 namespace meshlearn::training {
 
@@ -17,6 +18,9 @@ enum class Task : uint32_t {
   kClassification = 0,  // integer labels in [0, num_classes); cross-entropy; accuracy
   kRegression = 1,      // one float target per sample; mean squared error
 };
+
+// The config names of the tasks ("classification", "regression").
+NameTable<Task> TaskNames();
 
 // Returns "classification" or "regression".
 const char* TaskName(Task task);

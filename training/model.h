@@ -28,14 +28,27 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol/layout.h"
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/param_layout.h"
+#include "base/status.h"
 
 namespace meshlearn::training {
 
+// The model architectures (DESIGN.md "Models by name").
+enum class Architecture {
+  kLinear,       // "linear": linear regression/classification with bias
+  kMlp,          // "mlp": 784-200-C
+  kCnn,          // "cnn": 2 conv + 2 linear
+  kCnnEmd,       // "cnn_emd": conv64-conv128-fc128-fc10, 128-d embeddings (EMD-CFL)
+  kTorchScript,  // "torchscript": a user's module exported from Python
+};
+
+// The config name of every Architecture ([model] architecture), in documentation order.
+NameTable<Architecture> ArchitectureNames();
+
 // What to build.
 struct ModelSpec {
-  std::string architecture;          // one of ModelArchitectures()
+  Architecture architecture = Architecture::kMlp;
   std::vector<int64_t> input_shape;  // one sample, e.g. {1, 28, 28}; cnn/cnn_emd need 3 dims
                                      // (a flat 784 is read as {1, 28, 28})
   int64_t num_outputs = 0;           // classes, or 1 for regression
@@ -72,14 +85,10 @@ class Model {
   Status LoadParameters(const ParamLayout& layout, std::span<const float> flat);
 };
 
-// The names CreateModel accepts, in table order.
-std::vector<std::string> ModelArchitectures();
-
-// Builds the model `spec` describes. Errors (kInvalidArgument unless noted): unknown
-// architecture (listing the allowed ones), a shape the architecture cannot take, num_outputs < 1;
-// for torchscript: kNotFound (no file), kMalformed (not a TorchScript archive), no forward
-// method, forward failing on a zero batch or returning a shape other than [B, num_outputs],
-// embed returning something other than [B, d], no float32 parameters.
+// Builds the model `spec` describes. Errors (kInvalidArgument unless noted): a shape the
+// architecture cannot take, num_outputs < 1; for torchscript: kNotFound (no file), kMalformed (not
+// a TorchScript archive), no forward method, forward failing on a zero batch or returning a shape
+// other than [B, num_outputs], embed returning something other than [B, d], no float32 parameters.
 Result<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec);
 
 }  // namespace meshlearn::training

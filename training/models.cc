@@ -119,7 +119,7 @@ class BuiltinModel final : public TorchModel {
     layout_ = LayoutOf(named);
     InitializeFromSeed(named, spec_.seed);
   }
-  std::string_view Name() const override { return spec_.architecture; }
+  std::string_view Name() const override { return NameOf(ArchitectureNames(), spec_.architecture); }
   const ModelSpec& Spec() const override { return spec_; }
   const ParamLayout& Layout() const override { return layout_; }
   int64_t EmbeddingDim() const override { return embedding_dim_; }
@@ -156,7 +156,7 @@ class ScriptModel final : public TorchModel {
     }
     layout_ = LayoutOf(named);
   }
-  std::string_view Name() const override { return spec_.architecture; }
+  std::string_view Name() const override { return NameOf(ArchitectureNames(), spec_.architecture); }
   const ModelSpec& Spec() const override { return spec_; }
   const ParamLayout& Layout() const override { return layout_; }
   int64_t EmbeddingDim() const override { return embedding_dim_; }
@@ -191,8 +191,9 @@ Status CheckImageShape(const ModelSpec& spec, std::vector<int64_t>& chw, int64_t
   if (chw.size() == 2) chw.insert(chw.begin(), 1);
   if (chw.size() != 3 || ConvNet::Side(chw[1], kernel) < 1 || ConvNet::Side(chw[2], kernel) < 1) {
     return Status::InvalidArgument(
-        "model '" + spec.architecture + "' needs images {channels, height, width} of at least " +
-        std::to_string(3 * kernel + 1) + "x" + std::to_string(3 * kernel + 1) + " pixels");
+        "model '" + std::string(NameOf(ArchitectureNames(), spec.architecture)) +
+        "' needs images {channels, height, width} of at least " + std::to_string(3 * kernel + 1) +
+        "x" + std::to_string(3 * kernel + 1) + " pixels");
   }
   return Status::Ok();
 }
@@ -302,16 +303,21 @@ Result<std::unique_ptr<Model>> MakeTorchScript(const ModelSpec& spec) {
 
 // The one table where architecture names meet constructors.
 struct ArchitectureEntry {
-  const char* name;
+  NamedValue<Architecture> named;
   Result<std::unique_ptr<Model>> (*make)(const ModelSpec&);
 };
-constexpr std::array<ArchitectureEntry, 5> kArchitectures = {{
-    {"linear", MakeLinear},
-    {"mlp", MakeMlp},
-    {"cnn", MakeCnn},
-    {"cnn_emd", MakeCnnEmd},
-    {"torchscript", MakeTorchScript},
-}};
+constexpr ArchitectureEntry kArchitectures[] = {
+    {{"linear", Architecture::kLinear}, MakeLinear},
+    {{"mlp", Architecture::kMlp}, MakeMlp},
+    {{"cnn", Architecture::kCnn}, MakeCnn},
+    {{"cnn_emd", Architecture::kCnnEmd}, MakeCnnEmd},
+    {{"torchscript", Architecture::kTorchScript}, MakeTorchScript},
+};
+constexpr auto kArchitectureNames = [] {
+  std::array<NamedValue<Architecture>, std::size(kArchitectures)> names{};
+  for (size_t i = 0; i < names.size(); ++i) names[i] = kArchitectures[i].named;
+  return names;
+}();
 
 // Built-in modules draw nothing from torch's global generator (InitializeFromSeed overwrites
 // every parameter), but their constructors do; serialise construction so that concurrent
@@ -366,11 +372,7 @@ Status TorchModel::LoadParameters(std::span<const float> flat) {
   return Status::Ok();
 }
 
-std::vector<std::string> ModelArchitectures() {
-  std::vector<std::string> names;
-  for (const ArchitectureEntry& e : kArchitectures) names.emplace_back(e.name);
-  return names;
-}
+NameTable<Architecture> ArchitectureNames() { return kArchitectureNames; }
 
 Result<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec) {
   if (!ComputeThreadsConfigured()) ApplyDefaultComputeThreads();
@@ -379,21 +381,17 @@ Result<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec) {
   for (int64_t d : spec.input_shape) {
     if (d < 1) return Status::InvalidArgument("input_shape has a dimension < 1");
   }
-  std::string allowed;
   for (const ArchitectureEntry& e : kArchitectures) {
-    if (spec.architecture == e.name) {
-      std::lock_guard<std::mutex> lock(construction_mutex);
-      try {
-        return e.make(spec);
-      } catch (const std::exception& ex) {
-        return Status::Internal("building model '" + spec.architecture +
-                                "' failed: " + FirstLine(ex.what()));
-      }
+    if (spec.architecture != e.named.value) continue;
+    std::lock_guard<std::mutex> lock(construction_mutex);
+    try {
+      return e.make(spec);
+    } catch (const std::exception& ex) {
+      return Status::Internal("building model '" + std::string(e.named.name) +
+                              "' failed: " + FirstLine(ex.what()));
     }
-    allowed += (allowed.empty() ? "" : ", ") + std::string(e.name);
   }
-  return Status::InvalidArgument("model architecture '" + spec.architecture +
-                                 "' is unknown (allowed: " + allowed + ")");
+  return Status::InvalidArgument("unknown model architecture");
 }
 
 }  // namespace meshlearn::training

@@ -10,14 +10,10 @@
 namespace meshlearn::training {
 namespace {
 
-struct ShiftName {
-  ShiftKind kind;
-  const char* name;
-};
-constexpr ShiftName kShiftNames[] = {
-    {ShiftKind::kNone, "iid"},      {ShiftKind::kCovariate, "covariate"},
-    {ShiftKind::kLabel, "label"},   {ShiftKind::kLabelSwap, "label_swap"},
-    {ShiftKind::kDomain, "domain"}, {ShiftKind::kSynthetic, "synthetic"},
+constexpr NamedValue<ShiftKind> kShiftNames[] = {
+    {"iid", ShiftKind::kNone},      {"covariate", ShiftKind::kCovariate},
+    {"label", ShiftKind::kLabel},   {"label_swap", ShiftKind::kLabelSwap},
+    {"domain", ShiftKind::kDomain}, {"synthetic", ShiftKind::kSynthetic},
 };
 
 // Seed streams: one per client, plus fixed streams for pool hold-outs and synthetic thetas.
@@ -264,22 +260,19 @@ Result<std::vector<ClientShard>> BuildSynthetic(const PartitionConfig& c,
 
 }  // namespace
 
+NameTable<ShiftKind> ShiftKindNames() { return kShiftNames; }
+
 Result<ShiftKind> ParseShiftKind(std::string_view name) {
+  if (std::optional<ShiftKind> kind = ValueNamed(ShiftKindNames(), name)) return *kind;
   std::string allowed;
-  for (const ShiftName& s : kShiftNames) {
-    if (name == s.name) return s.kind;
-    allowed += (allowed.empty() ? "" : ", ") + std::string(s.name);
+  for (const std::string& known : NamesOf(ShiftKindNames())) {
+    allowed += (allowed.empty() ? "" : ", ") + known;
   }
   return Status::InvalidArgument("shift '" + std::string(name) +
                                  "' is unknown (allowed: " + allowed + ")");
 }
 
-const char* ShiftKindName(ShiftKind kind) {
-  for (const ShiftName& s : kShiftNames) {
-    if (s.kind == kind) return s.name;
-  }
-  return "unknown";
-}
+const char* ShiftKindName(ShiftKind kind) { return NameOf(ShiftKindNames(), kind).data(); }
 
 Result<std::vector<int>> ResolveClusterSizes(const PartitionConfig& config) {
   const int n = config.num_clients;

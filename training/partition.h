@@ -20,7 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
 #include "training/dataset.h"
 
 namespace meshlearn::training {
@@ -34,6 +35,9 @@ enum class ShiftKind {
   kDomain,     // "domain": cluster c draws from source c, labels shifted by its label_offset
   kSynthetic,  // "synthetic": linear regression y = <x, theta_c> + noise (concept shift)
 };
+
+// The config name of every ShiftKind ([data] shift), in documentation order.
+NameTable<ShiftKind> ShiftKindNames();
 
 // Parses a shift name ("iid", "covariate", "label", "label_swap", "domain", "synthetic").
 // Unknown names give kInvalidArgument listing the allowed ones.

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "training/dataset.h"
 
 namespace meshlearn::training {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "training/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace meshlearn::training {
 namespace {

@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "training/partition.h"
 
 namespace meshlearn::training {

@@ -21,17 +21,17 @@ using OptimizerPtr = std::unique_ptr<torch::optim::Optimizer>;
 
 // The one table where optimiser names meet torch optimisers.
 struct OptimizerEntry {
-  const char* name;
+  NamedValue<OptimizerKind> named;
   OptimizerPtr (*make)(std::vector<torch::Tensor>, const OptimizerConfig&);
 };
 constexpr std::array<OptimizerEntry, 2> kOptimizers = {{
-    {"adam",
+    {{"adam", OptimizerKind::kAdam},
      [](std::vector<torch::Tensor> params, const OptimizerConfig& c) -> OptimizerPtr {
        return std::make_unique<torch::optim::Adam>(
            std::move(params),
            torch::optim::AdamOptions(c.learning_rate).weight_decay(c.weight_decay));
      }},
-    {"sgd",
+    {{"sgd", OptimizerKind::kSgd},
      [](std::vector<torch::Tensor> params, const OptimizerConfig& c) -> OptimizerPtr {
        return std::make_unique<torch::optim::SGD>(std::move(params),
                                                   torch::optim::SGDOptions(c.learning_rate)
@@ -45,13 +45,10 @@ Result<OptimizerPtr> MakeOptimizer(TorchModel& model, const OptimizerConfig& con
     return Status::InvalidArgument(
         "optimiser needs learning_rate > 0, momentum >= 0 and weight_decay >= 0");
   }
-  std::string allowed;
   for (const OptimizerEntry& e : kOptimizers) {
-    if (config.name == e.name) return e.make(model.ParameterTensors(), config);
-    allowed += (allowed.empty() ? "" : ", ") + std::string(e.name);
+    if (config.kind == e.named.value) return e.make(model.ParameterTensors(), config);
   }
-  return Status::InvalidArgument("optimiser '" + config.name + "' is unknown (allowed: " + allowed +
-                                 ")");
+  return Status::InvalidArgument("unknown optimiser");
 }
 
 // Checks that `model` can consume `data`.
@@ -140,10 +137,13 @@ Status SetComputeThreads(int threads) {
   return Status::Ok();
 }
 
-std::vector<std::string> OptimizerNames() {
-  std::vector<std::string> names;
-  for (const OptimizerEntry& e : kOptimizers) names.emplace_back(e.name);
-  return names;
+NameTable<OptimizerKind> OptimizerKindNames() {
+  static constexpr auto kNames = [] {
+    std::array<NamedValue<OptimizerKind>, kOptimizers.size()> names{};
+    for (size_t i = 0; i < names.size(); ++i) names[i] = kOptimizers[i].named;
+    return names;
+  }();
+  return kNames;
 }
 
 Result<TrainStats> TrainLocal(Model& model, const Dataset& train, const TrainConfig& config,

@@ -11,23 +11,30 @@
 #include <string>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/named_value.h"
+#include "base/status.h"
 #include "training/dataset.h"
 #include "training/model.h"
 
 namespace meshlearn::training {
 
+// The optimisers.
+enum class OptimizerKind {
+  kAdam,  // "adam"
+  kSgd,   // "sgd" (with momentum and weight decay)
+};
+
+// The config name of every OptimizerKind ([training] optimizer), in documentation order.
+NameTable<OptimizerKind> OptimizerKindNames();
+
 // The optimiser. A fresh optimiser (empty Adam moments, zero momentum) is built for every
 // TrainLocal call, as in the authors' code: after a merge the old moments describe other weights.
 struct OptimizerConfig {
-  std::string name = "adam";  // one of OptimizerNames(): "adam", "sgd"
+  OptimizerKind kind = OptimizerKind::kAdam;
   double learning_rate = 1e-3;
   double momentum = 0;      // sgd only
   double weight_decay = 0;  // L2 penalty, both optimisers
 };
-
-// The config names of the optimisers, in table order.
-std::vector<std::string> OptimizerNames();
 
 // One call of local training.
 struct TrainConfig {

@@ -158,10 +158,10 @@ inline node::NodeConfig SyntheticNodeConfig(const std::string& id, const std::st
   c.listen = listen;
   c.shard = shard;
   c.output_dir = out;
-  c.architecture = "linear";
-  c.optimizer = "sgd";
+  c.architecture = training::Architecture::kLinear;
+  c.optimizer = training::OptimizerKind::kSgd;
   c.learning_rate = 0.003;
-  c.metric = "cos_weights";
+  c.metric = similarity::MetricKind::kCosWeights;
   c.tau = 140;
   c.peers_per_round = 1;
   c.round_deadline_s = 1;

@@ -25,7 +25,7 @@ TEST(NodeBinary, LanMeshFromConfigFilesEachKnowingOnlyOnePeerLearnsEveryPeer) {
     node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoints[i], shards[i], dir + "/" + ids[i]);
     c.rounds = 25;
     c.min_round_s = 0.05;
-    c.sampler = "random";
+    c.sampler = topology::SamplerKind::kRandom;
     int known = i == 2 ? 1 : i + 1;
     c.peers = {{ids[known], endpoints[known]}};
     std::string config = WriteConfig(dir + "/" + ids[i] + ".toml", c);

@@ -116,7 +116,7 @@ TEST(SecureMesh, AllowlistedNodesTrainTogetherAndANodeWithAnUnknownKeyGetsNothin
     // on a loaded machine.
     c.min_round_s = 0.4;
     c.peers_per_round = 2;
-    c.sampler = "random";
+    c.sampler = topology::SamplerKind::kRandom;
     bool intruder = ids[i] == "mallory";
     // Honest nodes know each other; the intruder knows all three and their keys, and trusts them.
     for (size_t j = 0; j < 3; ++j) {

@@ -29,8 +29,8 @@ TEST(Config, MinimalConfigGetsTheDocumentedDefaults) {
   EXPECT_EQ(c->id, "node-1");
   EXPECT_EQ(c->peers, (std::vector<PeerAddress>{{"node-2", "tcp://127.0.0.3:5555"}}));
   EXPECT_EQ(c->output_dir, "out/node-1");
-  EXPECT_EQ(c->metric, "cos_weights");
-  EXPECT_EQ(c->sampler, "dac");
+  EXPECT_EQ(c->metric, similarity::MetricKind::kCosWeights);
+  EXPECT_EQ(c->sampler, topology::SamplerKind::kDac);
   EXPECT_TRUE(c->sync);
   EXPECT_EQ(c->threads, 1);
   EXPECT_FALSE(c->http_port.has_value());
@@ -44,12 +44,12 @@ TEST(Config, RenderedConfigParsesBackEqual) {
   c->merge_min_score = 0.25;
   c->http_port = 0;
   c->clusters = {{"node-1", 0}, {"node-2", 1}};
-  c->sampler = "oracle";
+  c->sampler = topology::SamplerKind::kOracle;
   c->emd_witness = true;
   c->cluster_after = 12;
-  c->cluster_algorithm = "louvain";
+  c->cluster_algorithm = similarity::ClusterAlgorithm::kLouvain;
   c->distance_threshold = 0.85;
-  c->linkage = "single";
+  c->linkage = similarity::Linkage::kSingle;
   c->signature_k = 3;
   c->signature_threshold = 0.23;
   c->signature_max_samples = 600;
@@ -61,9 +61,9 @@ TEST(Config, RenderedConfigParsesBackEqual) {
   EXPECT_EQ(again->clusters, c->clusters);
   EXPECT_TRUE(again->emd_witness);
   EXPECT_EQ(again->cluster_after, 12);
-  EXPECT_EQ(again->cluster_algorithm, "louvain");
+  EXPECT_EQ(again->cluster_algorithm, similarity::ClusterAlgorithm::kLouvain);
   EXPECT_EQ(again->distance_threshold, 0.85);
-  EXPECT_EQ(again->linkage, "single");
+  EXPECT_EQ(again->linkage, similarity::Linkage::kSingle);
   EXPECT_EQ(again->signature_k, 3);
   EXPECT_EQ(again->signature_threshold, 0.23);
   EXPECT_EQ(again->signature_max_samples, 600);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -27,9 +28,11 @@
 
 #include "node/free_port.h"
 #include "node/logging.h"
+#include "node/memory_transport.h"
 #include "node/node.h"
 #include "node/outputs.h"
 #include "node/transport.h"
+#include "node/zmq_transport.h"
 #include "protocol/codec.h"
 #include "training/partition.h"
 #include "training/shard_file.h"
@@ -73,11 +76,11 @@ class SyntheticMesh {
       c.seed = seed;
       c.output_dir = dir_ + "/" + id;
       c.shard = path;
-      c.architecture = "linear";
-      c.optimizer = "sgd";
+      c.architecture = training::Architecture::kLinear;
+      c.optimizer = training::OptimizerKind::kSgd;
       c.learning_rate = 0.003;
       c.batch_size = 8;
-      c.metric = "cos_weights";
+      c.metric = similarity::MetricKind::kCosWeights;
       c.tau = 140;  // file 004 Table 8, synthetic, cos weight
       c.peers_per_round = 2;
       c.round_deadline_s = 20;
@@ -94,12 +97,17 @@ class SyntheticMesh {
   // Runs every node for `rounds` rounds as threads of this process; returns when all finished.
   // `during` (optional) is called with node 0 while the nodes run.
   // `observer` (optional) sees every message every node receives, from several threads.
+  // `transport` (optional) starts the nodes' transports; default ZeroMQ over loopback TCP.
   void Run(int64_t rounds, const std::function<void(Node&)>& during = nullptr,
-           const MessageObserver& observer = nullptr) {
+           const MessageObserver& observer = nullptr, const TransportFactory& transport = nullptr) {
     std::vector<std::unique_ptr<Node>> nodes;
     for (NodeConfig c : configs_) {
       c.rounds = rounds;
-      auto node = Node::Create(c, MakeNodeLogger(c.id, spdlog::level::warn), observer);
+      NodeOptions options;
+      options.logger = MakeNodeLogger(c.id, spdlog::level::warn);
+      options.observer = observer;
+      options.transport = transport;
+      auto node = Node::Create(c, std::move(options));
       ASSERT_TRUE(node.ok()) << node.status().ToString();
       nodes.push_back(std::move(*node));
     }
@@ -211,6 +219,30 @@ TEST(Mesh, SyncRunsWithTheSameSeedSampleTheSamePeers) {
   EXPECT_EQ(first, second);
 }
 
+// The node's logic does not depend on its transport: the same sync run over ZeroMQ and over the
+// in-memory transport samples the same peers and reaches the same losses, round by round.
+TEST(Mesh, ASyncRunOverTheInMemoryTransportMatchesTheOneOverZeroMq) {
+  auto rounds = [](const std::string& name, const TransportFactory& transport) {
+    SyntheticMesh mesh(name, 2, 3, 5);
+    mesh.Run(6, nullptr, nullptr, transport);
+    std::vector<RoundRow> all;
+    for (const NodeConfig& c : mesh.configs()) {
+      for (const RoundRow& row : mesh.Rounds(c)) all.push_back(row);
+    }
+    return all;
+  };
+  std::vector<RoundRow> zmq = rounds("transport_zmq", nullptr);
+  std::vector<RoundRow> memory = rounds("transport_memory", MemoryNetwork().Factory());
+  ASSERT_EQ(zmq.size(), 6u * 7u);
+  ASSERT_EQ(memory.size(), zmq.size());
+  for (size_t i = 0; i < zmq.size(); ++i) {
+    EXPECT_EQ(memory[i].round, zmq[i].round) << i;
+    EXPECT_EQ(memory[i].peers, zmq[i].peers) << "row " << i;
+    EXPECT_NEAR(memory[i].train_loss, zmq[i].train_loss, 1e-9 * std::abs(zmq[i].train_loss)) << i;
+    EXPECT_NEAR(memory[i].test_loss, zmq[i].test_loss, 1e-9 * std::abs(zmq[i].test_loss)) << i;
+  }
+}
+
 // True when `blob` holds, at any position, the features of one sample of `data` (bit for bit).
 bool ContainsSample(std::span<const float> blob, const training::Dataset& data) {
   const size_t width = static_cast<size_t>(data.SampleNumel());
@@ -230,7 +262,7 @@ bool ContainsSample(std::span<const float> blob, const training::Dataset& data) 
 }
 
 // The blob of a message that carries one, as floats.
-std::optional<std::span<const float>> BlobOf(const Message& m) {
+std::optional<std::span<const float>> FloatsCarriedBy(const Message& m) {
   return std::visit(
       [](const auto& body) -> std::optional<std::span<const float>> {
         using T = std::decay_t<decltype(body)>;
@@ -256,7 +288,7 @@ TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
   const bool witness = GetParam();
   SyntheticMesh mesh(witness ? "emd_wire_witness" : "emd_wire_direct", 1, 3, 11);
   for (NodeConfig& c : mesh.configs()) {
-    c.architecture = "mlp";
+    c.architecture = training::Architecture::kMlp;
     c.learning_rate = 0.0005;  // the mlp diverges on this regression at the linear model's rate
     c.emd_enabled = true;
     c.emd_witness = witness;
@@ -275,7 +307,7 @@ TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
   std::map<MessageType, int> count;
   for (const Message& m : received) {
     ++count[TypeOf(m.body)];
-    if (auto blob = BlobOf(m)) {
+    if (auto blob = FloatsCarriedBy(m)) {
       for (const training::ClientShard& shard : mesh.shards()) {
         ASSERT_FALSE(ContainsSample(*blob, shard.train))
             << MessageTypeName(TypeOf(m.body)) << " from " << m.envelope.sender;
@@ -326,7 +358,7 @@ TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
     TransportOptions options;
     options.node_id = "hostile";
     options.listen_endpoint = "tcp://127.0.0.1:0";
-    auto client = Transport::Start(options, [](InboundRequest) {});
+    auto client = StartZmqTransport(options, [](InboundRequest) {});
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     uint64_t next_id = 0;
     // Sends `frames` as request `id` and waits for the answer.

@@ -1,10 +1,11 @@
-// Contract tests of node::Transport over real loopback TCP sockets (127.x.y.z only).
+// Contract tests of node::Transport, run over both implementations: ZeroMQ over real loopback TCP
+// sockets (127.x.y.z only), and the in-memory transport (each test gets a medium of its own).
 //
-// One parameterised suite states what every transport configuration must do; it is instantiated
-// for each way of binding (ephemeral port written as 0 or as *, on 127.0.0.1 and on another
-// loopback address), in plain text and with CURVE (every transport of a test then shares one key
-// pair, which is the whole allowlist). The TransportCurve tests below give each transport its own
-// key and check the allowlist: who is refused gets nothing.
+// One parameterised suite states what every transport must do; it is instantiated for each
+// implementation and each way of binding (ephemeral port written as 0 or as *, on 127.0.0.1 and on
+// another loopback address), in plain text and with CURVE (every transport of a test then shares
+// one key pair, which is the whole allowlist). The TransportCurve tests below give each transport
+// its own key and check the allowlist: who is refused gets nothing.
 // Deadlines are seconds long and durations are never asserted tightly: the machine is shared.
 #include "node/transport.h"
 
@@ -17,6 +18,8 @@
 #include <thread>
 
 #include "node/curve_keys.h"
+#include "node/memory_transport.h"
+#include "node/zmq_transport.h"
 #include "protocol/codec.h"
 #include "protocol/messages.h"
 
@@ -135,6 +138,16 @@ Message OneMillionParameterModel() {
   return MakeMessage("server", 0, 4, std::move(model));
 }
 
+// A transport implementation: how a test starts its transports. Each call of `medium` gives a
+// factory of transports that can reach each other (one in-memory medium per test).
+struct Backend {
+  const char* name;
+  TransportFactory (*medium)();
+};
+const Backend kZeroMq{"ZeroMq", [] { return TransportFactory(StartZmqTransport); }};
+const Backend kInMemory{"InMemory", [] { return MemoryNetwork().Factory(); }};
+void PrintTo(const Backend& backend, std::ostream* out) { *out << backend.name; }
+
 struct Binding {
   const char* name;
   const char* listen_endpoint;
@@ -144,25 +157,26 @@ void PrintTo(const Binding& binding, std::ostream* out) {
   *out << binding.listen_endpoint << (binding.curve ? " with CURVE" : "");
 }
 
-class TransportContract : public ::testing::TestWithParam<Binding> {
+class TransportContract : public ::testing::TestWithParam<std::tuple<Backend, Binding>> {
  protected:
+  const Binding& binding() const { return std::get<1>(GetParam()); }
   TransportOptions Options(const std::string& node_id) {
     TransportOptions options;
     options.node_id = node_id;
-    options.listen_endpoint = GetParam().listen_endpoint;
-    if (GetParam().curve) {
+    options.listen_endpoint = binding().listen_endpoint;
+    if (binding().curve) {
       options.curve = CurveOptions{keys_.public_key, keys_.secret_key, {keys_.public_key}};
     }
     return options;
   }
   // The CURVE key every server of this test proves ("" in plain text).
-  std::string ServerKey() const { return GetParam().curve ? keys_.public_key : ""; }
+  std::string ServerKey() const { return binding().curve ? keys_.public_key : ""; }
   ReplyFuture Send(Transport& client, const std::string& endpoint, uint64_t request_id, Body body,
                    Clock::duration timeout = seconds(20)) {
     return SendTo(client, endpoint, ServerKey(), request_id, std::move(body), timeout);
   }
   std::unique_ptr<Transport> StartOrDie(TransportOptions options, InboundHandler on_request) {
-    auto transport = Transport::Start(std::move(options), std::move(on_request));
+    auto transport = start_(std::move(options), std::move(on_request));
     EXPECT_TRUE(transport.ok()) << transport.status().ToString();
     return transport.ok() ? std::move(*transport) : nullptr;
   }
@@ -202,6 +216,7 @@ class TransportContract : public ::testing::TestWithParam<Binding> {
     }
   }
 
+  const TransportFactory start_ = std::get<0>(GetParam()).medium();
   const CurveKeyPair keys_ = NewKeyPair();
   HeldRequests held_;
   std::unique_ptr<Transport> holder_;
@@ -323,7 +338,11 @@ TEST_P(TransportContract, DisconnectFailsOutstandingRequestsAndLaterRequestsReco
 }
 
 TEST_P(TransportContract, DestructorCallsEveryOutstandingHandlerExactlyOnce) {
-  holder_ = StartHolder("server", held_);
+  // The holder admits every request (none is answered Error(unavailable) by its bound), so each
+  // one is still outstanding when the client goes, however fast the transport delivers.
+  TransportOptions holder_options = Options("server");
+  holder_options.max_pending_inbound_per_peer = 1000;
+  holder_ = StartOrDie(holder_options, [this](InboundRequest r) { held_.Hold(std::move(r)); });
   ASSERT_TRUE(holder_);
   constexpr int kRequests = 200;
   std::vector<std::atomic<int>> calls(kRequests);
@@ -551,33 +570,43 @@ TEST_P(TransportContract, BadRequestsFailWithInvalidArgumentAndNeverReachTheNetw
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Loopback, TransportContract,
-    ::testing::Values(Binding{"PortZero", "tcp://127.0.0.1:0"},
-                      Binding{"PortStarOnAnotherLoopbackAddress", "tcp://127.0.0.2:*"},
-                      Binding{"Curve", "tcp://127.0.0.1:0", true},
-                      Binding{"CurveOnAnotherLoopbackAddress", "tcp://127.0.0.3:*", true}),
-    [](const auto& info) { return std::string(info.param.name); });
+    EveryTransport, TransportContract,
+    ::testing::Combine(
+        ::testing::Values(kZeroMq, kInMemory),
+        ::testing::Values(Binding{"PortZero", "tcp://127.0.0.1:0"},
+                          Binding{"PortStarOnAnotherLoopbackAddress", "tcp://127.0.0.2:*"},
+                          Binding{"Curve", "tcp://127.0.0.1:0", true},
+                          Binding{"CurveOnAnotherLoopbackAddress", "tcp://127.0.0.3:*", true})),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name;
+    });
 
-TEST(TransportStart, AnAddressInUseIsUnavailableAndNamesTheEndpoint) {
+// Tests of one implementation at a time, each with a medium of its own.
+class TransportBackend : public ::testing::TestWithParam<Backend> {
+ protected:
+  const TransportFactory start_ = GetParam().medium();
+};
+
+TEST_P(TransportBackend, AnAddressInUseIsUnavailableAndNamesTheEndpoint) {
   TransportOptions options;
   options.node_id = "first";
   options.listen_endpoint = "tcp://127.0.0.1:0";
-  auto first = Transport::Start(options, [](InboundRequest) {});
+  auto first = start_(options, [](InboundRequest) {});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   options.listen_endpoint = (*first)->bound_endpoint();
-  auto second = Transport::Start(options, [](InboundRequest) {});
+  auto second = start_(options, [](InboundRequest) {});
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), ErrorCode::kUnavailable);
   EXPECT_NE(second.status().message().find(options.listen_endpoint), std::string::npos)
       << second.status().ToString();
 }
 
-TEST(TransportStart, MalformedEndpointsAndBadCurveOptionsAreInvalidArguments) {
+TEST_P(TransportBackend, MalformedEndpointsAndBadCurveOptionsAreInvalidArguments) {
   for (const char* endpoint :
        {"bogus://127.0.0.1:1", "127.0.0.1:5555", "tcp://127.0.0.1:notaport"}) {
     TransportOptions options;
     options.listen_endpoint = endpoint;
-    auto transport = Transport::Start(options, [](InboundRequest) {});
+    auto transport = start_(options, [](InboundRequest) {});
     ASSERT_FALSE(transport.ok()) << endpoint;
     EXPECT_EQ(transport.status().code(), ErrorCode::kInvalidArgument)
         << transport.status().ToString();
@@ -594,7 +623,7 @@ TEST(TransportStart, MalformedEndpointsAndBadCurveOptionsAreInvalidArguments) {
     TransportOptions options;
     options.listen_endpoint = "tcp://127.0.0.1:0";
     options.curve = curve;
-    auto transport = Transport::Start(options, [](InboundRequest) {});
+    auto transport = start_(options, [](InboundRequest) {});
     ASSERT_FALSE(transport.ok()) << what;
     EXPECT_EQ(transport.status().code(), ErrorCode::kInvalidArgument) << what;
   }
@@ -604,13 +633,13 @@ TEST(TransportStart, MalformedEndpointsAndBadCurveOptionsAreInvalidArguments) {
 // counting the requests that reach it and remembering the last sender's proven key.
 class CurvePeer {
  public:
-  CurvePeer(const std::string& id, const CurveKeyPair& keys, std::vector<std::string> allowed,
-            bool curve = true) {
+  CurvePeer(const TransportFactory& start, const std::string& id, const CurveKeyPair& keys,
+            std::vector<std::string> allowed, bool curve = true) {
     TransportOptions options;
     options.node_id = id;
     options.listen_endpoint = "tcp://127.0.0.1:0";
     if (curve) options.curve = CurveOptions{keys.public_key, keys.secret_key, std::move(allowed)};
-    auto started = Transport::Start(options, [this, id](InboundRequest r) {
+    auto started = start(options, [this, id](InboundRequest r) {
       ++requests_seen;
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -634,12 +663,12 @@ class CurvePeer {
   std::string last_sender_key_;
 };
 
-TEST(TransportCurve, AllowlistedPeersExchangeRequestsBothWaysAndTheServerSeesTheProvenKey) {
+TEST_P(TransportBackend, AllowlistedPeersExchangeRequestsBothWaysAndTheServerSeesTheProvenKey) {
   CurveKeyPair alpha_keys = NewKeyPair();
   CurveKeyPair beta_keys = NewKeyPair();
   std::vector<std::string> both = {alpha_keys.public_key, beta_keys.public_key};
-  CurvePeer alpha("alpha", alpha_keys, both);
-  CurvePeer beta("beta", beta_keys, both);
+  CurvePeer alpha(start_, "alpha", alpha_keys, both);
+  CurvePeer beta(start_, "beta", beta_keys, both);
   ASSERT_TRUE(alpha.transport && beta.transport);
 
   ReplyFuture to_beta =
@@ -659,14 +688,14 @@ TEST(TransportCurve, AllowlistedPeersExchangeRequestsBothWaysAndTheServerSeesThe
   EXPECT_EQ(beta.transport->Stats().handshakes_refused, 0u);
 }
 
-TEST(TransportCurve, AClientWhoseKeyIsNotAllowlistedGetsNoReplyAndReachesNoHandler) {
+TEST_P(TransportBackend, AClientWhoseKeyIsNotAllowlistedGetsNoReplyAndReachesNoHandler) {
   CurveKeyPair server_keys = NewKeyPair();
   CurveKeyPair honest_keys = NewKeyPair();
   CurveKeyPair intruder_keys = NewKeyPair();
-  CurvePeer server("server", server_keys, {server_keys.public_key, honest_keys.public_key});
+  CurvePeer server(start_, "server", server_keys, {server_keys.public_key, honest_keys.public_key});
   // The intruder knows and allowlists the server's key, so it does try to connect.
-  CurvePeer intruder("intruder", intruder_keys, {server_keys.public_key});
-  CurvePeer honest("honest", honest_keys, {server_keys.public_key});
+  CurvePeer intruder(start_, "intruder", intruder_keys, {server_keys.public_key});
+  CurvePeer honest(start_, "honest", honest_keys, {server_keys.public_key});
   ASSERT_TRUE(server.transport && intruder.transport && honest.transport);
   const std::string& endpoint = server.transport->bound_endpoint();
 
@@ -684,10 +713,10 @@ TEST(TransportCurve, AClientWhoseKeyIsNotAllowlistedGetsNoReplyAndReachesNoHandl
   EXPECT_EQ(intruder.transport->Stats().replies_received, 0u);
 }
 
-TEST(TransportCurve, APlainTextClientGetsNothingFromACurveServer) {
+TEST_P(TransportBackend, APlainTextClientGetsNothingFromACurveServer) {
   CurveKeyPair server_keys = NewKeyPair();
-  CurvePeer server("server", server_keys, {server_keys.public_key});
-  CurvePeer plain("plain", {}, {}, /*curve=*/false);
+  CurvePeer server(start_, "server", server_keys, {server_keys.public_key});
+  CurvePeer plain(start_, "plain", {}, {}, /*curve=*/false);
   ASSERT_TRUE(server.transport && plain.transport);
   ReplyFuture reply =
       SendTo(*plain.transport, server.transport->bound_endpoint(), "", 1, Ping{1}, seconds(2));
@@ -696,13 +725,13 @@ TEST(TransportCurve, APlainTextClientGetsNothingFromACurveServer) {
   EXPECT_EQ(plain.transport->Stats().bytes_in, 0u);
 }
 
-TEST(TransportCurve, AServerThatCannotProveTheExpectedKeyNeverReceivesTheRequest) {
+TEST_P(TransportBackend, AServerThatCannotProveTheExpectedKeyNeverReceivesTheRequest) {
   CurveKeyPair client_keys = NewKeyPair();
   CurveKeyPair expected = NewKeyPair();
   CurveKeyPair impostor_keys = NewKeyPair();
   // The impostor listens where the client expects `expected` and would even admit the client.
-  CurvePeer impostor("impostor", impostor_keys, {client_keys.public_key});
-  CurvePeer client("client", client_keys, {expected.public_key});
+  CurvePeer impostor(start_, "impostor", impostor_keys, {client_keys.public_key});
+  CurvePeer client(start_, "client", client_keys, {expected.public_key});
   ASSERT_TRUE(impostor.transport && client.transport);
   ReplyFuture reply = SendTo(*client.transport, impostor.transport->bound_endpoint(),
                              expected.public_key, 1, Ping{1}, seconds(2));
@@ -710,11 +739,11 @@ TEST(TransportCurve, AServerThatCannotProveTheExpectedKeyNeverReceivesTheRequest
   EXPECT_EQ(impostor.requests_seen.load(), 0);
 }
 
-TEST(TransportCurve, ARequestToAKeyOffTheAllowlistOrWithoutAKeyFailsBeforeAnythingIsSent) {
+TEST_P(TransportBackend, ARequestToAKeyOffTheAllowlistOrWithoutAKeyFailsBeforeAnythingIsSent) {
   CurveKeyPair client_keys = NewKeyPair();
   CurveKeyPair stranger = NewKeyPair();
-  CurvePeer server("server", stranger, {client_keys.public_key});
-  CurvePeer client("client", client_keys, {client_keys.public_key});
+  CurvePeer server(start_, "server", stranger, {client_keys.public_key});
+  CurvePeer client(start_, "client", client_keys, {client_keys.public_key});
   ASSERT_TRUE(server.transport && client.transport);
   const std::string& endpoint = server.transport->bound_endpoint();
   ReplyFuture off_list = SendTo(*client.transport, endpoint, stranger.public_key, 1, Ping{1});
@@ -727,6 +756,9 @@ TEST(TransportCurve, ARequestToAKeyOffTheAllowlistOrWithoutAKeyFailsBeforeAnythi
   EXPECT_EQ(client.transport->Stats().open_connections, 0u);
   EXPECT_EQ(server.requests_seen.load(), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryTransport, TransportBackend, ::testing::Values(kZeroMq, kInMemory),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace meshlearn::node

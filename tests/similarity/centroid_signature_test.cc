@@ -82,15 +82,15 @@ TEST(CentroidsRelatedTest, StrictThresholdAndNanRejects) {
 }
 
 TEST(CentroidMetricTest, ScoreIsMinusTheDistance) {
-  Result<std::unique_ptr<SimilarityMetric>> metric = MakeSimilarityMetric("centroid");
-  ASSERT_TRUE(metric.ok());
+  std::unique_ptr<SimilarityMetric> metric = MakeSimilarityMetric(MetricKind::kCentroid);
+  ASSERT_TRUE(metric);
   MetricInput input;
   input.exchanged_score = 0.75;
-  EXPECT_EQ(*(*metric)->Score(input), -0.75);
+  EXPECT_EQ(*metric->Score(input), -0.75);
   input.exchanged_score = 0.0;
-  EXPECT_FALSE(std::signbit(*(*metric)->Score(input)));
+  EXPECT_FALSE(std::signbit(*metric->Score(input)));
   input.exchanged_score = -0.1;
-  EXPECT_EQ((*metric)->Score(input).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(metric->Score(input).status().code(), ErrorCode::kInvalidArgument);
 }
 
 // FLT on synthetic embeddings: 5 clusters of 4 nodes over 5 classes, each class a Gaussian blob

@@ -29,7 +29,7 @@ std::unique_ptr<ClusterPolicy> Make(ClusterPolicyConfig config) {
 
 ClusterPolicyConfig Louvain(int64_t cluster_after, int64_t recluster_every) {
   ClusterPolicyConfig config;
-  config.policy = "louvain";
+  config.policy = ClusterPolicyKind::kLouvain;
   config.cluster_after = cluster_after;
   config.recluster_every = recluster_every;
   return config;
@@ -75,7 +75,7 @@ TEST(LouvainPolicyTest, ReclusterEveryZeroClustersOnce) {
 
 ClusterPolicyConfig Temperature(int64_t cluster_after) {
   ClusterPolicyConfig config;
-  config.policy = "temperature";
+  config.policy = ClusterPolicyKind::kTemperature;
   config.cluster_after = cluster_after;
   config.distance_threshold = 0.3;
   return config;
@@ -88,11 +88,11 @@ void FirstRounds(ClusterPolicy& policy) {
   ASSERT_TRUE(policy.ObserveUpdate("b", At(20)).ok());
   ASSERT_TRUE(policy.ObserveUpdate("c", At(150)).ok());
   EXPECT_FALSE(*policy.EndRound(1));  // first evaluation: recorded only
-  const double first = *dynamic_cast<TemperaturePolicy&>(policy).temperature();
+  const double first = *policy.Temperature();
   // c turns towards a and b: both its distances shrink, T falls.
   ASSERT_TRUE(policy.ObserveUpdate("c", At(140)).ok());
   EXPECT_FALSE(*policy.EndRound(2));
-  EXPECT_LT(*dynamic_cast<TemperaturePolicy&>(policy).temperature(), first);
+  EXPECT_LT(*policy.Temperature(), first);
   // A new peer far from a raises T over all nodes, but over {a, b, c} nothing changed.
   ASSERT_TRUE(policy.ObserveUpdate("d", At(160)).ok());
   ASSERT_TRUE(policy.ObserveUpdate("b", At(20)).ok());  // the same direction again
@@ -139,7 +139,7 @@ TEST(TemperaturePolicyTest, ARoundThatForgotANodeOnlyRecords) {
 
 TEST(TemperaturePolicyTest, LouvainAsTheClusteringAlgorithm) {
   ClusterPolicyConfig config = Temperature(0);
-  config.algorithm = "louvain";
+  config.algorithm = ClusterAlgorithm::kLouvain;
   auto policy = Make(config);
   FirstRounds(*policy);
   ASSERT_TRUE(policy->ObserveUpdate("c", At(180)).ok());
@@ -148,28 +148,20 @@ TEST(TemperaturePolicyTest, LouvainAsTheClusteringAlgorithm) {
 }
 
 TEST(ClusterPolicyFactoryTest, NamesAndBadOptions) {
-  EXPECT_EQ(ClusterPolicyNames(), (std::vector<std::string>{"louvain", "temperature"}));
-  for (const std::string& name : ClusterPolicyNames()) {
-    ClusterPolicyConfig config;
-    config.policy = name;
-    EXPECT_EQ(Make(config)->Name(), name);
-  }
+  EXPECT_EQ(Make(Louvain(0, 1))->Name(), "louvain");
+  EXPECT_EQ(Make(Louvain(0, 1))->Temperature(), std::nullopt);
+  EXPECT_EQ(Make(Temperature(0))->Name(), "temperature");
+  EXPECT_EQ(NamesOf(ClusterAlgorithmNames()),
+            (std::vector<std::string>{"agglomerative", "louvain"}));
+  EXPECT_EQ(NamesOf(LinkageNames()), (std::vector<std::string>{"average", "complete", "single"}));
+  EXPECT_FALSE(ValueNamed(LinkageNames(), "ward").has_value());
   const auto code = [](ClusterPolicyConfig config) {
     return MakeClusterPolicy(config).status().code();
   };
   ClusterPolicyConfig config;
   config.self = "a";
-  config.policy = "louvian";
-  EXPECT_EQ(code(config), ErrorCode::kInvalidArgument);
-  EXPECT_NE(MakeClusterPolicy(config).status().message().find("louvain, temperature"),
-            std::string::npos);
-  config.policy = "temperature";
-  config.algorithm = "kmeans";
-  EXPECT_EQ(code(config), ErrorCode::kInvalidArgument);
-  config.algorithm = "agglomerative";
-  config.linkage = "ward";
-  EXPECT_EQ(code(config), ErrorCode::kInvalidArgument);
-  config.linkage = "single";
+  config.policy = ClusterPolicyKind::kTemperature;
+  config.linkage = Linkage::kSingle;
   config.distance_threshold = 0;
   EXPECT_EQ(code(config), ErrorCode::kInvalidArgument);
   config.distance_threshold = 0.3;
@@ -179,7 +171,7 @@ TEST(ClusterPolicyFactoryTest, NamesAndBadOptions) {
   config.self = "";
   EXPECT_EQ(code(config), ErrorCode::kInvalidArgument);
   config.self = "a";
-  config.policy = "louvain";
+  config.policy = ClusterPolicyKind::kLouvain;
   config.recluster_every = -2;
   EXPECT_EQ(code(config), ErrorCode::kInvalidArgument);
 }

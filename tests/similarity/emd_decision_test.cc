@@ -33,18 +33,18 @@ TEST(EmdScoreTest, IsMinusThePositiveExcess) {
 }
 
 TEST(EmdMetricTest, ScoresTheExchangedExcess) {
-  auto metric = MakeSimilarityMetric("emd");
-  ASSERT_TRUE(metric.ok());
-  EXPECT_EQ((*metric)->Name(), "emd");
-  EXPECT_FALSE((*metric)->Needs().weights);
-  EXPECT_TRUE((*metric)->Needs().exchanged_score);
-  EXPECT_FALSE((*metric)->Needs().initial_weights);
-  EXPECT_FALSE((*metric)->Needs().own_data_loss);
+  auto metric = MakeSimilarityMetric(MetricKind::kEmd);
+  ASSERT_TRUE(metric);
+  EXPECT_EQ(metric->Name(), "emd");
+  EXPECT_FALSE(metric->Needs().weights);
+  EXPECT_TRUE(metric->Needs().exchanged_score);
+  EXPECT_FALSE(metric->Needs().initial_weights);
+  EXPECT_FALSE(metric->Needs().own_data_loss);
   MetricInput input;  // no weights at all: the metric must not read them
   input.exchanged_score = 0.25;
-  EXPECT_EQ(*(*metric)->Score(input), -0.25);
+  EXPECT_EQ(*metric->Score(input), -0.25);
   input.exchanged_score = -0.01;
-  Result<double> same = (*metric)->Score(input);
+  Result<double> same = metric->Score(input);
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(*same, 0.0);
   EXPECT_FALSE(std::signbit(*same));

@@ -4,17 +4,23 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "topology/dac_sampler.h"
+#include "topology/sampler_factory.h"
 
 namespace meshlearn::topology {
 namespace {
 
-SamplerConfig Config(const std::string& sampler) {
+// The config of sampler `name` for node "a", with every node's cluster.
+SamplerConfig Config(std::string_view name) {
   SamplerConfig config;
-  config.sampler = sampler;
+  std::optional<SamplerKind> kind = ValueNamed(SamplerKindNames(), name);
+  EXPECT_TRUE(kind.has_value()) << name;
+  config.sampler = kind.value_or(SamplerKind::kDac);
   config.self = "a";
   config.clusters = {{"a", 0}, {"b", 1}, {"c", 0}, {"d", 0}, {"e", 1}};
   return config;
@@ -28,25 +34,26 @@ std::unique_ptr<PeerSampler> Make(const SamplerConfig& config,
   return std::move(sampler).value();
 }
 
-TEST(SamplerFactoryTest, BuildsEverySamplerByItsName) {
-  EXPECT_EQ(PeerSamplerNames(),
+TEST(SamplerFactoryTest, BuildsEverySamplerOfTheTableUnderItsName) {
+  EXPECT_EQ(NamesOf(SamplerKindNames()),
             (std::vector<std::string>{"dac", "random", "oracle", "local", "emd_cluster", "louvain",
                                       "temperature", "centroid_cluster"}));
-  for (const std::string& name : PeerSamplerNames()) {
-    auto sampler = MakePeerSampler(Config(name));
-    ASSERT_TRUE(sampler.ok()) << name;
-    EXPECT_EQ((*sampler)->Name(), name);
+  for (const NamedValue<SamplerKind>& entry : SamplerKindNames()) {
+    auto sampler = MakePeerSampler(Config(entry.name));
+    ASSERT_TRUE(sampler.ok()) << entry.name;
+    EXPECT_EQ((*sampler)->Name(), entry.name);
     EXPECT_EQ((*sampler)->self(), "a");
   }
 }
 
-TEST(SamplerFactoryTest, ParsesDacOptions) {
+TEST(SamplerFactoryTest, NamesTheDacOptionsAndPassesThemToTheSampler) {
+  EXPECT_EQ(NamesOf(UnscoredRuleNames()), (std::vector<std::string>{"exclude", "zero"}));
+  EXPECT_EQ(NamesOf(TauScheduleNames()), (std::vector<std::string>{"constant", "sigmoid"}));
+  EXPECT_EQ(NamesOf(ScoreNormalizationNames()), (std::vector<std::string>{"none", "minmax"}));
+  EXPECT_EQ(NamesOf(TwoHopRuleNames()), (std::vector<std::string>{"largest", "smallest", "off"}));
   SamplerConfig config = Config("dac");
-  config.tau = 140;
-  config.unscored = "zero";
-  config.tau_schedule = "sigmoid";
-  config.normalize = "minmax";
-  config.two_hop = "smallest";
+  config.dac = {140, UnscoredRule::kZero, TauSchedule::kSigmoid, ScoreNormalization::kMinMax,
+                TwoHopRule::kSmallest};
   auto sampler = MakePeerSampler(config);
   ASSERT_TRUE(sampler.ok());
   const DacOptions& options = dynamic_cast<const DacSampler&>(**sampler).options();
@@ -57,20 +64,11 @@ TEST(SamplerFactoryTest, ParsesDacOptions) {
   EXPECT_EQ(options.two_hop, TwoHopRule::kSmallest);
 }
 
-TEST(SamplerFactoryTest, RejectsUnknownNamesAndOptionsNamingTheAcceptedOnes) {
-  auto unknown = MakePeerSampler(Config("louvian"));
-  ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(unknown.status().message().find("dac, random, oracle, local"), std::string::npos);
-
-  for (auto bad : {&SamplerConfig::unscored, &SamplerConfig::tau_schedule,
-                   &SamplerConfig::normalize, &SamplerConfig::two_hop}) {
-    SamplerConfig config = Config("dac");
-    config.*bad = "nonsense";
-    EXPECT_EQ(MakePeerSampler(config).status().code(), ErrorCode::kInvalidArgument);
-  }
+TEST(SamplerFactoryTest, RejectsUnknownNamesAndBadOptions) {
+  EXPECT_FALSE(ValueNamed(SamplerKindNames(), "louvian").has_value());
+  EXPECT_FALSE(ValueNamed(TwoHopRuleNames(), "nonsense").has_value());
   SamplerConfig negative = Config("dac");
-  negative.tau = -1;
+  negative.dac.tau = -1;
   EXPECT_FALSE(MakePeerSampler(negative).ok());
   SamplerConfig anonymous = Config("random");
   anonymous.self = "";
@@ -78,6 +76,21 @@ TEST(SamplerFactoryTest, RejectsUnknownNamesAndOptionsNamingTheAcceptedOnes) {
   SamplerConfig unclustered = Config("oracle");
   unclustered.clusters = {{"b", 1}};
   EXPECT_FALSE(MakePeerSampler(unclustered).ok());
+}
+
+TEST(SamplerFactoryTest, OnlyTheClusterSamplersTakeACluster) {
+  for (const NamedValue<SamplerKind>& entry : SamplerKindNames()) {
+    auto sampler = Make(Config(entry.name), {"b", "c", "d"});
+    bool clustered = sampler->SetCluster(std::vector<std::string>{"c"});
+    bool cluster_kind = entry.value == SamplerKind::kLouvain ||
+                        entry.value == SamplerKind::kTemperature ||
+                        entry.value == SamplerKind::kCentroidCluster;
+    EXPECT_EQ(clustered, cluster_kind) << entry.name;
+    if (cluster_kind) {
+      EXPECT_DOUBLE_EQ(sampler->Find("c")->probability, 1.0) << entry.name;
+      EXPECT_DOUBLE_EQ(sampler->Find("b")->probability, 0.0) << entry.name;
+    }
+  }
 }
 
 TEST(RandomSamplerTest, IsUniformOverKnownPeersAndIgnoresScores) {

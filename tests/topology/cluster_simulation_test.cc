@@ -18,6 +18,7 @@
 #include "similarity/cluster_policy.h"
 #include "similarity/clustering.h"
 #include "topology/baseline_samplers.h"
+#include "topology/sampler_factory.h"
 
 namespace meshlearn::topology {
 namespace {
@@ -68,7 +69,9 @@ Outcome RunNode(const std::vector<int>& sizes, similarity::ClusterPolicyConfig c
   auto policy = similarity::MakeClusterPolicy(config);
   EXPECT_TRUE(policy.ok()) << policy.status().ToString();
   SamplerConfig sampler_config;
-  sampler_config.sampler = config.policy;
+  sampler_config.sampler = config.policy == similarity::ClusterPolicyKind::kLouvain
+                               ? SamplerKind::kLouvain
+                               : SamplerKind::kTemperature;
   sampler_config.self = PeerId(0);
   auto made = MakePeerSampler(sampler_config);
   EXPECT_TRUE(made.ok()) << made.status().ToString();
@@ -130,17 +133,17 @@ void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
 
 std::vector<Case> Cases() {
   similarity::ClusterPolicyConfig louvain;
-  louvain.policy = "louvain";
+  louvain.policy = similarity::ClusterPolicyKind::kLouvain;
   louvain.cluster_after = 20;
   louvain.recluster_every = 5;
   similarity::ClusterPolicyConfig temperature;
-  temperature.policy = "temperature";
+  temperature.policy = similarity::ClusterPolicyKind::kTemperature;
   temperature.cluster_after = 20;
-  temperature.algorithm = "agglomerative";
-  temperature.linkage = "average";
+  temperature.algorithm = similarity::ClusterAlgorithm::kAgglomerative;
+  temperature.linkage = similarity::Linkage::kAverage;
   temperature.distance_threshold = 0.6;
   similarity::ClusterPolicyConfig temperature_louvain = temperature;
-  temperature_louvain.algorithm = "louvain";
+  temperature_louvain.algorithm = similarity::ClusterAlgorithm::kLouvain;
   return {{"louvain", louvain},
           {"temperature", temperature},
           {"temperature_louvain", temperature_louvain}};

@@ -15,6 +15,7 @@
 
 #include "similarity/metric.h"
 #include "topology/sampler.h"
+#include "topology/sampler_factory.h"
 
 namespace meshlearn::topology {
 namespace {
@@ -46,17 +47,17 @@ struct SimResult {
 
 std::string NodeId(int n) { return "node-" + std::to_string(n); }
 
-SamplerConfig Config(const std::string& sampler, double tau = 30) {
+SamplerConfig Config(SamplerKind sampler, double tau = 30) {
   SamplerConfig config;
   config.sampler = sampler;
-  config.tau = tau;
+  config.dac.tau = tau;
   return config;
 }
 
-// Runs the mesh with `config` (self and clusters filled in per node) and the metric `metric_name`.
+// Runs the mesh with `config` (self and clusters filled in per node) and the metric `metric_kind`.
 // Node `poisoned` (if >= 0) publishes its weights sign-flipped and a score row that rates every
 // node 1; its samples count as out-of-cluster.
-SimResult RunMesh(SamplerConfig config, const std::string& metric_name, uint64_t seed,
+SimResult RunMesh(SamplerConfig config, similarity::MetricKind metric_kind, uint64_t seed,
                   int poisoned = -1) {
   std::mt19937_64 world(seed);
   std::normal_distribution<float> gauss(0, 1);
@@ -85,8 +86,8 @@ SimResult RunMesh(SamplerConfig config, const std::string& metric_name, uint64_t
       }
     }
   }
-  auto metric = similarity::MakeSimilarityMetric(metric_name);
-  EXPECT_TRUE(metric.ok());
+  std::unique_ptr<similarity::SimilarityMetric> metric =
+      similarity::MakeSimilarityMetric(metric_kind);
 
   SimResult result;
   for (int round = 1; round <= kRounds; ++round) {
@@ -115,7 +116,7 @@ SimResult RunMesh(SamplerConfig config, const std::string& metric_name, uint64_t
         similarity::MetricInput input;
         input.own = node.weights;
         input.peer = published[j];
-        Result<double> score = (*metric)->Score(input);
+        Result<double> score = metric->Score(input);
         EXPECT_TRUE(score.ok()) << score.status().ToString();
         observations.push_back({drawn.peer, *score, rows[j]});
         for (size_t d = 0; d < kDim; ++d) merged[d] += published[j][d];
@@ -139,7 +140,8 @@ SimResult RunMesh(SamplerConfig config, const std::string& metric_name, uint64_t
 
 TEST(SimulationTest, DacWithCosineWeightsSamplesInClusterAfterTwentyRounds) {
   for (uint64_t seed : {1, 2, 3}) {
-    const SimResult result = RunMesh(Config("dac", 30), "cos_weights", seed);
+    const SimResult result =
+        RunMesh(Config(SamplerKind::kDac, 30), similarity::MetricKind::kCosWeights, seed);
     EXPECT_EQ(result.samples, kNodes * int{kSampled} * kCountedRounds);
     EXPECT_GE(result.InClusterRate(), 0.90) << "seed " << seed;
     RecordProperty("in_cluster_rate_seed_" + std::to_string(seed),
@@ -151,7 +153,8 @@ TEST(SimulationTest, DacWithCosineWeightsSamplesInClusterAfterTwentyRounds) {
 TEST(SimulationTest, DacStarvesASignFlippingPeer) {
   // DESIGN.md "Reliability": a poisoned peer must end with near-zero sampling probability. Node 0
   // sends its weights negated (cosine about -1 with its cluster) and a row that vouches for all.
-  const SimResult result = RunMesh(Config("dac", 30), "cos_weights", 1, /*poisoned=*/0);
+  const SimResult result = RunMesh(Config(SamplerKind::kDac, 30),
+                                   similarity::MetricKind::kCosWeights, 1, /*poisoned=*/0);
   EXPECT_GE(result.InClusterRate(), 0.90);
   EXPECT_LE(result.poisoned_samples, result.samples / 100);
   EXPECT_LT(result.poisoned_max_probability, 1e-4);
@@ -162,7 +165,8 @@ TEST(SimulationTest, DacStarvesASignFlippingPeer) {
 
 TEST(SimulationTest, RandomSamplesInClusterAboutNineInTwentyNine) {
   for (uint64_t seed : {1, 2, 3}) {
-    const SimResult result = RunMesh(Config("random"), "cos_weights", seed);
+    const SimResult result =
+        RunMesh(Config(SamplerKind::kRandom), similarity::MetricKind::kCosWeights, seed);
     EXPECT_EQ(result.samples, kNodes * int{kSampled} * kCountedRounds);
     // 9 of the 29 peers share a node's cluster: 31%.
     EXPECT_GE(result.InClusterRate(), 0.20) << "seed " << seed;
@@ -172,13 +176,15 @@ TEST(SimulationTest, RandomSamplesInClusterAboutNineInTwentyNine) {
 }
 
 TEST(SimulationTest, OracleSamplesOnlyInCluster) {
-  const SimResult result = RunMesh(Config("oracle"), "cos_weights", 1);
+  const SimResult result =
+      RunMesh(Config(SamplerKind::kOracle), similarity::MetricKind::kCosWeights, 1);
   EXPECT_EQ(result.samples, kNodes * int{kSampled} * kCountedRounds);
   EXPECT_EQ(result.in_cluster, result.samples);
 }
 
 TEST(SimulationTest, LocalSamplesNothing) {
-  const SimResult result = RunMesh(Config("local"), "cos_weights", 1);
+  const SimResult result =
+      RunMesh(Config(SamplerKind::kLocal), similarity::MetricKind::kCosWeights, 1);
   EXPECT_EQ(result.samples, 0);
 }
 

@@ -8,7 +8,6 @@
 #include <filesystem>
 
 #include "tests/training/test_support.h"
-#include "training/atomic_file.h"
 
 namespace meshlearn::training {
 namespace {
@@ -74,18 +73,6 @@ TEST(ShardFile, TruncatedForeignAndNewerFilesAreRejected) {
   Result<ClientShard> missing = ReadShard(dir + "/absent.shard");
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
   EXPECT_NE(missing.status().message().find("absent.shard"), std::string::npos);
-}
-
-TEST(AtomicFile, ReplacesWholeFilesAndReportsMissingOnes) {
-  const std::string path = TempDir() + "/nested/folder/file.bin";
-  ASSERT_TRUE(WriteFileAtomically(path, std::string("first version, long", 19)).ok());
-  ASSERT_TRUE(WriteFileAtomically(path, std::string("2nd\0", 4)).ok());
-  Result<std::string> back = ReadWholeFile(path);
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(*back, std::string("2nd\0", 4));
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
-  EXPECT_EQ(ReadWholeFile(path + ".absent").status().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(WriteFileAtomically("/proc/meshlearn/x", "y").code(), ErrorCode::kIoError);
 }
 
 }  // namespace

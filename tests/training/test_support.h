@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/fresh_dir.h"
 #include "training/dataset.h"
 #include "training/partition.h"
 
@@ -17,14 +18,7 @@ namespace meshlearn::training::testing {
 inline const std::string kFixtureDir = "tests/training/fixtures";
 
 // A fresh, empty folder for this test, under the system temp folder.
-inline std::string TempDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "meshlearn-training-test" /
-                              (std::string(info->test_suite_name()) + "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+inline std::string TempDir() { return meshlearn::testing::FreshTestDir("meshlearn-training-test"); }
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;

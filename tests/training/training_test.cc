@@ -28,7 +28,7 @@ const ClientShard& FashionClient() {
   return shard;
 }
 
-std::unique_ptr<Model> Make(const std::string& architecture, std::vector<int64_t> input_shape,
+std::unique_ptr<Model> Make(Architecture architecture, std::vector<int64_t> input_shape,
                             int64_t outputs) {
   ModelSpec spec;
   spec.architecture = architecture;
@@ -44,7 +44,7 @@ std::unique_ptr<Model> Make(const std::string& architecture, std::vector<int64_t
 double TrainAndTestAccuracy(Model& model, int epochs) {
   const ClientShard& client = FashionClient();
   TrainConfig config;
-  config.optimizer = {.name = "adam", .learning_rate = 1e-3};
+  config.optimizer = {.kind = OptimizerKind::kAdam, .learning_rate = 1e-3};
   config.batch_size = 8;
   config.epochs = epochs;
   Result<TrainStats> stats = TrainLocal(model, client.train, config, 9);
@@ -56,7 +56,7 @@ double TrainAndTestAccuracy(Model& model, int epochs) {
 }
 
 TEST(LocalTraining, CnnReaches75PercentOnFashionMnistFrom2000Images) {
-  auto model = Make("cnn", {1, 28, 28}, 10);
+  auto model = Make(Architecture::kCnn, {1, 28, 28}, 10);
   const double before = Evaluate(*model, FashionClient().test)->accuracy;
   const double after = TrainAndTestAccuracy(*model, 5);
   std::printf("cnn: test accuracy %.4f before, %.4f after 5 epochs on 2,000 images\n", before,
@@ -66,8 +66,8 @@ TEST(LocalTraining, CnnReaches75PercentOnFashionMnistFrom2000Images) {
 }
 
 TEST(LocalTraining, TorchScriptMlpTrainsLikeTheBuiltinMlp) {
-  auto builtin = Make("mlp", {1, 28, 28}, 10);
-  auto script = Make("torchscript", {1, 28, 28}, 10);
+  auto builtin = Make(Architecture::kMlp, {1, 28, 28}, 10);
+  auto script = Make(Architecture::kTorchScript, {1, 28, 28}, 10);
   const double builtin_accuracy = TrainAndTestAccuracy(*builtin, 2);
   const double script_accuracy = TrainAndTestAccuracy(*script, 2);
   std::printf("mlp: builtin %.4f, torchscript %.4f test accuracy after 2 epochs\n",
@@ -81,9 +81,10 @@ TEST(LocalTraining, LinearModelReachesTwiceTheNoiseVarianceOnSyntheticData) {
   const PartitionConfig c = testing::SizedConfig(ShiftKind::kSynthetic, 1, 500, 100, 1000, 5);
   auto shards = BuildClientShards({}, c);
   ASSERT_TRUE(shards.ok());
-  auto model = Make("linear", {10}, 1);
+  auto model = Make(Architecture::kLinear, {10}, 1);
   TrainConfig config;
-  config.optimizer = {.name = "sgd", .learning_rate = 0.003};  // the authors' plain SGD
+  config.optimizer = {.kind = OptimizerKind::kSgd,
+                      .learning_rate = 0.003};  // the authors' plain SGD
   config.epochs = 20;
   ASSERT_TRUE(TrainLocal(*model, (*shards)[0].train, config, 1).ok());
   Result<Evaluation> test = Evaluate(*model, (*shards)[0].test);
@@ -99,19 +100,20 @@ Dataset SmallImages() {
 }
 
 TEST(LocalTraining, SameSeedSameWeightsAfterTraining) {
-  auto a = Make("cnn", {1, 28, 28}, 10), b = Make("cnn", {1, 28, 28}, 10);
+  auto a = Make(Architecture::kCnn, {1, 28, 28}, 10), b = Make(Architecture::kCnn, {1, 28, 28}, 10);
   TrainConfig config;
-  config.optimizer = {.name = "sgd", .learning_rate = 0.01, .momentum = 0.9, .weight_decay = 1e-4};
+  config.optimizer = {
+      .kind = OptimizerKind::kSgd, .learning_rate = 0.01, .momentum = 0.9, .weight_decay = 1e-4};
   ASSERT_TRUE(TrainLocal(*a, SmallImages(), config, 4).ok());
   ASSERT_TRUE(TrainLocal(*b, SmallImages(), config, 4).ok());
   EXPECT_EQ(a->Parameters(), b->Parameters());
-  auto c = Make("cnn", {1, 28, 28}, 10);
+  auto c = Make(Architecture::kCnn, {1, 28, 28}, 10);
   ASSERT_TRUE(TrainLocal(*c, SmallImages(), config, 5).ok());
   EXPECT_NE(a->Parameters(), c->Parameters());
 }
 
 TEST(WeightsLoss, MatchesEvaluationOfThoseWeightsAndLeavesThePrototypeAlone) {
-  auto model = Make("mlp", {1, 28, 28}, 10);
+  auto model = Make(Architecture::kMlp, {1, 28, 28}, 10);
   const Dataset data = SmallImages();
   const std::vector<float> initial = model->Parameters();
   Result<WeightsLossFn> loss_of = MakeWeightsLossFn(*model, data);
@@ -129,13 +131,13 @@ TEST(WeightsLoss, MatchesEvaluationOfThoseWeightsAndLeavesThePrototypeAlone) {
 }
 
 TEST(LocalTraining, BadConfigurationsAndDataAreRejected) {
-  auto model = Make("mlp", {1, 28, 28}, 10);
+  auto model = Make(Architecture::kMlp, {1, 28, 28}, 10);
   const Dataset data = SmallImages();
   TrainConfig config;
-  config.optimizer.name = "rmsprop";
+  EXPECT_EQ(NamesOf(OptimizerKindNames()), (std::vector<std::string>{"adam", "sgd"}));
+  config.optimizer.learning_rate = 0;
   Result<TrainStats> r = TrainLocal(*model, data, config, 1);
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("allowed: adam, sgd"), std::string::npos);
   config = TrainConfig{};
   config.batch_size = 0;
   EXPECT_EQ(TrainLocal(*model, data, config, 1).status().code(), ErrorCode::kInvalidArgument);
@@ -154,7 +156,7 @@ TEST(LocalTraining, BadConfigurationsAndDataAreRejected) {
 }
 
 TEST(LocalTraining, DivergingTrainingIsReportedNotHidden) {
-  auto model = Make("linear", {10}, 1);
+  auto model = Make(Architecture::kLinear, {10}, 1);
   Dataset d;
   d.task = Task::kRegression;
   d.sample_shape = {10};
@@ -163,7 +165,7 @@ TEST(LocalTraining, DivergingTrainingIsReportedNotHidden) {
     d.targets.push_back(1e6f);
   }
   TrainConfig config;
-  config.optimizer = {.name = "sgd", .learning_rate = 10.0};
+  config.optimizer = {.kind = OptimizerKind::kSgd, .learning_rate = 10.0};
   config.epochs = 5;
   EXPECT_EQ(TrainLocal(*model, d, config, 1).status().code(), ErrorCode::kNonFinite);
 }

@@ -29,7 +29,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
-#include "node/transport.h"
+#include "node/zmq_transport.h"
 #include "protocol/codec.h"
 #include "tools/bench/comparison.h"
 
@@ -102,7 +102,7 @@ void BM_FetchVsRawZmq(benchmark::State& state) {
   server_options.node_id = "server";
   server_options.listen_endpoint = "tcp://127.0.0.1:0";
   node::Transport* server_transport = nullptr;
-  auto server = node::Transport::Start(server_options, [&](node::InboundRequest request) {
+  auto server = node::StartZmqTransport(server_options, [&](node::InboundRequest request) {
     Result<Message> get_model = Decode(request.frames);
     Message reply = snapshot;  // shares the weights
     reply.envelope.request_id = get_model.ok() ? get_model->envelope.request_id : 0;
@@ -111,7 +111,7 @@ void BM_FetchVsRawZmq(benchmark::State& state) {
   node::TransportOptions client_options;
   client_options.node_id = "client";
   client_options.listen_endpoint = "tcp://127.0.0.1:0";
-  auto client = node::Transport::Start(client_options, [](node::InboundRequest) {});
+  auto client = node::StartZmqTransport(client_options, [](node::InboundRequest) {});
   if (!server.ok() || !client.ok()) {
     state.SkipWithError("cannot start the transports");
     return;

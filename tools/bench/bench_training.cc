@@ -60,7 +60,7 @@ BENCHMARK(BM_FedAvgVsMemcpy)->UseManualTime()->Unit(benchmark::kMillisecond)->Mi
 
 // Training steps per second at batch 8 on one thread, over 800 random 28x28 images (one epoch
 // = 100 optimiser steps, Adam).
-void TrainingSteps(benchmark::State& state, const char* architecture) {
+void TrainingSteps(benchmark::State& state, training::Architecture architecture) {
   if (!training::SetComputeThreads(1).ok()) state.SkipWithError("cannot set threads");
   training::ModelSpec spec;
   spec.architecture = architecture;
@@ -96,8 +96,12 @@ void TrainingSteps(benchmark::State& state, const char* architecture) {
   state.counters["steps_per_s"] =
       benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
 }
-void BM_TrainStepsCnn(benchmark::State& state) { TrainingSteps(state, "cnn"); }
-void BM_TrainStepsMlp(benchmark::State& state) { TrainingSteps(state, "mlp"); }
+void BM_TrainStepsCnn(benchmark::State& state) {
+  TrainingSteps(state, training::Architecture::kCnn);
+}
+void BM_TrainStepsMlp(benchmark::State& state) {
+  TrainingSteps(state, training::Architecture::kMlp);
+}
 BENCHMARK(BM_TrainStepsCnn)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainStepsMlp)->Unit(benchmark::kMillisecond);
 

@@ -17,12 +17,12 @@
 
 #include <spdlog/sinks/basic_file_sink.h>
 
+#include "base/atomic_file.h"
 #include "node/config.h"
 #include "node/curve_keys.h"
 #include "node/free_port.h"
 #include "node/logging.h"
 #include "node/node.h"
-#include "training/atomic_file.h"
 #include "training/readers.h"
 #include "training/shard_file.h"
 
@@ -183,7 +183,9 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
                                  dir + "/node-" + partition.ids[i], peers, clusters, (*security)[i],
                                  attacker);
     if (!config.ok()) return config.status();
-    config->log_level = log_level;
+    auto level = ParseLogLevel(log_level);
+    if (!level.ok()) return level.status().WithContext("--log-level");
+    config->log_level = *level;
     configs.push_back(std::move(*config));
   }
   return configs;
@@ -242,8 +244,7 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
   std::vector<pid_t> pids(configs.size(), 0);
   for (size_t i = 0; i < configs.size(); ++i) {
     std::string config_path = run.nodes[i].dir + "/node.toml";
-    MESHLEARN_RETURN_IF_ERROR(
-        training::WriteFileAtomically(config_path, node::RenderNodeConfig(configs[i])));
+    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(config_path, node::RenderNodeConfig(configs[i])));
     auto pid = Spawn(options.node_binary, config_path, run.nodes[i].dir + "/node.log");
     if (!pid.ok()) {
       for (pid_t p : pids) {
@@ -303,9 +304,10 @@ Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds
                     const std::atomic<bool>& interrupt, MethodRun& run) {
   std::vector<std::unique_ptr<node::Node>> nodes;
   for (size_t i = 0; i < configs.size(); ++i) {
-    auto level = ParseLogLevel(configs[i].log_level);
     auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run.nodes[i].dir + "/node.log");
-    auto node = node::Node::Create(configs[i], MakeNodeLogger(configs[i].id, *level, sink));
+    node::NodeOptions options;
+    options.logger = MakeNodeLogger(configs[i].id, configs[i].log_level, sink);
+    auto node = node::Node::Create(configs[i], std::move(options));
     if (!node.ok()) return node.status().WithContext(configs[i].id);
     nodes.push_back(std::move(*node));
   }
@@ -360,33 +362,34 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
     pools.push_back(std::move(*pool));
     return Status::Ok();
   };
-  if (d.dataset == "fashion-mnist" || d.dataset == "mnist+fashion-mnist") {
+  if (d.dataset == DatasetKind::kFashionMnist || d.dataset == DatasetKind::kMnistFashionMnist) {
     MESHLEARN_RETURN_IF_ERROR(
         add(training::ReadFashionMnist(training::kDebianFashionMnistDir, "train")));
     MESHLEARN_RETURN_IF_ERROR(
         add(training::ReadFashionMnist(training::kDebianFashionMnistDir, "t10k")));
   }
-  if (d.dataset == "mnist" || d.dataset == "mnist+fashion-mnist") {
+  if (d.dataset == DatasetKind::kMnist || d.dataset == DatasetKind::kMnistFashionMnist) {
     MESHLEARN_RETURN_IF_ERROR(add(training::ReadMnistDigitsJson(MnistDigitsDir())));
   }
-  if (d.dataset == "idx") {
+  if (d.dataset == DatasetKind::kIdx) {
     MESHLEARN_RETURN_IF_ERROR(add(training::ReadIdx(d.images, d.labels)));
     if (!d.test_images.empty()) {
       MESHLEARN_RETURN_IF_ERROR(add(training::ReadIdx(d.test_images, d.test_labels)));
     }
   }
-  if (d.dataset == "csv") {
+  if (d.dataset == DatasetKind::kCsv) {
     training::CsvOptions csv;
     csv.label_column = d.label_column;
-    csv.task =
-        d.task == "regression" ? training::Task::kRegression : training::Task::kClassification;
+    csv.task = d.task;
     MESHLEARN_RETURN_IF_ERROR(add(training::ReadCsv(d.csv_path, csv)));
   }
-  if (d.dataset == "fashion-mnist" || (d.dataset == "idx" && pools.size() == 2)) {
+  if (d.dataset == DatasetKind::kFashionMnist ||
+      (d.dataset == DatasetKind::kIdx && pools.size() == 2)) {
     sources.push_back({&pools[0], &pools[1], 0});
-  } else if (d.dataset == "mnist" || d.dataset == "idx" || d.dataset == "csv") {
+  } else if (d.dataset == DatasetKind::kMnist || d.dataset == DatasetKind::kIdx ||
+             d.dataset == DatasetKind::kCsv) {
     sources.push_back({&pools[0], nullptr, 0});
-  } else if (d.dataset == "mnist+fashion-mnist") {
+  } else if (d.dataset == DatasetKind::kMnistFashionMnist) {
     // Domain shift: cluster 0 holds MNIST digits, cluster 1 Fashion-MNIST with labels + 10.
     sources.push_back({&pools[2], nullptr, 0});
     sources.push_back({&pools[0], &pools[1], 10});
@@ -409,7 +412,7 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
     clusters_csv += id + "," + std::to_string(shard.cluster_id) + "\n";
   }
   partition.num_clusters = max_cluster + 1;
-  MESHLEARN_RETURN_IF_ERROR(training::WriteFileAtomically(out_dir + "/clusters.csv", clusters_csv));
+  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/clusters.csv", clusters_csv));
   return partition;
 }
 
@@ -428,7 +431,7 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
     NodeRun n;
     n.id = partition.ids[i];
     n.cluster = partition.clusters[i];
-    n.attacker = (*configs)[i].attack != "none";
+    n.attacker = (*configs)[i].attack != node::AttackKind::kNone;
     n.dir = run.dir + "/node-" + n.id;
     std::filesystem::create_directories(n.dir, ec);
     if (ec) return Status::IoError(n.dir + ": " + ec.message());

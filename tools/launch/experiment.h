@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "node/outputs.h"
-#include "protocol/status.h"
 #include "tools/launch/scenario.h"
 
 namespace meshlearn::launch {

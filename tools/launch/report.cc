@@ -6,10 +6,10 @@
 #include <map>
 #include <sstream>
 
+#include "base/atomic_file.h"
 #include "similarity/clustering.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
-#include "training/atomic_file.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -97,7 +97,7 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
     if (s.cluster_round) csv << *s.cluster_round;
     csv << ',' << s.attackers << '\n';
   }
-  return training::WriteFileAtomically(path, csv.str());
+  return WriteFileAtomically(path, csv.str());
 }
 
 std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clusters) {
@@ -161,7 +161,7 @@ Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partiti
   std::vector<std::vector<bool>> accepted(n, std::vector<bool>(n, false));
   bool any = false;
   for (size_t i = 0; i < n; ++i) {
-    auto text = training::ReadWholeFile(run.nodes[i].dir + "/emd.csv");
+    auto text = ReadWholeFile(run.nodes[i].dir + "/emd.csv");
     if (!text.ok()) continue;
     any = true;
     std::istringstream lines(*text);
@@ -201,7 +201,7 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
   PolicyClusters found;
   for (size_t i = 0; i < n; ++i) {
     std::string path = run.nodes[i].dir + "/cluster.csv";
-    auto text = training::ReadWholeFile(path);
+    auto text = ReadWholeFile(path);
     if (!text.ok()) continue;
     std::istringstream lines(*text);
     std::string line;

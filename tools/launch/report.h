@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "tools/launch/experiment.h"
 
 namespace meshlearn::launch {

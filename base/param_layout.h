@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/status.h"
+#include "base/status.h"
 
 namespace meshlearn {
 

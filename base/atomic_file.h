@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/status.h"
+#include "base/status.h"
 
-namespace meshlearn::training {
+namespace meshlearn {
 
 // Replaces the file at `path` with `bytes` so that a crash leaves either the old or the new
 // contents, never a mix: writes "<path>.tmp", fsyncs it, renames it over `path` and fsyncs the
@@ -20,4 +20,4 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 // a regular file), kIoError when it cannot be read.
 Result<std::string> ReadWholeFile(const std::string& path);
 
-}  // namespace meshlearn::training
+}  // namespace meshlearn

@@ -1,4 +1,4 @@
-#include "protocol/status.h"
+#include "base/status.h"
 
 namespace meshlearn {
 

@@ -1,4 +1,4 @@
-#include "training/atomic_file.h"
+#include "base/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace meshlearn::training {
+namespace meshlearn {
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -53,4 +53,4 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return bytes;
 }
 
-}  // namespace meshlearn::training
+}  // namespace meshlearn

@@ -1,0 +1,387 @@
+#include "node/emd_exchange.h"
+
+#include <algorithm>
+
+#include "base/stable_hash.h"
+#include "similarity/emd_decision.h"
+#include "similarity/projection.h"
+
+namespace meshlearn::node {
+namespace {
+
+// EMD requests wait this many round deadlines (embedding takes a model load and a forward pass).
+constexpr int kEmdDeadlineRounds = 4;
+
+}  // namespace
+
+EmdExchange::EmdExchange(EmdExchangeConfig config, NodeServices node, Membership& membership,
+                         const ModelServer& server)
+    : config_(std::move(config)),
+      node_(node),
+      membership_(membership),
+      server_(server),
+      witness_(HoldLimit(), node.requests, node.log),
+      witness_rng_(StableHash(node.requests.self() + "/witness", config_.nonce)) {}
+
+Clock::duration EmdExchange::HoldLimit() const {
+  return kEmdDeadlineRounds * config_.round_deadline;
+}
+
+// ---- requester ----------------------------------------------------------------------------
+
+void EmdExchange::OnRoundStart(int64_t round, TimePoint now, Actions& out) {
+  int64_t finished = round - 1;
+  if (config_.enabled &&
+      (finished == 0 || (config_.refresh > 0 && finished % config_.refresh == 0))) {
+    queue_.clear();
+    const topology::PeerTable& peers = membership_.peers();
+    for (const topology::PeerEntry& p : peers.Entries()) {
+      if (peers.IsSamplable(p.id, now) && membership_.NonceOf(p.id)) queue_.push_back(p.id);
+    }
+    node_.log.info("EMD exchange with {} peers", queue_.size());
+  }
+  SendRequests(now, out);
+}
+
+void EmdExchange::Track(SendRequest request, Pending pending, Actions& out) {
+  pending_[request.request_id] = std::move(pending);
+  out.push_back(std::move(request));
+}
+
+void EmdExchange::SendRequests(TimePoint now, Actions& out) {
+  size_t budget =
+      config_.peers_per_round > 0 ? static_cast<size_t>(config_.peers_per_round) : queue_.size();
+  FloatArray phi = server_.RoundZeroWeights();  // φ_i: the model after the first local training
+  if (!queue_.empty() && server_.HavePublished() && phi.size() != config_.layout.total_floats()) {
+    node_.log.warn(
+        "no embedding model to send (round 0 produced no weights); EMD exchange skipped");
+    queue_.clear();
+    return;
+  }
+  while (budget > 0 && !queue_.empty() && server_.HavePublished()) {
+    std::string peer = queue_.front();
+    queue_.erase(queue_.begin());
+    const topology::PeerEntry* entry = membership_.peers().Find(peer);
+    if (!entry) continue;
+    --budget;
+    uint64_t seed =
+        similarity::AgreedProjectionSeed(config_.nonce, membership_.NonceOf(peer).value_or(0));
+    TimePoint deadline = now + HoldLimit();
+    if (config_.witness) {
+      const topology::PeerEntry* witness = PickWitness(peer, now);
+      if (!witness) {
+        node_.log.warn("no third peer can witness the EMD exchange with {}; skipped", peer);
+        continue;
+      }
+      WitnessTarget target{{witness->id, witness->endpoint, witness->public_key}, witness_rng_()};
+      WitnessEmbedRequest request;
+      request.projection_seed = seed;
+      request.max_samples = config_.max_samples;
+      request.session = target.session;
+      request.witness = target.witness;
+      request.layout = config_.layout;
+      request.weights = phi;
+      Pending pending{Kind::kWitnessEmbed, peer};
+      pending.session = target.session;
+      // The responder answers only after the witness did, which may take the witness's whole
+      // hold limit; one more deadline covers its embedding.
+      Track(node_.requests.Open(Part::kEmd, *entry, std::move(request),
+                                deadline + config_.round_deadline),
+            pending, out);
+      ++jobs_running_;
+      out.push_back(
+          StartOwnProjection{OwnProjectionJob{peer, seed, config_.max_samples, std::move(target)}});
+      continue;
+    }
+    EmbedRequest request;
+    request.projection_seed = seed;
+    request.max_samples = config_.max_samples;
+    request.layout = config_.layout;
+    request.weights = phi;
+    Pending pending{Kind::kEmbed, peer};
+    pending.projection_seed = seed;
+    Track(node_.requests.Open(Part::kEmd, *entry, std::move(request), deadline), pending, out);
+  }
+}
+
+const topology::PeerEntry* EmdExchange::PickWitness(const std::string& peer, TimePoint now) {
+  const topology::PeerTable& peers = membership_.peers();
+  std::vector<std::string> candidates;
+  for (const topology::PeerEntry& p : peers.Entries()) {
+    if (p.id != peer && peers.IsSamplable(p.id, now) && membership_.NonceOf(p.id)) {
+      candidates.push_back(p.id);
+    }
+  }
+  if (candidates.empty()) return nullptr;
+  return peers.Find(candidates[witness_rng_() % candidates.size()]);
+}
+
+SendRequest EmdExchange::RequestToWitness(const PeerInfo& witness, WitnessRows rows,
+                                          TimePoint now) {
+  TimePoint deadline = now + HoldLimit();
+  // A witness we know is reached with the key we hold for it; otherwise with the requester's
+  // description (the transport still refuses keys off our allowlist).
+  if (const topology::PeerEntry* known = membership_.peers().Find(witness.id)) {
+    return node_.requests.Open(Part::kEmd, *known, std::move(rows), deadline);
+  }
+  return node_.requests.Open(Part::kEmd, witness, std::move(rows), deadline);
+}
+
+void EmdExchange::OnReply(uint64_t request_id, const Result<Message>& reply,
+                          const Status& failure_in, TimePoint now, Actions& out) {
+  auto it = pending_.find(request_id);
+  if (it == pending_.end()) return;
+  Pending pending = std::move(it->second);
+  pending_.erase(it);
+  Status failure = failure_in;
+  switch (pending.kind) {
+    case Kind::kEmbed: {
+      const auto* body = failure.ok() ? std::get_if<EmbedReply>(&reply->body) : nullptr;
+      if (!body) {
+        if (failure.ok())
+          failure = Status::Malformed("EmbedRequest was not answered with EmbedReply");
+        node_.log.warn("EMD exchange with {} failed: {}", pending.peer, failure.ToString());
+        return;
+      }
+      ++jobs_running_;
+      out.push_back(StartEmd{EmdJob{pending.peer,
+                                    {body->rows, body->cols, body->embeddings},
+                                    pending.projection_seed,
+                                    config_.max_samples}});
+      return;
+    }
+    case Kind::kDecision:
+      return;  // the peer echoes our decision as an acknowledgement
+    case Kind::kWitnessEmbed:
+      // The responder forwards the witness's answer to its rows; ours comes from the witness.
+      if (!failure.ok()) {
+        node_.log.warn("EMD exchange with {} (witnessed) failed at the peer: {}", pending.peer,
+                       failure.ToString());
+      }
+      return;
+    case Kind::kWitnessTrainRows:
+    case Kind::kWitnessValidationRows: {
+      const auto* result = failure.ok() ? std::get_if<WitnessResult>(&reply->body) : nullptr;
+      if (result && result->session != pending.session) {
+        failure = Status::Malformed("WitnessResult names another session");
+        result = nullptr;
+      }
+      if (!result && failure.ok()) {
+        failure = Status::Malformed("WitnessRows was not answered with WitnessResult");
+      }
+      if (pending.kind == Kind::kWitnessValidationRows) {
+        // We are the responder: pass the witness's answer on to the requester.
+        Body forwarded =
+            result ? Body(*result) : Body(Error{failure.code(), "witness: " + failure.message()});
+        out.push_back(
+            node_.requests.ReplyTo(pending.inbound, pending.inbound_request_id, forwarded));
+        return;
+      }
+      if (!result) {
+        node_.log.warn("witnessed EMD with {} failed: {}", pending.peer, failure.ToString());
+        return;
+      }
+      CompleteMeasure(pending.peer, result->emd, pending.reference, reply->envelope.sender, now,
+                      out);
+      return;
+    }
+  }
+}
+
+void EmdExchange::OnEmdDone(const EmdJob& job, const Result<EmdMeasure>& result, TimePoint now,
+                            Actions& out) {
+  --jobs_running_;
+  if (!result.ok()) {
+    node_.log.warn("EMD with {} failed: {}", job.peer, result.status().ToString());
+    return;
+  }
+  CompleteMeasure(job.peer, result->emd, result->reference, "", now, out);
+}
+
+void EmdExchange::OnOwnProjectionDone(const OwnProjectionJob& job,
+                                      const Result<OwnProjection>& result, TimePoint now,
+                                      Actions& out) {
+  --jobs_running_;
+  if (!result.ok()) {
+    node_.log.warn("could not project our rows for the EMD with {}: {}", job.peer,
+                   result.status().ToString());
+    return;
+  }
+  WitnessRows rows;
+  rows.session = job.target.session;
+  rows.requester = node_.requests.self();
+  rows.responder = job.peer;
+  rows.side = WitnessSide::kRequesterTrain;
+  rows.rows = result->train.rows;
+  rows.cols = result->train.cols;
+  rows.embeddings = result->train.values;
+  Pending pending{Kind::kWitnessTrainRows, job.peer};
+  pending.session = job.target.session;
+  pending.reference = result->reference;
+  Track(RequestToWitness(job.target.witness, std::move(rows), now), pending, out);
+}
+
+void EmdExchange::CompleteMeasure(const std::string& peer, double emd, double reference,
+                                  const std::string& witness, TimePoint now, Actions& out) {
+  EmdRow& row = rows_[peer];
+  row.peer = peer;
+  row.emd = emd;
+  row.reference = reference;
+  row.witness = witness;
+  row.accepted = similarity::AcceptPeer(emd, reference, config_.epsilon);
+  node_.log.info("EMD to {}: {:.4f} (reference {:.4f}{}{}): {}", peer, emd, reference,
+                 witness.empty() ? "" : ", witnessed by ", witness,
+                 *row.accepted ? "accepted" : "rejected");
+  if (config_.metric) {
+    similarity::MetricInput input;
+    input.exchanged_score = emd - reference;
+    auto score = similarity::EmdMetric().Score(input);
+    if (score.ok()) {
+      scores_[peer] = *score;
+    } else {
+      node_.log.warn("EMD score of {} unusable: {}", peer, score.status().ToString());
+    }
+  }
+  if (const topology::PeerEntry* entry = membership_.peers().Find(peer)) {
+    Track(node_.requests.Open(Part::kEmd, *entry, EmdDecision{*row.accepted, emd, reference},
+                              now + config_.round_deadline),
+          Pending{Kind::kDecision, peer}, out);
+  }
+  ApplyDecision(peer);
+}
+
+void EmdExchange::ApplyDecision(const std::string& peer) {
+  ++revision_;
+  const EmdRow& row = rows_[peer];
+  std::vector<topology::PeerObservation> observations;
+  auto score = scores_.find(peer);
+  if (config_.metric && score != scores_.end()) {
+    observations.push_back({peer, score->second, {}});
+  } else if (config_.cluster_sampler && row.accepted && row.peer_accepted) {
+    observations.push_back({peer, row.mutual() ? 1.0 : -1.0, {}});
+  }
+  if (observations.empty() || !node_.sampler.HasPeer(peer)) return;
+  Status updated = node_.sampler.Update(std::max<int64_t>(1, node_.requests.round()), observations);
+  if (!updated.ok()) node_.log.warn("EMD score of {} rejected: {}", peer, updated.ToString());
+}
+
+std::optional<double> EmdExchange::ScoreOf(const std::string& peer) const {
+  auto it = scores_.find(peer);
+  if (it == scores_.end()) return std::nullopt;
+  return it->second;
+}
+
+// ---- responder and decisions -------------------------------------------------------------
+
+bool EmdExchange::Refused(InboundId inbound, const Envelope& env, TimePoint now, Actions& out) {
+  if (config_.enabled) return false;
+  out.push_back(node_.requests.Reject(
+      inbound, env.sender, env.request_id,
+      Status::Unavailable("this node does not take part in the EMD exchange"), now));
+  return true;
+}
+
+void EmdExchange::OnEmbedRequest(InboundId inbound, const Envelope& env,
+                                 const EmbedRequest& request, TimePoint now, Actions& out) {
+  if (Refused(inbound, env, now, out)) return;
+  ++jobs_running_;
+  out.push_back(StartEmbed{
+      EmbedJob{inbound, env.sender, env.request_id, request.weights, request.projection_seed,
+               std::min(request.max_samples, config_.max_samples), std::nullopt}});
+}
+
+void EmdExchange::OnWitnessEmbedRequest(InboundId inbound, const Envelope& env,
+                                        const WitnessEmbedRequest& request, TimePoint now,
+                                        Actions& out) {
+  if (Refused(inbound, env, now, out)) return;
+  if (request.witness.id == node_.requests.self() || request.witness.id == env.sender) {
+    out.push_back(
+        node_.requests.Reject(inbound, env.sender, env.request_id,
+                              Status::InvalidArgument("the witness must be a third peer, not '" +
+                                                      request.witness.id + "'"),
+                              now));
+    return;
+  }
+  ++jobs_running_;
+  out.push_back(StartEmbed{EmbedJob{inbound, env.sender, env.request_id, request.weights,
+                                    request.projection_seed,
+                                    std::min(request.max_samples, config_.max_samples),
+                                    WitnessTarget{request.witness, request.session}}});
+}
+
+void EmdExchange::OnWitnessRows(InboundId inbound, const Envelope& env, const WitnessRows& rows,
+                                TimePoint now, Actions& out) {
+  if (Refused(inbound, env, now, out)) return;
+  witness_.OnRows(inbound, env, rows, now, out);
+}
+
+void EmdExchange::OnWitnessEmdDone(const WitnessEmdJob& job, const Result<double>& result,
+                                   Actions& out) {
+  witness_.OnDone(job, result, out);
+}
+
+void EmdExchange::OnTick(TimePoint now, bool expire_all, Actions& out) {
+  witness_.Expire(now, expire_all, out);
+}
+
+void EmdExchange::OnDecision(InboundId inbound, const Envelope& env, const EmdDecision& decision,
+                             Actions& out) {
+  if (membership_.peers().Find(env.sender) != nullptr) {
+    rows_[env.sender].peer = env.sender;
+    rows_[env.sender].peer_accepted = decision.accepted;
+    ApplyDecision(env.sender);
+  }
+  out.push_back(node_.requests.ReplyTo(inbound, env.request_id, decision));
+}
+
+void EmdExchange::OnEmbedDone(const EmbedJob& job, const Result<ProjectedEmbeddings>& result,
+                              TimePoint now, Actions& out) {
+  --jobs_running_;
+  if (!result.ok()) {
+    node_.log.warn("could not embed for {}: {}", job.requester, result.status().ToString());
+    out.push_back(node_.requests.ReplyTo(job.inbound, job.request_id,
+                                         Error{result.status().code(), result.status().message()}));
+    return;
+  }
+  if (job.witness) {
+    // Witness mode: the rows go to the witness; the requester hears back once it answered.
+    const WitnessTarget& target = *job.witness;
+    WitnessRows rows;
+    rows.session = target.session;
+    rows.requester = job.requester;
+    rows.responder = node_.requests.self();
+    rows.side = WitnessSide::kResponderValidation;
+    rows.rows = result->rows;
+    rows.cols = result->cols;
+    rows.embeddings = result->values;
+    Pending pending{Kind::kWitnessValidationRows, job.requester};
+    pending.session = target.session;
+    pending.inbound = job.inbound;
+    pending.inbound_request_id = job.request_id;
+    Track(RequestToWitness(target.witness, std::move(rows), now), pending, out);
+    return;
+  }
+  EmbedReply reply;
+  reply.rows = result->rows;
+  reply.cols = result->cols;
+  reply.embeddings = result->values;
+  out.push_back(node_.requests.ReplyTo(job.inbound, job.request_id, std::move(reply)));
+}
+
+// ---- state -------------------------------------------------------------------------------
+
+bool EmdExchange::InFlight() const {
+  // A peer we measured owes us its decision; it sends it after measuring us, which needs us.
+  bool awaiting = std::any_of(rows_.begin(), rows_.end(), [](const auto& row) {
+    return row.second.accepted.has_value() && !row.second.peer_accepted.has_value();
+  });
+  return !pending_.empty() || awaiting || !queue_.empty() || jobs_running_ > 0 || witness_.Busy();
+}
+
+std::vector<EmdRow> EmdExchange::Rows() const {
+  std::vector<EmdRow> rows;
+  for (const auto& [peer, row] : rows_) rows.push_back(row);
+  return rows;
+}
+
+}  // namespace meshlearn::node

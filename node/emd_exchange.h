@@ -1,0 +1,169 @@
+#pragma once
+// The EMD embedding exchange (DESIGN.md "EMD embedding exchange", after EMD-CFL without any
+// server), one part of the node state machine (node/state_machine.h): the requester's and the
+// responder's roles, direct and in witness mode; the witness's role is node/emd_witness.h.
+// No I/O: messages, learner results and time in, actions out.
+//
+// Specification.
+// - When: after round 0 the node queues every samplable peer that greeted it (its Hello nonce
+//   gives the projection seed); with `refresh` = R also after every R-th round. At each round
+//   start it sends up to `peers_per_round` (0: all) of the queued peers a request.
+// - Direct mode: i sends j φ_i (the model after round 0) and the agreed seed (EmbedRequest); j
+//   embeds and projects at most max_samples of its validation samples and returns the rows
+//   (EmbedReply); i measures EMD_ij and ref_i on its worker (EmdJob).
+// - Witness mode: for each peer j the requester picks a random third peer w and a random
+//   session; it sends j a WitnessEmbedRequest naming w and sends its own projected training rows
+//   to w. j sends its projected validation rows to w. w answers both with the scalar EMD
+//   (node/emd_witness.h); j forwards it to i as its answer.
+//   Rationale: the paper's server, which never learns R, becomes a peer; the seed travels only
+//   between i and j.
+// - i accepts j when EMD_ij − ref_i < epsilon and sends j its decision (EmdDecision); the edge
+//   holds when both accept. Every change of a row bumps revision() (emd.csv follows it).
+// - Scores: with `metric` the exchange scores j as s_ij = −max(0, EMD_ij − ref_i) (the `emd`
+//   metric) and sets it in the sampler at once; with `cluster_sampler` it sets +1 / −1 for a
+//   mutual / one-sided edge once both decisions are known. ScoreOf() hands the same s_ij to the
+//   rounds, which pass it to the learner with j's model; nothing computes it again.
+//   Rationale: one route for exchanged scores, computed where the measurement is.
+// - A node without the exchange refuses EmbedRequest, WitnessEmbedRequest and WitnessRows with
+//   Error(unavailable).
+// - InFlight() is true while requests or jobs of the exchange are outstanding, peers are queued,
+//   a measurement is witnessed, or a peer we measured still owes its decision.
+//   Rationale: a peer measures us after we measured it, and its decision reaches us only while we
+//   run; leaving early left one-sided edges (ARI 0.80).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "base/param_layout.h"
+#include "node/actions.h"
+#include "node/emd_witness.h"
+#include "node/membership.h"
+#include "node/model_server.h"
+#include "node/requests.h"
+#include "topology/sampler.h"
+
+namespace meshlearn::node {
+
+// What the EMD exchange needs to know about its node ([emd] of the node config).
+struct EmdExchangeConfig {
+  bool enabled = false;
+  double epsilon = 0.1;
+  uint32_t max_samples = 512;
+  int64_t refresh = 0;           // 0: once after round 0; R: also every R rounds
+  int peers_per_round = 0;       // 0: every queued peer at once
+  bool cluster_sampler = false;  // feed mutual decisions (+1 / -1) to the sampler
+  bool metric = false;           // feed s_ij = -max(0, EMD - ref) to the sampler
+  bool witness = false;          // a random third peer measures EMD_ij (witness mode)
+  ParamLayout layout;            // the layout of φ_i
+  uint64_t nonce = 0;            // this node's Hello nonce (half of every projection seed)
+  Clock::duration round_deadline = std::chrono::seconds(10);
+};
+
+// One node's view of its EMD exchange with a peer (a row of emd.csv).
+struct EmdRow {
+  std::string peer;
+  std::optional<double> emd;          // EMD_ij
+  std::optional<double> reference;    // ref_i
+  std::optional<bool> accepted;       // our decision: EMD_ij - ref_i < epsilon
+  std::optional<bool> peer_accepted;  // the peer's decision about us
+  std::string witness;                // the peer that measured emd (witness mode), else empty
+  // The edge holds when both sides accept.
+  bool mutual() const { return accepted.value_or(false) && peer_accepted.value_or(false); }
+};
+
+// The node's EMD exchange (see the specification). Not thread-safe.
+class EmdExchange {
+ public:
+  // The exchange of the node of `node` with `membership`'s peers; φ_i comes from `server`'s
+  // round-0 snapshot, and scores go to the node's sampler.
+  EmdExchange(EmdExchangeConfig config, NodeServices node, Membership& membership,
+              const ModelServer& server);
+
+  // Round `round` begins: queues the peers when the exchange is due, then sends requests.
+  void OnRoundStart(int64_t round, TimePoint now, Actions& out);
+  // Requests from peers (each refused when the exchange is off).
+  void OnEmbedRequest(InboundId inbound, const Envelope& env, const EmbedRequest& request,
+                      TimePoint now, Actions& out);
+  void OnWitnessEmbedRequest(InboundId inbound, const Envelope& env,
+                             const WitnessEmbedRequest& request, TimePoint now, Actions& out);
+  void OnWitnessRows(InboundId inbound, const Envelope& env, const WitnessRows& rows, TimePoint now,
+                     Actions& out);
+  void OnDecision(InboundId inbound, const Envelope& env, const EmdDecision& decision,
+                  Actions& out);
+  // The outcome of one of our requests; `failure` is why there is no usable reply.
+  void OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
+               TimePoint now, Actions& out);
+  // The learner finished a job of the exchange.
+  void OnEmbedDone(const EmbedJob& job, const Result<ProjectedEmbeddings>& result, TimePoint now,
+                   Actions& out);
+  void OnEmdDone(const EmdJob& job, const Result<EmdMeasure>& result, TimePoint now, Actions& out);
+  void OnOwnProjectionDone(const OwnProjectionJob& job, const Result<OwnProjection>& result,
+                           TimePoint now, Actions& out);
+  void OnWitnessEmdDone(const WitnessEmdJob& job, const Result<double>& result, Actions& out);
+  // Expires witnessed measurements past their hold limit (all of them with `expire_all`).
+  void OnTick(TimePoint now, bool expire_all, Actions& out);
+
+  // True while the exchange is in flight (see the specification).
+  bool InFlight() const;
+  // s_ij of `peer` when the exchange scores for the `emd` metric and has measured it.
+  std::optional<double> ScoreOf(const std::string& peer) const;
+  // The rows, ordered by peer id (emd.csv).
+  std::vector<EmdRow> Rows() const;
+  // Changes whenever Rows() does (starts at 0).
+  uint64_t revision() const { return revision_; }
+
+ private:
+  enum class Kind {
+    kEmbed,                  // requester -> responder (direct)
+    kDecision,               // our decision -> the peer
+    kWitnessEmbed,           // requester -> responder (witness mode)
+    kWitnessTrainRows,       // requester -> witness
+    kWitnessValidationRows,  // responder -> witness
+  };
+  // The context of one of our requests.
+  struct Pending {
+    Kind kind;
+    std::string peer;              // whom it concerns: the responder, or for witness rows the
+                                   // pair's other node
+    uint64_t projection_seed = 0;  // kEmbed
+    uint64_t session = 0;          // witness kinds
+    InboundId inbound = 0;         // kWitnessValidationRows: the requester's request to answer
+    uint64_t inbound_request_id = 0;
+    double reference = 0;  // kWitnessTrainRows: ref_i
+  };
+
+  bool Refused(InboundId inbound, const Envelope& env, TimePoint now, Actions& out);
+  void SendRequests(TimePoint now, Actions& out);
+  void Track(SendRequest request, Pending pending, Actions& out);
+  // Records i's measurement of `peer`, decides, and sends the decision to the peer.
+  void CompleteMeasure(const std::string& peer, double emd, double reference,
+                       const std::string& witness, TimePoint now, Actions& out);
+  void ApplyDecision(const std::string& peer);
+  // A WitnessRows request to `witness`, with the hold limit as deadline.
+  SendRequest RequestToWitness(const PeerInfo& witness, WitnessRows rows, TimePoint now);
+  // Witness mode: a random samplable peer other than `peer` that can take part, or nullptr.
+  const topology::PeerEntry* PickWitness(const std::string& peer, TimePoint now);
+  Clock::duration HoldLimit() const;
+
+  EmdExchangeConfig config_;
+  NodeServices node_;
+  Membership& membership_;
+  const ModelServer& server_;
+  EmdWitness witness_;
+  std::mt19937_64 witness_rng_;  // witness choice and session ids (not sampling)
+  std::map<uint64_t, Pending> pending_;
+  std::map<std::string, EmdRow> rows_;    // by peer
+  std::map<std::string, double> scores_;  // s_ij of the `emd` metric, by peer
+  std::vector<std::string> queue_;        // peers still to exchange with
+  int jobs_running_ = 0;                  // learner jobs of the requester and responder roles
+  uint64_t revision_ = 0;
+};
+
+}  // namespace meshlearn::node

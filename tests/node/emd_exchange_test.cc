@@ -1,0 +1,312 @@
+// The EMD exchange (node/emd_exchange.h, node/emd_witness.h), direct and witness mode.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "similarity/projection.h"
+#include "tests/node/machine_test_support.h"
+
+namespace meshlearn::node::testing {
+namespace {
+
+std::unique_ptr<NodeStateMachine> EmdMachine(const std::string& id,
+                                             std::vector<PeerAddress> peers) {
+  auto config = MachineConfig(id, std::move(peers), 5);
+  config.emd.enabled = true;
+  config.emd.cluster_sampler = true;
+  config.membership.nonce = config.emd.nonce = 1000;
+  return MakeMachine(config, topology::SamplerKind::kEmdCluster);
+}
+
+TEST(EmdExchange, AfterRoundZeroEveryPeerGetsAnEmbedRequestWithTheAgreedSeedAndPhi) {
+  auto m = EmdMachine("me", kPeers);
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);  // AckFor() sends nonce 1
+  auto actions = m->OnComputeDone(Outcome(0), t0);
+  std::vector<SendRequest> embeds;
+  for (const auto& r : All<SendRequest>(actions)) {
+    if (std::holds_alternative<EmbedRequest>(r.message.body)) embeds.push_back(r);
+  }
+  ASSERT_EQ(embeds.size(), 3u);
+  for (const SendRequest& r : embeds) {
+    const auto& req = std::get<EmbedRequest>(r.message.body);
+    EXPECT_EQ(req.projection_seed, similarity::AgreedProjectionSeed(1000, 1));
+    EXPECT_EQ(req.weights, Outcome(0).published_weights);  // phi_i: the round-0 model
+    EXPECT_EQ(req.layout, kLayout);
+  }
+}
+
+TEST(EmdExchange, PeerSideEmbedsOnTheWorkerAndRepliesWithProjectedRowsOnly) {
+  auto m = EmdMachine("me", kPeers);
+  EmbedRequest request;
+  request.projection_seed = 42;
+  request.max_samples = 4096;
+  request.layout = kLayout;
+  request.weights = FloatArray::Own({1, 2, 3, 4});
+  auto actions = m->OnInbound(5, From("a", 77, request), {});
+  auto jobs = All<StartEmbed>(actions);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].job.max_samples, 512u);  // capped at our own max_samples
+  ProjectedEmbeddings rows{2, 3, FloatArray::Own({1, 2, 3, 4, 5, 6})};
+  auto replies = All<SendReply>(m->OnEmbedDone(jobs[0].job, rows, {}));
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].inbound, 5u);
+  EXPECT_EQ(replies[0].message.envelope.request_id, 77u);
+  const auto& reply = std::get<EmbedReply>(replies[0].message.body);
+  EXPECT_EQ(reply.rows, 2u);
+  EXPECT_EQ(reply.cols, 3u);
+}
+
+TEST(EmdExchange, NodeWithoutTheExchangeRefusesEmbedRequests) {
+  auto m = MakeMachine(MachineConfig("me", kPeers));
+  EmbedRequest request;
+  request.layout = kLayout;
+  request.weights = FloatArray::Own({1, 2, 3, 4});
+  auto replies = All<SendReply>(m->OnInbound(5, From("a", 1, request), {}));
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(std::get<Error>(replies[0].message.body).code, ErrorCode::kUnavailable);
+}
+
+TEST(EmdExchange, MutualAcceptanceMakesTheEdgeAndTheClusterSamplerUsesOnlyIt) {
+  auto m = EmdMachine("me", {{"a", "tcp://127.0.0.1:2"}, {"b", "tcp://127.0.0.1:3"}});
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  auto actions = m->OnComputeDone(Outcome(0), t0);
+  for (const auto& r : All<SendRequest>(actions)) {
+    if (!std::holds_alternative<EmbedRequest>(r.message.body)) continue;
+    EmbedReply reply;
+    reply.rows = 1;
+    reply.cols = 2;
+    reply.embeddings = FloatArray::Own({1, 0});
+    auto emd_jobs = All<StartEmd>(m->OnReply(r.request_id, From(r.peer, 1, reply), t0));
+    ASSERT_EQ(emd_jobs.size(), 1u);
+    // a is close (EMD - ref = 0.02 < 0.1), b is far (0.5).
+    double emd = r.peer == "a" ? 0.05 : 0.53;
+    auto decisions = All<SendRequest>(m->OnEmdDone(emd_jobs[0].job, EmdMeasure{emd, 0.03}, t0));
+    ASSERT_EQ(decisions.size(), 1u);
+    EXPECT_EQ(std::get<EmdDecision>(decisions[0].message.body).accepted, r.peer == "a");
+  }
+  // a accepts us too, b does not: only a forms an edge.
+  m->OnInbound(8, From("a", 3, EmdDecision{true, 0.04, 0.02}), t0);
+  m->OnInbound(9, From("b", 4, EmdDecision{false, 0.6, 0.02}), t0);
+  std::vector<EmdRow> rows = m->EmdRows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].mutual());
+  EXPECT_FALSE(rows[1].mutual());
+  EXPECT_DOUBLE_EQ(m->sampler().Find("a")->probability, 1.0);
+  EXPECT_DOUBLE_EQ(m->sampler().Find("b")->probability, 0.0);
+}
+
+TEST(EmdExchange, FinishedNodeLingersOnlyWhileItsExchangeIsInFlight) {
+  auto config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}, 0);
+  config.emd.enabled = true;
+  TimePoint t0{};
+  auto m = AdmittedMachine(config);
+  m->OnComputeDone(Outcome(0), t0);  // rounds = 0: lingering from now on
+  // A peer asks us to embed: the job runs on the worker while we linger.
+  EmbedRequest request;
+  request.layout = kLayout;
+  request.weights = FloatArray::Own({1, 2, 3, 4});
+  auto job = All<StartEmbed>(m->OnInbound(5, From("a", 7, request), t0));
+  ASSERT_EQ(job.size(), 1u);
+  EXPECT_TRUE(All<Finished>(m->OnTick(t0 + seconds(6))).empty());  // linger (5 s) is over
+  m->OnEmbedDone(job[0].job, ProjectedEmbeddings{1, 1, FloatArray::Own({0.5f})}, t0 + seconds(7));
+  EXPECT_EQ(All<Finished>(m->OnTick(t0 + seconds(8))).size(), 1u);
+}
+
+TEST(EmdExchange, FinishedNodeWaitsForTheDecisionOfAPeerItMeasured) {
+  auto config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}, 1);
+  config.emd.enabled = true;
+  TimePoint t0{};
+  auto m = AdmittedMachine(config);
+  std::vector<SendRequest> requests;
+  for (const SendRequest& r : All<SendRequest>(m->OnComputeDone(Outcome(0), t0))) {
+    if (std::holds_alternative<EmbedRequest>(r.message.body)) {
+      requests.push_back(r);
+    } else if (std::holds_alternative<GetModel>(r.message.body)) {
+      ASSERT_EQ(
+          All<StartCompute>(m->OnReply(r.request_id, From("a", 1, PeerModelAt(0)), t0)).size(), 1u);
+    }
+  }
+  ASSERT_EQ(requests.size(), 1u);
+  m->OnComputeDone(Outcome(1), t0);  // the last round: lingering from now on
+  EmbedReply reply;
+  reply.rows = 1;
+  reply.cols = 1;
+  reply.embeddings = FloatArray::Own({1});
+  auto job = All<StartEmd>(m->OnReply(requests[0].request_id, From("a", 1, reply), t0));
+  ASSERT_EQ(job.size(), 1u);
+  auto decision = All<SendRequest>(m->OnEmdDone(job[0].job, EmdMeasure{0.05, 0.03}, t0));
+  ASSERT_EQ(decision.size(), 1u);
+  m->OnReply(decision[0].request_id, From("a", 2, std::get<EmdDecision>(decision[0].message.body)),
+             t0);
+  // Our side is done, but a has not measured us yet: we stay past the linger time...
+  EXPECT_TRUE(All<Finished>(m->OnTick(t0 + seconds(20))).empty());
+  // ...until its decision arrives.
+  m->OnInbound(3, From("a", 9, EmdDecision{true, 0.04, 0.03}), t0 + seconds(21));
+  EXPECT_EQ(All<Finished>(m->OnTick(t0 + seconds(22))).size(), 1u);
+}
+
+// Machines that exchange messages in memory: a request goes to the addressee's OnInbound(), its
+// reply back to the requester's OnReply(); learner jobs are answered at once by fixed rules.
+// Records every message each node received, to check who saw what.
+class InMemoryMesh {
+ public:
+  void Add(std::unique_ptr<NodeStateMachine> machine, const std::string& id) {
+    nodes_[id] = std::move(machine);
+  }
+  NodeStateMachine& operator[](const std::string& id) { return *nodes_.at(id); }
+  // The messages `id` received (requests and replies), in order.
+  const std::vector<Message>& Received(const std::string& id) { return received_[id]; }
+
+  // Queues `actions` of node `owner` and runs until nothing is left to do.
+  void Run(const std::string& owner, Actions actions) {
+    for (Action& a : actions) queue_.push_back({owner, std::move(a)});
+    while (!queue_.empty()) {
+      auto [from, action] = std::move(queue_.front());
+      queue_.pop_front();
+      Step(from, action);
+    }
+  }
+
+ private:
+  void Push(const std::string& owner, Actions actions) {
+    for (Action& a : actions) queue_.push_back({owner, std::move(a)});
+  }
+  // Projected rows that identify their owner: every value is the owner's first letter.
+  static ProjectedEmbeddings RowsOf(const std::string& owner) {
+    float v = static_cast<float>(owner[0]);
+    return {2, 3, FloatArray::Own({v, v, v, v, v, v})};
+  }
+  void Step(const std::string& from, Action& action) {
+    NodeStateMachine& m = *nodes_.at(from);
+    if (auto* r = std::get_if<SendRequest>(&action)) {
+      if (!nodes_.count(r->peer)) return;
+      InboundId inbound = ++last_inbound_;
+      inbound_[{r->peer, inbound}] = {from, r->request_id};
+      received_[r->peer].push_back(r->message);
+      Push(r->peer, (*this)[r->peer].OnInbound(inbound, r->message, now_));
+    } else if (auto* r = std::get_if<SendReply>(&action)) {
+      auto [requester, request_id] = inbound_.at({from, r->inbound});
+      received_[requester].push_back(r->message);
+      Push(requester, (*this)[requester].OnReply(request_id, r->message, now_));
+    } else if (auto* e = std::get_if<StartEmbed>(&action)) {
+      Push(from, m.OnEmbedDone(e->job, RowsOf(from), now_));
+    } else if (auto* e = std::get_if<StartOwnProjection>(&action)) {
+      Push(from, m.OnOwnProjectionDone(e->job, OwnProjection{RowsOf(from), 0.25}, now_));
+    } else if (auto* e = std::get_if<StartWitnessEmd>(&action)) {
+      // A stand-in distance that depends on both sets: the gap between their first values.
+      double d = std::abs(e->job.train.values.view()[0] - e->job.validation.values.view()[0]);
+      Push(from, m.OnWitnessEmdDone(e->job, d / 100.0, now_));
+    }
+    // StartCompute and StartEmd are not run: the test stops the rounds after round 0.
+  }
+
+  TimePoint now_{};
+  std::map<std::string, std::unique_ptr<NodeStateMachine>> nodes_;
+  std::map<std::string, std::vector<Message>> received_;
+  std::map<std::pair<std::string, InboundId>, std::pair<std::string, uint64_t>> inbound_;
+  std::deque<std::pair<std::string, Action>> queue_;
+  InboundId last_inbound_ = 0;
+};
+
+TEST(EmdWitness, AThirdPeerMeasuresEveryPairAndNoSideSeesTheOthersRows) {
+  const std::vector<std::string> ids = {"a", "b", "c"};
+  InMemoryMesh mesh;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::vector<PeerAddress> peers;
+    for (const std::string& other : ids) {
+      if (other != ids[i]) peers.push_back({other, "tcp://127.0.0.1:" + other});
+    }
+    auto config = MachineConfig(ids[i], peers, 5);
+    config.emd.enabled = true;
+    config.emd.witness = true;
+    config.emd.epsilon = 0.05;
+    config.emd.cluster_sampler = true;
+    config.membership.nonce = config.emd.nonce = 1000 + i;
+    mesh.Add(MakeMachine(config, topology::SamplerKind::kEmdCluster), ids[i]);
+  }
+  for (const std::string& id : ids) mesh.Run(id, mesh[id].Start({}));
+  for (const std::string& id : ids) mesh.Run(id, mesh[id].OnComputeDone(Outcome(0), {}));
+
+  for (const std::string& i : ids) {
+    std::vector<EmdRow> rows = mesh[i].EmdRows();
+    ASSERT_EQ(rows.size(), 2u) << i;
+    for (const EmdRow& row : rows) {
+      // The witness is the third node, and the EMD is its measure of (train_i, val_j).
+      std::string third;
+      for (const std::string& k : ids) {
+        if (k != i && k != row.peer) third = k;
+      }
+      EXPECT_EQ(row.witness, third) << i << "->" << row.peer;
+      ASSERT_TRUE(row.emd.has_value()) << i << "->" << row.peer;
+      EXPECT_NEAR(*row.emd, std::abs(i[0] - row.peer[0]) / 100.0, 1e-12);
+      EXPECT_DOUBLE_EQ(*row.reference, 0.25);
+      // a-b and b-c differ by 0.01 (accepted: 0.01 - 0.25 < 0.05); a-c too: all mutual.
+      EXPECT_TRUE(row.mutual()) << i << "->" << row.peer;
+    }
+  }
+  for (const std::string& id : ids) {
+    for (const Message& m : mesh.Received(id)) {
+      // Nobody receives projected rows back: they go only to witnesses, as requests.
+      EXPECT_FALSE(std::holds_alternative<EmbedReply>(m.body)) << id;
+      if (const auto* rows = std::get_if<WitnessRows>(&m.body)) {
+        EXPECT_NE(rows->requester, id);
+        EXPECT_NE(rows->responder, id);
+        // ...and each set comes from its owner, whose values mark it.
+        float owner = static_cast<float>(m.envelope.sender[0]);
+        EXPECT_EQ(rows->embeddings.view()[0], owner);
+      }
+      // A witness never learns the projection seed: it travels only in WitnessEmbedRequest,
+      // which goes to the responder, never to the witness it names.
+      if (const auto* request = std::get_if<WitnessEmbedRequest>(&m.body)) {
+        EXPECT_NE(request->witness.id, id);
+      }
+    }
+  }
+}
+
+// Session 9: requester a's training rows (one 1-wide row) for its measurement of b.
+WitnessRows TrainRowsOfAForB() {
+  WitnessRows rows;
+  rows.session = 9;
+  rows.requester = "a";
+  rows.responder = "b";
+  rows.side = WitnessSide::kRequesterTrain;
+  rows.rows = 1;
+  rows.cols = 1;
+  rows.embeddings = FloatArray::Own({1.f});
+  return rows;
+}
+
+TEST(EmdWitness, WitnessRowsFromTheWrongSenderAreRefused) {
+  auto config = MachineConfig("w", kPeers, 5);
+  config.emd.enabled = true;
+  auto m = MakeMachine(config);
+  WitnessRows rows = TrainRowsOfAForB();
+  // "c" claims to send a's training rows.
+  auto replies = All<SendReply>(m->OnInbound(1, From("c", 1, rows), {}));
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(std::get<Error>(replies[0].message.body).code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(m->counters().rejected_inbound, 1u);
+}
+
+TEST(EmdWitness, AHeldSideExpiresWithTimeoutWhenTheOtherNeverArrives) {
+  auto config = MachineConfig("w", kPeers, 5);
+  config.emd.enabled = true;
+  auto m = MakeMachine(config);
+  WitnessRows rows = TrainRowsOfAForB();
+  TimePoint t0{};
+  EXPECT_TRUE(All<SendReply>(m->OnInbound(1, From("a", 5, rows), t0)).empty());  // held
+  EXPECT_TRUE(All<SendReply>(m->OnTick(t0 + seconds(39))).empty());
+  auto expired = All<SendReply>(m->OnTick(t0 + seconds(40)));  // 4 round deadlines
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].inbound, 1u);
+  EXPECT_EQ(std::get<Error>(expired[0].message.body).code, ErrorCode::kTimeout);
+}
+
+}  // namespace
+}  // namespace meshlearn::node::testing

@@ -1,0 +1,211 @@
+// Membership (node/membership.h): Hello, PeerList gossip, keys and the allowlist, driven
+// through the state machine with scripted messages and simulated time.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "node/membership.h"
+#include "tests/node/machine_test_support.h"
+
+namespace meshlearn::node::testing {
+namespace {
+
+TEST(Membership, HelloWithAnotherArchitectureIsRefusedAndTheSenderNotAdmitted) {
+  auto m = MakeMachine(MachineConfig("me", kPeers));
+  auto replies = All<SendReply>(m->OnInbound(
+      1, From("stranger", 1, Hello{"tcp://127.0.0.1:9", "cnn/10/1x28x28/1", "x", "", 2}), {}));
+  ASSERT_EQ(replies.size(), 1u);
+  const auto& error = std::get<Error>(replies[0].message.body);
+  EXPECT_EQ(error.code, ErrorCode::kRefused);
+  EXPECT_NE(error.text.find("cnn/10/1x28x28/1"), std::string::npos);
+  EXPECT_FALSE(m->sampler().HasPeer("stranger"));
+  EXPECT_EQ(m->counters().refused_peers, 1u);
+}
+
+TEST(Membership, HelloAckWithAnotherArchitectureForgetsThePeer) {
+  auto m = MakeMachine(MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}));
+  auto start = All<SendRequest>(m->Start({}));
+  ASSERT_EQ(start.size(), 1u);
+  m->OnReply(start[0].request_id, From("a", 1, AckFor(start[0].endpoint, "mlp/10/784/1")), {});
+  EXPECT_EQ(m->peers().Find("a"), nullptr);
+  EXPECT_FALSE(m->sampler().HasPeer("a"));
+}
+
+TEST(Membership, GossipedPeersAreGreetedAndJoinTheSamplerOnlyAfterTheirAck) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}));
+  auto actions = m->OnInbound(
+      1, From("a", 4, PeerList{{{"a", "tcp://127.0.0.1:2", ""}, {"z", "tcp://127.0.0.5:7", ""}}}),
+      t0);
+  auto replies = All<SendReply>(actions);
+  ASSERT_EQ(replies.size(), 1u);
+  const auto& known = std::get<PeerList>(replies[0].message.body).peers;
+  EXPECT_EQ(known.front().id, "me");               // we advertise ourselves too
+  EXPECT_TRUE(All<SendRequest>(actions).empty());  // greetings go out from the next tick
+  auto hellos = All<SendRequest>(m->OnTick(t0));
+  ASSERT_EQ(hellos.size(), 1u);
+  EXPECT_EQ(hellos[0].peer, "z");
+  EXPECT_EQ(hellos[0].endpoint, "tcp://127.0.0.5:7");
+  EXPECT_FALSE(m->sampler().HasPeer("z"));
+  m->OnReply(hellos[0].request_id, From("z", 1, AckFor("tcp://127.0.0.5:7")), t0);
+  EXPECT_TRUE(m->sampler().HasPeer("z"));
+}
+
+TEST(Membership, GreetingsOfManyGossipedPeersArePacedAcrossTicks) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}));
+  PeerList list;
+  for (int i = 0; i < 10; ++i) {
+    // Appended, not "p" + to_string(i): GCC 12 warns (-Wrestrict) on that inlined concatenation.
+    std::string id = "p";
+    id += std::to_string(i);
+    list.peers.push_back({id, "tcp://x:1", ""});
+  }
+  m->OnInbound(1, From("a", 4, list), t0);
+  size_t greeted = 0;
+  for (int tick = 1; tick <= 5; ++tick) {
+    auto hellos = All<SendRequest>(m->OnTick(t0 + std::chrono::milliseconds(50 * tick)));
+    EXPECT_EQ(hellos.size(), 2u) << "tick " << tick;
+    greeted += hellos.size();
+  }
+  EXPECT_EQ(greeted, 10u);
+}
+
+// A machine with an allowlist (CURVE): its own key "KEY-me", peer "a" configured with "KEY-a",
+// and "KEY-z" also allowed.
+std::unique_ptr<NodeStateMachine> SecureMachine() {
+  StateMachineConfig c = MachineConfig("me", {{"a", "tcp://127.0.0.1:2", "KEY-a"}});
+  c.membership.public_key = "KEY-me";
+  c.membership.allowed_keys = std::set<std::string>{"KEY-me", "KEY-a", "KEY-z"};
+  return MakeMachine(std::move(c));
+}
+
+TEST(MembershipSecurity, RequestsCarryThePeersKeyAndHelloAndPeerListOurs) {
+  auto m = SecureMachine();
+  TimePoint t0{};
+  auto hellos = All<SendRequest>(m->Start(t0));
+  ASSERT_EQ(hellos.size(), 1u);
+  EXPECT_EQ(hellos[0].public_key, "KEY-a");
+  EXPECT_EQ(std::get<Hello>(hellos[0].message.body).public_key, "KEY-me");
+  m->OnReply(hellos[0].request_id, From("a", 1, AckFor("tcp://127.0.0.1:2")), t0);
+  EXPECT_EQ(m->peers().Find("a")->public_key, "KEY-a") << "the proven key is kept";
+  auto replies = All<SendReply>(
+      m->OnInbound(1, From("a", 4, PeerList{{{"a", "tcp://127.0.0.1:2", "KEY-a"}}}), t0));
+  ASSERT_EQ(replies.size(), 1u);
+  const auto& known = std::get<PeerList>(replies[0].message.body).peers;
+  ASSERT_EQ(known.size(), 2u);
+  EXPECT_EQ(known[0], (PeerInfo{"me", "tcp://127.0.0.1:1", "KEY-me"}));
+  EXPECT_EQ(known[1], (PeerInfo{"a", "tcp://127.0.0.1:2", "KEY-a"}));
+  for (const auto& r : All<SendRequest>(m->OnComputeDone(Outcome(0), t0))) {
+    EXPECT_EQ(r.public_key, "KEY-a") << MessageTypeName(r.message.envelope.type);
+  }
+}
+
+TEST(MembershipSecurity, GossipedPeersOffTheAllowlistAreNeitherLearnedNorGreeted) {
+  auto m = SecureMachine();
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  m->OnInbound(1,
+               From("a", 4,
+                    PeerList{{{"z", "tcp://127.0.0.5:7", "KEY-z"},
+                              {"intruder", "tcp://127.0.0.6:7", "KEY-intruder"},
+                              {"keyless", "tcp://127.0.0.7:7", ""}}}),
+               t0);
+  EXPECT_NE(m->peers().Find("z"), nullptr);
+  EXPECT_EQ(m->peers().Find("intruder"), nullptr);
+  EXPECT_EQ(m->peers().Find("keyless"), nullptr);
+  auto hellos = All<SendRequest>(m->OnTick(t0));
+  ASSERT_EQ(hellos.size(), 1u);
+  EXPECT_EQ(hellos[0].peer, "z");
+  EXPECT_EQ(hellos[0].public_key, "KEY-z");
+}
+
+TEST(MembershipSecurity, GossipCannotChangeTheKeyOfAKnownPeerButItsOwnHelloCan) {
+  auto m = SecureMachine();
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  // "z" is allowlisted, and claims that "a" now lives at its own endpoint with its own key.
+  m->OnInbound(1, From("z", 4, PeerList{{{"a", "tcp://127.0.0.5:7", "KEY-z"}}}), t0);
+  EXPECT_EQ(m->peers().Find("a")->public_key, "KEY-a");
+  EXPECT_EQ(m->peers().Find("a")->endpoint, "tcp://127.0.0.1:2");
+  // "a" itself, having proven KEY-z in its handshake (node.cc puts the proven key in the Hello).
+  Hello rekeyed{"tcp://127.0.0.1:2", "linear/1/4/5", "cos_weights", "KEY-z", 5};
+  m->OnInbound(2, From("a", 5, rekeyed), t0);
+  EXPECT_EQ(m->peers().Find("a")->public_key, "KEY-z");
+}
+
+TEST(MembershipSecurity, AHelloWithAKeyOffTheAllowlistIsRejectedAsUnknownSender) {
+  auto m = SecureMachine();
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  Hello intruder{"tcp://127.0.0.6:7", "linear/1/4/5", "cos_weights", "KEY-intruder", 3};
+  auto replies = All<SendReply>(m->OnInbound(1, From("intruder", 9, intruder), t0));
+  ASSERT_EQ(replies.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<Error>(replies[0].message.body));
+  EXPECT_EQ(std::get<Error>(replies[0].message.body).code, ErrorCode::kUnknownSender);
+  EXPECT_FALSE(m->sampler().HasPeer("intruder"));
+  EXPECT_EQ(m->peers().Find("intruder"), nullptr);
+  EXPECT_EQ(m->counters().rejected_by_code.at("unknown_sender"), 1u);
+
+  Hello z{"tcp://127.0.0.5:7", "linear/1/4/5", "cos_weights", "KEY-z", 4};
+  replies = All<SendReply>(m->OnInbound(2, From("z", 10, z), t0));
+  ASSERT_EQ(replies.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<HelloAck>(replies[0].message.body));
+  EXPECT_EQ(std::get<HelloAck>(replies[0].message.body).public_key, "KEY-me");
+  EXPECT_TRUE(m->sampler().HasPeer("z"));
+  EXPECT_EQ(m->peers().Find("z")->public_key, "KEY-z");
+}
+
+TEST(MembershipSecurity, PeersKeepTheirKeysAcrossACheckpoint) {
+  auto m = SecureMachine();
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  m->OnComputeDone(Outcome(0), t0);
+  MachineState state = m->ExportState();
+  ASSERT_EQ(state.peers.size(), 1u);
+  EXPECT_EQ(state.peers[0].public_key, "KEY-a");
+  StateMachineConfig c = MachineConfig("me", {});  // the config no longer lists "a"
+  c.membership.public_key = "KEY-me";
+  c.membership.allowed_keys = std::set<std::string>{"KEY-a"};
+  auto resumed = MakeMachine(std::move(c));
+  ASSERT_TRUE(resumed->Resume(state, FloatArray::Own({1, 2, 3, 4}), false).ok());
+  auto hellos = All<SendRequest>(resumed->Start(t0));
+  ASSERT_EQ(hellos.size(), 1u);
+  EXPECT_EQ(hellos[0].public_key, "KEY-a");
+}
+
+// The part alone, without the router.
+TEST(Membership, AFailedFirstHelloNoLongerHoldsRoundsBackAndIsRetriedWithBackoff) {
+  auto sampler = topology::MakePeerSampler({topology::SamplerKind::kDac, "me", {}, {}});
+  ASSERT_TRUE(sampler.ok());
+  auto log = QuietLogger();
+  RequestBook requests("me", log);
+  MembershipConfig config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}).membership;
+  Membership membership(config, {**sampler, requests, *log});
+  TimePoint t0{};
+  Actions out;
+  membership.GreetAll(t0, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(membership.HelloOutstanding());
+  const auto& hello = std::get<SendRequest>(out[0]);
+  membership.OnReply(hello.request_id, Status::Timeout("deadline"), Status::Timeout("deadline"),
+                     t0 + seconds(10));
+  EXPECT_FALSE(membership.HelloOutstanding()) << "only first greetings count";
+  EXPECT_FALSE(membership.NonceOf("a").has_value());
+  Actions early;
+  membership.OnTick(t0 + seconds(11), early);
+  EXPECT_TRUE(early.empty());
+  Actions retry;
+  membership.OnTick(t0 + seconds(12), retry);  // 2 s after the first failure
+  ASSERT_EQ(retry.size(), 1u);
+  const auto& again = std::get<SendRequest>(retry[0]);
+  membership.OnReply(again.request_id, From("a", again.request_id, AckFor("tcp://127.0.0.1:2")),
+                     Status::Ok(), t0 + seconds(12));
+  EXPECT_EQ(membership.NonceOf("a"), 1u);
+  EXPECT_TRUE((*sampler)->HasPeer("a"));
+}
+
+}  // namespace
+}  // namespace meshlearn::node::testing

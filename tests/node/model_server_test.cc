@@ -1,0 +1,124 @@
+// Model serving (node/model_server.h): snapshots and held GetModel requests.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "node/model_server.h"
+#include "tests/node/machine_test_support.h"
+
+namespace meshlearn::node::testing {
+namespace {
+
+TEST(ModelServer, SyncGetModelIsHeldUntilTheSnapshotExistsThenAnswered) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));
+  auto fetches = All<SendRequest>(m->OnComputeDone(Outcome(0), t0));
+  // A peer already in round 2 asks for round >= 1, which we have not published yet.
+  auto held = m->OnInbound(41, From("a", 9, GetModel{1, true}), t0 + seconds(1));
+  EXPECT_TRUE(All<SendReply>(held).empty());
+  // Our round 1 runs (its fetches fail fast) and finishes: the held request gets the snapshot.
+  for (const SendRequest& f : fetches) {
+    m->OnReply(f.request_id, Status::Unavailable("peer gone"), t0 + seconds(2));
+  }
+  auto replies = All<SendReply>(m->OnComputeDone(Outcome(1), t0 + seconds(3)));
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].inbound, 41u);
+  EXPECT_EQ(replies[0].message.envelope.request_id, 9u);
+  const auto& model = std::get<Model>(replies[0].message.body);
+  EXPECT_EQ(model.round, 1);
+  EXPECT_EQ(model.weights.view()[3], 1.f);
+}
+
+TEST(ModelServer, HeldRequestExpiresWithTimeoutErrorAtTheDeadline) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));
+  m->OnComputeDone(Outcome(0), t0);
+  m->OnInbound(7, From("a", 3, GetModel{5, true}), t0);
+  EXPECT_TRUE(All<SendReply>(m->OnTick(t0 + seconds(5))).empty());
+  auto replies = All<SendReply>(m->OnTick(t0 + seconds(10)));
+  ASSERT_EQ(replies.size(), 1u);
+  const auto& error = std::get<Error>(replies[0].message.body);
+  EXPECT_EQ(error.code, ErrorCode::kTimeout);
+  EXPECT_EQ(m->counters().held_requests_expired, 1u);
+}
+
+TEST(ModelServer, AsyncGetModelIsAnsweredAtOnceWithTheLatestSnapshot) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));
+  m->OnComputeDone(Outcome(0), t0);
+  auto replies = All<SendReply>(m->OnInbound(1, From("a", 3, GetModel{5, false}), t0));
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(std::get<Model>(replies[0].message.body).round, 0);
+}
+
+// A node serves the update of the snapshot it sends, and only to requesters that ask for it, also
+// when the request was held until that snapshot existed.
+TEST(ModelServer, LocalUpdateIsServedWithItsSnapshotOnlyWhenAskedFor) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));
+  RoundOutcome round0 = Outcome(0);
+  round0.published_update = FloatArray::Own({0.5f, 0.f, -1.f, 2.f});
+  auto fetches = All<SendRequest>(m->OnComputeDone(round0, t0));
+
+  auto asked = All<SendReply>(m->OnInbound(1, From("a", 3, GetModel{0, false, true}), t0));
+  ASSERT_EQ(asked.size(), 1u);
+  const auto& model = std::get<Model>(asked[0].message.body);
+  ASSERT_TRUE(model.update.has_value());
+  EXPECT_EQ(*model.update, *round0.published_update);
+  auto plain = All<SendReply>(m->OnInbound(2, From("b", 4, GetModel{0, false}), t0));
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_FALSE(std::get<Model>(plain[0].message.body).update.has_value());
+
+  // Held until round 1 is published: the reply carries round 1's update.
+  EXPECT_TRUE(All<SendReply>(m->OnInbound(5, From("c", 6, GetModel{1, true, true}), t0)).empty());
+  for (const SendRequest& f : fetches) {
+    m->OnReply(f.request_id, Status::Unavailable("peer gone"), t0 + seconds(1));
+  }
+  RoundOutcome round1 = Outcome(1);
+  round1.published_update = FloatArray::Own({-0.5f, 0.25f, 0.f, 3.f});
+  auto held = All<SendReply>(m->OnComputeDone(round1, t0 + seconds(2)));
+  ASSERT_EQ(held.size(), 1u);
+  const auto& held_model = std::get<Model>(held[0].message.body);
+  EXPECT_EQ(held_model.round, 1);
+  ASSERT_TRUE(held_model.update.has_value());
+  EXPECT_EQ(*held_model.update, *round1.published_update);
+}
+
+TEST(ModelServer, SyncRequestForAnOlderRoundGetsThatRoundsSnapshot) {
+  auto config = MachineConfig("me", {}, 10);
+  auto m = MakeMachine(config);
+  TimePoint t0{};
+  m->Start(t0);
+  for (int r = 0; r <= 3; ++r) m->OnComputeDone(Outcome(r), t0);
+  // A lagging peer in round 2 asks for round >= 1: it gets round 1, not our latest (3).
+  auto sync = All<SendReply>(m->OnInbound(1, From("a", 1, GetModel{1, true}), t0));
+  ASSERT_EQ(sync.size(), 1u);
+  EXPECT_EQ(std::get<Model>(sync[0].message.body).round, 1);
+  auto async = All<SendReply>(m->OnInbound(2, From("a", 2, GetModel{1, false}), t0));
+  ASSERT_EQ(async.size(), 1u);
+  EXPECT_EQ(std::get<Model>(async[0].message.body).round, 3);
+}
+
+// The part alone, without the router.
+TEST(ModelServer, KeepsTheLastFourSnapshotsAndRoundZeroForTheEmbeddingWhileItIsKept) {
+  RequestBook requests("me", QuietLogger());
+  ModelServer server(ServingConfig{kLayout, 50, seconds(10)}, requests);
+  EXPECT_FALSE(server.HavePublished());
+  EXPECT_EQ(server.RoundZeroWeights().size(), 0u);
+  for (int round = 0; round <= 4; ++round) {
+    server.Publish(Snapshot{round, Outcome(round).published_weights, false, {}, std::nullopt});
+    // While round 0 is kept, φ is round 0's model; afterwards the oldest kept one.
+    EXPECT_EQ(server.RoundZeroWeights().view()[3], round < 4 ? 0.f : 1.f) << round;
+  }
+  EXPECT_EQ(server.Latest().round, 4);
+  Actions out;
+  server.OnGetModel(1, From("a", 2, Ping{}).envelope, GetModel{0, true}, {}, false, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(std::get<Model>(std::get<SendReply>(out[0]).message.body).round, 1)
+      << "the oldest kept snapshot of round >= 0";
+}
+
+}  // namespace
+}  // namespace meshlearn::node::testing

@@ -1,0 +1,254 @@
+// The round driver (node/round_driver.h): sampling, fetching, computing, publishing, pacing,
+// lingering and resuming.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "tests/node/machine_test_support.h"
+
+namespace meshlearn::node::testing {
+namespace {
+
+TEST(RoundDriver, StartGreetsConfiguredPeersAndTrainsRoundZeroLocally) {
+  auto m = MakeMachine(MachineConfig("me", kPeers));
+  TimePoint t0{};
+  Actions actions = m->Start(t0);
+  auto requests = All<SendRequest>(actions);
+  ASSERT_EQ(requests.size(), 3u);
+  for (const auto& r : requests) EXPECT_TRUE(std::holds_alternative<Hello>(r.message.body));
+  auto compute = All<StartCompute>(actions);
+  ASSERT_EQ(compute.size(), 1u);
+  EXPECT_EQ(compute[0].job.round, 0);
+  EXPECT_TRUE(compute[0].job.peers.empty());
+}
+
+TEST(RoundDriver, RoundFetchesSampledPeersScoresAndPublishes) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));
+  Actions after0 = m->OnComputeDone(Outcome(0), t0 + seconds(1));
+  ASSERT_EQ(All<RoundCompleted>(after0).size(), 1u);
+  EXPECT_EQ(m->completed_round(), 0);
+
+  std::vector<SendRequest> fetches;
+  for (const auto& r : All<SendRequest>(after0)) {
+    if (std::holds_alternative<GetModel>(r.message.body)) fetches.push_back(r);
+  }
+  ASSERT_EQ(fetches.size(), 2u);  // m = 2
+  for (const auto& f : fetches) {
+    const auto& get = std::get<GetModel>(f.message.body);
+    EXPECT_EQ(get.min_round, 0);  // round 1 asks for snapshots of round >= 0
+    EXPECT_TRUE(get.wait);        // sync mode
+    EXPECT_EQ(f.deadline, t0 + seconds(1) + seconds(10));
+  }
+  EXPECT_TRUE(
+      All<StartCompute>(m->OnReply(fetches[0].request_id, From(fetches[0].peer, 1, PeerModelAt(0)),
+                                   t0 + seconds(2)))
+          .empty());
+  auto compute = All<StartCompute>(
+      m->OnReply(fetches[1].request_id, From(fetches[1].peer, 2, PeerModelAt(0)), t0 + seconds(2)));
+  ASSERT_EQ(compute.size(), 1u);
+  EXPECT_EQ(compute[0].job.round, 1);
+  ASSERT_EQ(compute[0].job.peers.size(), 2u);
+  for (const PeerModel& p : compute[0].job.peers) {
+    EXPECT_NEAR(p.probability, 1.0 / 3.0, 1e-9);  // the uniform DAC prior before the update
+    EXPECT_EQ(p.train_size, 50u);
+  }
+
+  // Scores go into the sampler: the scored peers now carry their scores.
+  std::vector<PeerScoreOutcome> scores;
+  for (const PeerModel& p : compute[0].job.peers) scores.push_back({p.peer, 0.9, {}, true});
+  auto after1 = m->OnComputeDone(Outcome(1, scores), t0 + seconds(3));
+  ASSERT_EQ(All<RoundCompleted>(after1).size(), 1u);
+  EXPECT_EQ(All<RoundCompleted>(after1)[0].record.answered, 2);
+  for (const PeerModel& p : compute[0].job.peers) {
+    ASSERT_NE(m->sampler().Find(p.peer), nullptr);
+    EXPECT_EQ(m->sampler().Find(p.peer)->score, 0.9);
+    EXPECT_EQ(m->comm().TimesAnswered(p.peer), 1u);
+  }
+}
+
+TEST(RoundDriver, PeerThatMissesTheDeadlineIsSkippedAndAfterRepeatedFailuresNotSampled) {
+  auto config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}, 10);
+  config.rounds.peers_per_round = 1;
+  auto m = MakeMachine(config);
+  TimePoint now{};
+  StartAndAdmitAll(*m, now);
+  Actions actions = m->OnComputeDone(Outcome(0), now);
+  for (int round = 1; round <= 2; ++round) {
+    auto fetch = All<SendRequest>(actions);
+    auto get = std::find_if(fetch.begin(), fetch.end(), [](const SendRequest& r) {
+      return std::holds_alternative<GetModel>(r.message.body);
+    });
+    ASSERT_NE(get, fetch.end()) << "round " << round;
+    now += seconds(10);  // the transport reports the deadline
+    auto compute = All<StartCompute>(m->OnReply(get->request_id, Status::Timeout("deadline"), now));
+    ASSERT_EQ(compute.size(), 1u);
+    EXPECT_TRUE(compute[0].job.peers.empty());
+    actions = m->OnComputeDone(Outcome(round), now);
+  }
+  EXPECT_EQ(m->counters().missed_deadlines, 2u);
+  EXPECT_EQ(m->peers().LivenessOf("a", now), topology::Liveness::kDead);
+  // Round 3: the dead peer is not asked; the round runs with no peers at once.
+  auto compute = All<StartCompute>(actions);
+  ASSERT_EQ(compute.size(), 1u);
+  EXPECT_EQ(compute[0].job.round, 3);
+  // After the backoff it is on probation and sampled again.
+  EXPECT_EQ(m->peers().LivenessOf("a", now + seconds(11)), topology::Liveness::kProbation);
+}
+
+TEST(RoundDriver, OverdueFetchIsClosedByTheTickEvenIfTheTransportNeverAnswers) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));
+  m->OnComputeDone(Outcome(0), t0);
+  EXPECT_TRUE(All<StartCompute>(m->OnTick(t0 + seconds(9))).empty());
+  auto compute = All<StartCompute>(m->OnTick(t0 + seconds(13)));
+  ASSERT_EQ(compute.size(), 1u);
+  EXPECT_EQ(compute[0].job.round, 1);
+}
+
+// Clustering policies (fetch_updates): the node asks for its peers' local updates and hands them
+// to the learner; a peer that sends none (an older build) is still merged, without an update.
+TEST(RoundDriver, ClusterPolicyNodeAsksForPeersUpdatesAndPassesThemToTheLearner) {
+  auto plain = MakeMachine(MachineConfig("me", kPeers));
+  StartAndAdmitAll(*plain, TimePoint{});
+  for (const auto& r : All<SendRequest>(plain->OnComputeDone(Outcome(0), TimePoint{}))) {
+    if (const auto* get = std::get_if<GetModel>(&r.message.body)) {
+      EXPECT_FALSE(get->with_update);
+    }
+  }
+
+  auto config = MachineConfig("me", kPeers);
+  config.rounds.fetch_updates = true;
+  TimePoint t0{};
+  auto m = AdmittedMachine(config);
+  std::vector<SendRequest> fetches;
+  for (const auto& r : All<SendRequest>(m->OnComputeDone(Outcome(0), t0))) {
+    if (const auto* get = std::get_if<GetModel>(&r.message.body)) {
+      EXPECT_TRUE(get->with_update);
+      fetches.push_back(r);
+    }
+  }
+  ASSERT_EQ(fetches.size(), 2u);
+  Model with_update = PeerModelAt(0);
+  with_update.update = FloatArray::Own({0.25f, -0.5f, 0.f, 1.f});
+  m->OnReply(fetches[0].request_id, From(fetches[0].peer, 1, with_update), t0 + seconds(1));
+  auto compute = All<StartCompute>(
+      m->OnReply(fetches[1].request_id, From(fetches[1].peer, 2, PeerModelAt(0)), t0 + seconds(1)));
+  ASSERT_EQ(compute.size(), 1u);
+  ASSERT_EQ(compute[0].job.peers.size(), 2u);
+  for (const PeerModel& p : compute[0].job.peers) {
+    if (p.peer == fetches[0].peer) {
+      ASSERT_TRUE(p.update.has_value());
+      EXPECT_EQ(*p.update, *with_update.update);
+    } else {
+      EXPECT_FALSE(p.update.has_value());
+    }
+  }
+}
+
+TEST(RoundDriver, RoundWaitsForFirstHellosSoMembershipDoesNotDependOnTiming) {
+  auto m = MakeMachine(MachineConfig("me", kPeers));
+  TimePoint t0{};
+  auto start = All<SendRequest>(m->Start(t0));
+  // Round 0 finishes before any HelloAck: round 1 must not start yet.
+  auto actions = m->OnComputeDone(Outcome(0), t0);
+  EXPECT_TRUE(All<StartCompute>(actions).empty());
+  for (const SendRequest& r : start) {
+    actions = m->OnReply(r.request_id, From(r.peer, 1, AckFor(r.endpoint)), t0);
+  }
+  size_t fetches = 0;
+  for (const auto& r : All<SendRequest>(actions)) {
+    fetches += std::holds_alternative<GetModel>(r.message.body);
+  }
+  EXPECT_EQ(fetches, 2u);
+}
+
+TEST(RoundDriver, SameSeedGivesTheSameSamplesAndAnotherSeedDiffers) {
+  auto sample_sequence = [](uint64_t seed) {
+    auto config = MachineConfig("me",
+                                {{"a", "tcp://x:1"},
+                                 {"b", "tcp://x:2"},
+                                 {"c", "tcp://x:3"},
+                                 {"d", "tcp://x:4"},
+                                 {"e", "tcp://x:5"}},
+                                30);
+    config.seed = seed;
+    auto m = MakeMachine(config, topology::SamplerKind::kRandom);
+    TimePoint now{};
+    StartAndAdmitAll(*m, now);
+    std::vector<std::string> sequence;
+    Actions actions = m->OnComputeDone(Outcome(0), now);
+    for (int round = 1; round <= 20; ++round) {
+      m->OnTick(now + seconds(100));  // closes the fetch: nobody answers in this test
+      for (const auto& r : All<SendRequest>(actions)) {
+        if (std::holds_alternative<GetModel>(r.message.body)) sequence.push_back(r.peer);
+      }
+      now += seconds(100);
+      actions = m->OnComputeDone(Outcome(round), now);
+    }
+    return sequence;
+  };
+  EXPECT_EQ(sample_sequence(7), sample_sequence(7));
+  EXPECT_NE(sample_sequence(7), sample_sequence(8));
+}
+
+TEST(RoundDriver, AfterTheLastRoundItLingersServingThenFinishes) {
+  auto m = MakeMachine(MachineConfig("me", {}, 0));
+  TimePoint t0{};
+  m->Start(t0);
+  auto done = m->OnComputeDone(Outcome(0), t0);
+  EXPECT_EQ(All<RoundCompleted>(done).size(), 1u);
+  EXPECT_TRUE(All<Finished>(done).empty());
+  // While lingering it still serves, even a request for a round it will never reach.
+  auto replies = All<SendReply>(m->OnInbound(1, From("a", 1, GetModel{7, true}), t0));
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<Model>(replies[0].message.body));
+  EXPECT_TRUE(All<Finished>(m->OnTick(t0 + seconds(4))).empty());
+  EXPECT_EQ(All<Finished>(m->OnTick(t0 + seconds(5))).size(), 1u);
+  EXPECT_TRUE(m->finished());
+}
+
+TEST(RoundDriver, ExportedStateResumesAtTheNextRound) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers, 5));
+  m->OnComputeDone(Outcome(0), t0);
+  m->OnTick(t0 + seconds(20));
+  m->OnComputeDone(Outcome(1), t0 + seconds(20));
+  MachineState state = m->ExportState();
+  EXPECT_EQ(state.round, 1);
+
+  auto resumed = MakeMachine(MachineConfig("me", kPeers, 5));
+  ASSERT_TRUE(resumed->Resume(state, FloatArray::Own({1, 2, 3, 4}), false).ok());
+  EXPECT_EQ(resumed->comm().Rows().size(), m->comm().Rows().size());
+  EXPECT_EQ(resumed->completed_round(), 1);
+  auto start = resumed->Start(t0);
+  EXPECT_TRUE(All<StartCompute>(start).empty());  // waits for its Hellos first
+  Actions actions;
+  for (const auto& r : All<SendRequest>(start)) {
+    actions = resumed->OnReply(r.request_id, From(r.peer, 1, AckFor(r.endpoint)), t0);
+  }
+  for (const auto& r : All<SendRequest>(actions)) {
+    if (const auto* get = std::get_if<GetModel>(&r.message.body)) {
+      EXPECT_EQ(get->min_round, 1);
+    }
+  }
+}
+
+TEST(RoundDriver, MinRoundPacesTheNextRound) {
+  auto config = MachineConfig("me", {}, 5);
+  config.rounds.min_round = seconds(2);
+  auto m = MakeMachine(config);
+  TimePoint t0{};
+  m->Start(t0);
+  // Round 0 took 0.5 s: round 1 waits until 2 s after round 0 began.
+  EXPECT_TRUE(All<StartCompute>(m->OnComputeDone(Outcome(0), t0 + seconds(1) / 2)).empty());
+  EXPECT_TRUE(All<StartCompute>(m->OnTick(t0 + seconds(1))).empty());
+  auto compute = All<StartCompute>(m->OnTick(t0 + seconds(2)));
+  ASSERT_EQ(compute.size(), 1u);
+  EXPECT_EQ(compute[0].job.round, 1);
+}
+
+}  // namespace
+}  // namespace meshlearn::node::testing

@@ -1,0 +1,52 @@
+#pragma once
+// Building a peer sampler from the node config's choice (DESIGN.md "DAC sampler"). The name tables
+// here are the only place where the config's sampler strings meet sampler types and DAC options
+// (STYLE.md); the node config parser reads names through them.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/named_value.h"
+#include "base/status.h"
+#include "topology/dac_sampler.h"
+#include "topology/sampler.h"
+
+namespace meshlearn::topology {
+
+// Whom a node samples (the config's `sampler`).
+enum class SamplerKind {
+  kDac,              // "dac": softmax over similarity scores (file 004)
+  kRandom,           // "random": uniform gossip
+  kOracle,           // "oracle": uniform within the ground-truth cluster
+  kLocal,            // "local": no communication
+  kEmdCluster,       // "emd_cluster": uniform within mutually accepted EMD peers
+  kLouvain,          // "louvain": FLIC's policy clusters; uniform within the cluster
+  kTemperature,      // "temperature": OCFL's policy clusters; uniform within the cluster
+  kCentroidCluster,  // "centroid_cluster": FLT's signature clusters; uniform within the cluster
+};
+
+// The config names of the sampler kinds and of the DAC options, in documentation order.
+NameTable<SamplerKind> SamplerKindNames();
+NameTable<UnscoredRule> UnscoredRuleNames();
+NameTable<TauSchedule> TauScheduleNames();
+NameTable<ScoreNormalization> ScoreNormalizationNames();
+NameTable<TwoHopRule> TwoHopRuleNames();
+
+// The sampler a node config asks for.
+struct SamplerConfig {
+  SamplerKind sampler = SamplerKind::kDac;
+  // This node's id.
+  std::string self;
+  // kDac: τ and the rules (topology/dac_sampler.h).
+  DacOptions dac;
+  // kOracle: ground-truth cluster of every node, self included (from the scenario).
+  std::vector<std::pair<std::string, int>> clusters;
+};
+
+// Builds the sampler of `config`. kInvalidArgument for an empty self, a DAC τ that is negative or
+// not finite, or an oracle without clusters.
+Result<std::unique_ptr<PeerSampler>> MakePeerSampler(const SamplerConfig& config);
+
+}  // namespace meshlearn::topology
