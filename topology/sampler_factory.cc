@@ -1,6 +1,8 @@
-// The one place where sampler config names meet sampler types and option enums (STYLE.md).
+// The one factory table that maps sampler config names to sampler types, and the name tables of
+// the DAC options (STYLE.md: the only place where config strings meet types).
 #include "topology/sampler_factory.h"
 
+#include <array>
 #include <memory>
 
 #include "topology/baseline_samplers.h"
@@ -8,59 +10,94 @@
 namespace meshlearn::topology {
 namespace {
 
-constexpr NamedValue<SamplerKind> kSamplerNames[] = {
-    {"dac", SamplerKind::kDac},
-    {"random", SamplerKind::kRandom},
-    {"oracle", SamplerKind::kOracle},
-    {"local", SamplerKind::kLocal},
-    {"emd_cluster", SamplerKind::kEmdCluster},
-    {"louvain", SamplerKind::kLouvain},
-    {"temperature", SamplerKind::kTemperature},
-    {"centroid_cluster", SamplerKind::kCentroidCluster}};
-constexpr NamedValue<UnscoredRule> kUnscoredRuleNames[] = {{"exclude", UnscoredRule::kExclude},
-                                                           {"zero", UnscoredRule::kZero}};
-constexpr NamedValue<TauSchedule> kTauScheduleNames[] = {{"constant", TauSchedule::kConstant},
-                                                         {"sigmoid", TauSchedule::kSigmoid}};
-constexpr NamedValue<ScoreNormalization> kNormalizationNames[] = {
-    {"none", ScoreNormalization::kNone}, {"minmax", ScoreNormalization::kMinMax}};
-constexpr NamedValue<TwoHopRule> kTwoHopRuleNames[] = {{"largest", TwoHopRule::kLargest},
-                                                       {"smallest", TwoHopRule::kSmallest},
-                                                       {"off", TwoHopRule::kOff}};
+using MadeSampler = Result<std::unique_ptr<PeerSampler>>;
+
+MadeSampler MakeDac(const SamplerConfig& config) {
+  auto dac = DacSampler::Create(config.self, config.dac);
+  if (!dac.ok()) return dac.status();
+  return std::unique_ptr<PeerSampler>(std::move(dac).value());
+}
+
+MadeSampler MakeOracle(const SamplerConfig& config) {
+  auto oracle = OracleSampler::Create(config.self, config.clusters);
+  if (!oracle.ok()) return oracle.status();
+  return std::unique_ptr<PeerSampler>(std::move(oracle).value());
+}
+
+template <typename Sampler>
+MadeSampler Make(const SamplerConfig& config) {
+  return std::unique_ptr<PeerSampler>(std::make_unique<Sampler>(config.self));
+}
+
+template <SamplerKind kKind>
+MadeSampler MakeCluster(const SamplerConfig& config);
+
+struct SamplerEntry {
+  NamedValue<SamplerKind> named;
+  MadeSampler (*make)(const SamplerConfig&);
+};
+
+// Append new samplers here.
+constexpr SamplerEntry kSamplers[] = {
+    {{"dac", SamplerKind::kDac}, &MakeDac},
+    {{"random", SamplerKind::kRandom}, &Make<RandomSampler>},
+    {{"oracle", SamplerKind::kOracle}, &MakeOracle},
+    {{"local", SamplerKind::kLocal}, &Make<LocalSampler>},
+    {{"emd_cluster", SamplerKind::kEmdCluster}, &Make<EmdClusterSampler>},
+    {{"louvain", SamplerKind::kLouvain}, &MakeCluster<SamplerKind::kLouvain>},
+    {{"temperature", SamplerKind::kTemperature}, &MakeCluster<SamplerKind::kTemperature>},
+    {{"centroid_cluster", SamplerKind::kCentroidCluster},
+     &MakeCluster<SamplerKind::kCentroidCluster>},
+};
+
+constexpr auto kSamplerNames = [] {
+  std::array<NamedValue<SamplerKind>, std::size(kSamplers)> names{};
+  for (size_t i = 0; i < names.size(); ++i) names[i] = kSamplers[i].named;
+  return names;
+}();
+
+// The cluster samplers answer to their own config name.
+template <SamplerKind kKind>
+MadeSampler MakeCluster(const SamplerConfig& config) {
+  return std::unique_ptr<PeerSampler>(
+      std::make_unique<ClusterSampler>(config.self, NameOf(SamplerKindNames(), kKind)));
+}
 
 }  // namespace
 
 NameTable<SamplerKind> SamplerKindNames() { return kSamplerNames; }
-NameTable<UnscoredRule> UnscoredRuleNames() { return kUnscoredRuleNames; }
-NameTable<TauSchedule> TauScheduleNames() { return kTauScheduleNames; }
-NameTable<ScoreNormalization> ScoreNormalizationNames() { return kNormalizationNames; }
-NameTable<TwoHopRule> TwoHopRuleNames() { return kTwoHopRuleNames; }
+
+NameTable<UnscoredRule> UnscoredRuleNames() {
+  static constexpr NamedValue<UnscoredRule> kNames[] = {{"exclude", UnscoredRule::kExclude},
+                                                        {"zero", UnscoredRule::kZero}};
+  return kNames;
+}
+
+NameTable<TauSchedule> TauScheduleNames() {
+  static constexpr NamedValue<TauSchedule> kNames[] = {{"constant", TauSchedule::kConstant},
+                                                       {"sigmoid", TauSchedule::kSigmoid}};
+  return kNames;
+}
+
+NameTable<ScoreNormalization> ScoreNormalizationNames() {
+  static constexpr NamedValue<ScoreNormalization> kNames[] = {
+      {"none", ScoreNormalization::kNone}, {"minmax", ScoreNormalization::kMinMax}};
+  return kNames;
+}
+
+NameTable<TwoHopRule> TwoHopRuleNames() {
+  static constexpr NamedValue<TwoHopRule> kNames[] = {{"largest", TwoHopRule::kLargest},
+                                                      {"smallest", TwoHopRule::kSmallest},
+                                                      {"off", TwoHopRule::kOff}};
+  return kNames;
+}
 
 Result<std::unique_ptr<PeerSampler>> MakePeerSampler(const SamplerConfig& config) {
   if (config.self.empty()) return Status::InvalidArgument("sampler: empty node id");
-  switch (config.sampler) {
-    case SamplerKind::kDac: {
-      auto dac = DacSampler::Create(config.self, config.dac);
-      if (!dac.ok()) return dac.status();
-      return std::unique_ptr<PeerSampler>(std::move(dac).value());
-    }
-    case SamplerKind::kRandom:
-      return std::unique_ptr<PeerSampler>(std::make_unique<RandomSampler>(config.self));
-    case SamplerKind::kOracle: {
-      auto oracle = OracleSampler::Create(config.self, config.clusters);
-      if (!oracle.ok()) return oracle.status();
-      return std::unique_ptr<PeerSampler>(std::move(oracle).value());
-    }
-    case SamplerKind::kLocal:
-      return std::unique_ptr<PeerSampler>(std::make_unique<LocalSampler>(config.self));
-    case SamplerKind::kEmdCluster:
-      return std::unique_ptr<PeerSampler>(std::make_unique<EmdClusterSampler>(config.self));
-    case SamplerKind::kLouvain:
-    case SamplerKind::kTemperature:
-    case SamplerKind::kCentroidCluster:
-      return std::unique_ptr<PeerSampler>(std::make_unique<ClusterSampler>(
-          config.self, NameOf(SamplerKindNames(), config.sampler)));
+  for (const SamplerEntry& entry : kSamplers) {
+    if (entry.named.value == config.sampler) return entry.make(config);
   }
-  return Status::InvalidArgument("sampler: unknown kind");
+  return Status::InvalidArgument("sampler: unknown kind");  // unreachable: the table has every kind
 }
 
 }  // namespace meshlearn::topology
