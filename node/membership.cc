@@ -8,7 +8,7 @@ namespace {
 constexpr auto kHelloRetryBase = std::chrono::seconds(1);
 constexpr auto kHelloRetryMax = std::chrono::seconds(30);
 constexpr auto kDeadBackoffMax = std::chrono::seconds(60);
-constexpr int kHellosPerTick = 2;
+constexpr size_t kHellosPerTick = 2;
 
 }  // namespace
 
@@ -155,12 +155,13 @@ void Membership::Gossip(TimePoint now, topology::Rng& rng, Actions& out) {
 }
 
 void Membership::OnTick(TimePoint now, Actions& out) {
-  int greeted = 0;
-  for (const auto& [peer, at] : std::map<std::string, TimePoint>(next_hello_at_)) {
+  std::vector<std::string> due;
+  for (const auto& [peer, at] : next_hello_at_) {
     if (now < at) continue;
-    if (greeted++ >= kHellosPerTick) break;
-    SendHello(peer, now, out);
+    due.push_back(peer);
+    if (due.size() == kHellosPerTick) break;
   }
+  for (const std::string& peer : due) SendHello(peer, now, out);
 }
 
 bool Membership::KeyAllowed(const std::string& public_key) const {

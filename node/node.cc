@@ -12,6 +12,7 @@
 #include "node/http_status.h"
 #include "node/learner_worker.h"
 #include "node/logging.h"
+#include "node/node_recorder.h"
 #include "node/outputs.h"
 #include "node/state_machine.h"
 #include "node/status_document.h"
@@ -37,15 +38,14 @@ Clock::duration DurationOf(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-// The state machine's config for the node of `config`, whose learner is `learner`, bound at
-// `endpoint`, with CURVE `keys` when configured.
+}  // namespace
+
 StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& learner,
-                                   const std::string& endpoint,
-                                   const std::optional<NodeKeys>& keys) {
+                                   const std::string& endpoint, const std::optional<NodeKeys>& keys,
+                                   uint64_t nonce) {
   using similarity::MetricKind;
   using topology::SamplerKind;
   const Clock::duration deadline = DurationOf(config.round_deadline_s);
-  const uint64_t nonce = std::random_device{}();
   StateMachineConfig c;
   c.id = config.id;
   c.seed = config.seed;
@@ -98,7 +98,15 @@ StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& lear
   return c;
 }
 
-}  // namespace
+topology::SamplerConfig SamplerConfigOf(const NodeConfig& config) {
+  topology::SamplerConfig sampler;
+  sampler.sampler = config.sampler;
+  sampler.self = config.id;
+  sampler.dac = {config.tau, config.unscored, config.tau_schedule, config.normalize,
+                 config.two_hop};
+  sampler.clusters = config.clusters;
+  return sampler;
+}
 
 class Node::Impl {
  public:
@@ -107,7 +115,7 @@ class Node::Impl {
   std::unique_ptr<Learner> learner;
   std::unique_ptr<NodeStateMachine> machine;
   std::unique_ptr<Transport> transport;
-  std::optional<NodeOutputs> outputs;
+  std::optional<NodeRecorder> recorder;
   std::unique_ptr<HttpStatusServer> http;
   DecodeOptions decode_options;
   LearnerState learner_state;  // the state after the last computed round, for checkpoints
@@ -118,11 +126,9 @@ class Node::Impl {
   std::deque<Event> events;
   bool stop_requested = false;
 
-  std::unique_ptr<LearnerWorker> worker;    // runs while Run() does
-  std::map<InboundId, ReplyToken> tokens;   // event thread only
-  uint64_t written_emd_revision = 0;        // the machine's emd_revision() in emd.csv
-  uint64_t written_signature_revision = 0;  // the machine's signature_revision() in signature.csv
-  MessageObserver observer;                 // sees every decoded received message
+  std::unique_ptr<LearnerWorker> worker;   // runs while Run() does
+  std::map<InboundId, ReplyToken> tokens;  // event thread only
+  MessageObserver observer;                // sees every decoded received message
   InboundId last_inbound = 0;
   Status failure;  // a failure of the node itself, ends Run()
 
@@ -184,25 +190,15 @@ class Node::Impl {
   void Do(RoundCompleted& a) {
     const RoundRecord& r = a.record;
     TransportStats stats = transport->Stats();
-    Status written = outputs->AppendRound(r, stats.bytes_in, stats.bytes_out);
-    if (written.ok()) {
-      written = outputs->WriteCommAndScores(machine->comm().Rows(), machine->sampler().Records());
-    }
-    if (written.ok() && config.emd_enabled) {
-      written = outputs->WriteEmd(machine->EmdRows());
-      written_emd_revision = machine->emd_revision();
-    }
-    if (written.ok()) written = WriteSignaturesIfChanged();
-    if (written.ok() && !r.outcome.cluster_partition.empty()) {
-      written = outputs->WriteCluster(r.outcome.cluster_partition, r.round);
-    }
+    Status written = recorder->AppendRound(r, stats.bytes_in, stats.bytes_out);
+    if (written.ok()) written = recorder->WriteTables(*machine);
     if (written.ok()) {
       Checkpoint checkpoint;
       checkpoint.round = r.round;
       checkpoint.stopped = r.stopped;
       checkpoint.learner = learner_state;
       checkpoint.machine = machine->ExportState();
-      written = WriteCheckpoint(outputs->CheckpointPath(), checkpoint);
+      written = WriteCheckpoint(recorder->outputs().CheckpointPath(), checkpoint);
     }
     if (!written.ok()) {
       log->error("cannot write outputs of round {}: {}", r.round, written.ToString());
@@ -237,12 +233,7 @@ class Node::Impl {
       if (auto* round = std::get_if<RoundDone>(result)) learner_state = round->state;
       Execute(DeliverResult(*machine, *result, now));
     }
-    // emd.csv follows every change of the exchange (a measurement may finish after the rounds).
-    if (outputs && config.emd_enabled && machine->emd_revision() != written_emd_revision) {
-      written_emd_revision = machine->emd_revision();
-      (void)outputs->WriteEmd(machine->EmdRows());
-    }
-    (void)WriteSignaturesIfChanged();
+    if (recorder) (void)recorder->FollowExchanges(*machine);
   }
 
   void HandleInbound(InboundEvent& in, Clock::time_point now) {
@@ -266,15 +257,6 @@ class Node::Impl {
     Execute(machine->OnInboundRejected(id, envelope.ok() ? envelope->sender : "",
                                        envelope.ok() ? envelope->request_id : 0, decoded.status(),
                                        now));
-  }
-
-  // signature.csv follows every signature received (FLT).
-  Status WriteSignaturesIfChanged() {
-    if (!outputs || machine->signature_revision() == written_signature_revision) {
-      return Status::Ok();
-    }
-    written_signature_revision = machine->signature_revision();
-    return outputs->WriteSignatures(machine->SignatureRows());
   }
 
   void RefreshStatus() {
@@ -365,13 +347,7 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config, NodeOptions
     impl->learner = std::move(*learner);
   }
 
-  topology::SamplerConfig sampler_config;
-  sampler_config.sampler = config.sampler;
-  sampler_config.self = config.id;
-  sampler_config.dac = {config.tau, config.unscored, config.tau_schedule, config.normalize,
-                        config.two_hop};
-  sampler_config.clusters = config.clusters;
-  auto sampler = topology::MakePeerSampler(sampler_config);
+  auto sampler = topology::MakePeerSampler(SamplerConfigOf(config));
   if (!sampler.ok()) return sampler.status().WithContext("[learning]");
 
   // Bind before anything else talks to peers; the Hello carries the bound endpoint.
@@ -397,14 +373,15 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config, NodeOptions
   impl->decode_options.expected_layout = &impl->learner->Layout();
 
   impl->machine = std::make_unique<NodeStateMachine>(
-      MachineConfigOf(config, *impl->learner, impl->transport->bound_endpoint(), keys),
+      MachineConfigOf(config, *impl->learner, impl->transport->bound_endpoint(), keys,
+                      std::random_device{}()),
       std::move(*sampler), impl->log);
 
   auto resumed = impl->ResumeFromCheckpoint();
   if (!resumed.ok()) return resumed.status();
   auto outputs = NodeOutputs::Open(config.output_dir, *resumed);
   if (!outputs.ok()) return outputs.status();
-  impl->outputs = std::move(*outputs);
+  impl->recorder.emplace(std::move(*outputs), config.emd_enabled);
 
   if (config.http_port) {
     auto http = HttpStatusServer::Start(

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <spdlog/logger.h>
@@ -17,6 +18,7 @@
 #include "base/status.h"
 #include "node/config.h"
 #include "node/learner.h"
+#include "node/state_machine.h"
 #include "node/transport.h"
 #include "protocol/messages.h"
 
@@ -47,6 +49,16 @@ struct NodeOptions {
   // Starts the node's transport; default: ZeroMQ (node/zmq_transport.h).
   TransportFactory transport;
 };
+
+// The state machine's config for the node of `config`, whose learner is `learner`, listening at
+// `endpoint`, with CURVE `keys` when configured, greeting with `nonce` (its half of every EMD
+// projection seed; a process draws it at random).
+StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& learner,
+                                   const std::string& endpoint, const std::optional<NodeKeys>& keys,
+                                   uint64_t nonce);
+
+// The sampler of the node of `config`.
+topology::SamplerConfig SamplerConfigOf(const NodeConfig& config);
 
 // One meshlearn node.
 class Node {

@@ -50,8 +50,16 @@ int main(int argc, char** argv) {
   app.add_option("scenario", scenario_path, "scenario file (TOML; see configs/README.md)")
       ->required();
   app.add_option("--out", options.out_dir, "output folder (default runs/<scenario name>)");
-  app.add_flag("--in-process", options.in_process,
-               "run the nodes as threads of this process (same transport, loopback TCP)");
+  auto* in_process = app.add_flag(
+      "--in-process", options.in_process,
+      "run the nodes as threads of this process (same transport, loopback TCP)");
+  app.add_flag("--simulate", options.simulate,
+               "simulate the mesh in this process: the nodes' real logic on a virtual clock and "
+               "the scenario's [network] model; deterministic")
+      ->excludes(in_process);
+  app.add_option("--threads", options.threads,
+                 "--simulate: learner worker threads (default: the core count)")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--nodes", overrides.nodes, "number of nodes (cluster sizes scale)")
       ->check(CLI::Range(2, 100000));
   auto* seed_option = app.add_option("--seed", seed, "seed of the partition and the models");
@@ -101,9 +109,14 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
+  if (scenario->has_network && !options.simulate) {
+    std::printf("meshlearn-launch: note: the scenario's [network] model applies to --simulate "
+                "only; real runs use the real network\n");
+  }
   std::printf("meshlearn-launch: %s — %d nodes, %zu method(s), %s mode, %s, output in %s\n",
               scenario->name.c_str(), scenario->data.partition.num_clients,
-              scenario->methods.size(), options.in_process ? "in-process" : "process",
+              scenario->methods.size(),
+              options.simulate ? "simulated" : options.in_process ? "in-process" : "process",
               scenario->security ? "CURVE-encrypted (keys in <method>/keys)" : "unencrypted",
               options.out_dir.c_str());
   std::fflush(stdout);
@@ -174,6 +187,14 @@ int main(int argc, char** argv) {
       std::printf("emd:      %s/emd_matrix.csv  %s/emd_matrix.png\n", run.dir.c_str(),
                   run.dir.c_str());
     }
+  }
+  if (options.simulate) {
+    Status written = launch::WriteSimulationCsv(options.out_dir + "/simulation.csv", runs);
+    if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
+    for (const launch::MethodRun& run : runs) {
+      std::printf("%s\n", launch::DescribeSimulation(run).c_str());
+    }
+    std::printf("simulation: %s/simulation.csv\n", options.out_dir.c_str());
   }
   for (const launch::MethodSummary& s : summaries) {
     if (s.peak_pss_mib_max > 0) {

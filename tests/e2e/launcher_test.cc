@@ -67,29 +67,68 @@ void ExpectCompleteRun(const std::string& out, int rounds) {
   }
 }
 
-TEST(Launcher, SmallScenarioWritesEveryOutputWithNodeProcesses) {
-  std::string dir = ::testing::TempDir() + "/e2e_launch_process";
+// Runs the 6-node, 5-round scenario through meshlearn-launch with `mode_args`, into
+// "<temp>/<name>/out", checks that it wrote every output, and returns "<temp>/<name>".
+std::string LaunchSmallScenario(const std::string& name,
+                                const std::vector<std::string>& mode_args) {
+  std::string dir = ::testing::TempDir() + "/" + name;
   std::filesystem::remove_all(dir);
   std::string scenario = WriteScenario(dir, 5, 0);
-  auto launcher = ChildProcess::Start({MESHLEARN_LAUNCH_BIN, scenario, "--out", dir + "/out"},
-                                      dir + "/launch.log");
-  ASSERT_TRUE(launcher.has_value());
+  std::vector<std::string> args = {MESHLEARN_LAUNCH_BIN, scenario, "--out", dir + "/out"};
+  args.insert(args.end(), mode_args.begin(), mode_args.end());
+  auto launcher = ChildProcess::Start(args, dir + "/launch.log");
+  EXPECT_TRUE(launcher.has_value());
+  if (!launcher) return dir;
   EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(300)), 0)) << ReadText(dir + "/launch.log");
   ExpectCompleteRun(dir + "/out", 5);
-  std::string log = ReadText(dir + "/launch.log");
+  return dir;
+}
+
+TEST(Launcher, SmallScenarioWritesEveryOutputWithNodeProcesses) {
+  std::string log = ReadText(LaunchSmallScenario("e2e_launch_process", {}) + "/launch.log");
   EXPECT_NE(log.find("Test MSE at each node's best-validation round"), std::string::npos) << log;
   EXPECT_NE(log.find("heatmap.png"), std::string::npos);
 }
 
 TEST(Launcher, SmallScenarioWritesEveryOutputWithThreads) {
-  std::string dir = ::testing::TempDir() + "/e2e_launch_threads";
+  LaunchSmallScenario("e2e_launch_threads", {"--in-process"});
+}
+
+TEST(Launcher, SmallScenarioWritesEveryOutputSimulated) {
+  std::string dir = LaunchSmallScenario("e2e_launch_simulated", {"--simulate"});
+  std::string log = ReadText(dir + "/launch.log");
+  EXPECT_NE(log.find("simulation (cos_weights): "), std::string::npos) << log;
+  EXPECT_NE(ReadText(dir + "/out/simulation.csv").find("\"random\","), std::string::npos);
+}
+
+// The same logic simulated and deployed: a sync run of the synthetic scenario samples the same
+// peers in every round of every node, and reaches the same losses, as node processes on loopback.
+TEST(Launcher, ASimulatedRunMatchesTheRunOfNodeProcesses) {
+  std::string dir = ::testing::TempDir() + "/e2e_launch_match";
   std::filesystem::remove_all(dir);
-  std::string scenario = WriteScenario(dir, 5, 0);
-  auto launcher = ChildProcess::Start(
-      {MESHLEARN_LAUNCH_BIN, scenario, "--out", dir + "/out", "--in-process"}, dir + "/launch.log");
-  ASSERT_TRUE(launcher.has_value());
-  EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(300)), 0)) << ReadText(dir + "/launch.log");
-  ExpectCompleteRun(dir + "/out", 5);
+  std::string scenario = WriteScenario(dir, 8, 0);
+  for (const char* mode : {"process", "simulate"}) {
+    std::vector<std::string> args = {MESHLEARN_LAUNCH_BIN, scenario,    "--out",
+                                     dir + "/" + mode,     "--methods", "cos_weights"};
+    if (std::string(mode) == "simulate") args.push_back("--simulate");
+    auto launcher = ChildProcess::Start(args, dir + "/" + mode + ".log");
+    ASSERT_TRUE(launcher.has_value());
+    EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(300)), 0)) << ReadText(dir + "/" + mode + ".log");
+  }
+  for (int i = 0; i < 6; ++i) {
+    std::string node = "/cos_weights/node-" + std::to_string(i);
+    auto real = Rounds(dir + "/process" + node);
+    auto simulated = Rounds(dir + "/simulate" + node);
+    ASSERT_EQ(real.size(), 9u) << node;
+    ASSERT_EQ(simulated.size(), real.size()) << node;
+    for (size_t r = 0; r < real.size(); ++r) {
+      EXPECT_EQ(simulated[r].peers, real[r].peers) << node << " round " << r;
+      EXPECT_NEAR(simulated[r].test_loss, real[r].test_loss, 1e-6 * real[r].test_loss)
+          << node << " round " << r;
+      EXPECT_NEAR(simulated[r].val_loss, real[r].val_loss, 1e-6 * real[r].val_loss)
+          << node << " round " << r;
+    }
+  }
 }
 
 TEST(Launcher, SecurityTrueGivesEveryNodeAKeyAndTheEncryptedMeshExchangesModels) {

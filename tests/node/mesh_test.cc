@@ -40,6 +40,17 @@
 namespace meshlearn::node {
 namespace {
 
+// Polls `condition` until it holds, for at most 5 minutes (generous: the machine may be loaded);
+// returns whether it held.
+bool WaitUntil(const std::function<bool()>& condition) {
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
 std::vector<RoundRow> ReadRounds(const std::string& path) {
   auto rows = ReadRoundsCsv(path);
   EXPECT_TRUE(rows.ok()) << rows.status().ToString();
@@ -185,10 +196,14 @@ TEST(Mesh, RunningNodeAnswersStatusAndMetrics) {
   std::string status, metrics;
   mesh.Run(20, [&](Node& node) {
     ASSERT_GT(node.http_port(), 0);
-    for (int i = 0; i < 100 && node.Progress().completed_round < 5; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    status = HttpGet(node.http_port(), "/status");
+    // Waits for the event: round 5 done and every peer admitted, as /status shows it.
+    ASSERT_TRUE(WaitUntil([&] {
+      status = HttpGet(node.http_port(), "/status");
+      return node.Progress().completed_round >= 5 &&
+             status.find("\"id\":\"node-2\"") != std::string::npos &&
+             status.find("\"liveness\":\"alive\"") != std::string::npos;
+    })) << "node-0 never reached round 5 with its peers alive: "
+        << status;
     metrics = HttpGet(node.http_port(), "/metrics");
   });
   EXPECT_NE(status.find("200"), std::string::npos) << status;
@@ -440,9 +455,12 @@ TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
 
     auto again = send(GetModel{0, false});
     served_after = again.ok() && std::holds_alternative<Model>(again->body);
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(1200));  // /status is rebuilt twice a second
-    status = node.StatusJson();
+    // /status is rebuilt twice a second: wait until it counts the last rejection.
+    EXPECT_TRUE(WaitUntil([&] {
+      status = node.StatusJson();
+      return status.find("\"too_large\":1") != std::string::npos;
+    })) << "the rejections never showed in /status: "
+        << status;
   });
   EXPECT_EQ(replies["malformed"], ErrorCode::kMalformed);
   EXPECT_EQ(replies["version"], ErrorCode::kUnsupportedVersion);

@@ -164,10 +164,11 @@ void BM_FetchVsRawZmq(benchmark::State& state) {
   if (!all_ok) state.SkipWithError("a fetch failed or did not decode");
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
                           static_cast<int64_t>(TotalBytes(Encode(snapshot))));
-  ReportRatio(state, "fetch_vs_raw_zmq", t.baseline_seconds / t.subject_seconds, 0.8,
-              Goal::kAtLeast);
+  // The median of per-pair ratios: one fetch and one raw exchange side by side, in alternating
+  // order, so a burst of load on the shared machine moves a few pairs, not the result.
+  ReportRatio(state, "fetch_vs_raw_zmq", MedianRatio(t), 0.8, Goal::kAtLeast);
 }
-BENCHMARK(BM_FetchVsRawZmq)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK(BM_FetchVsRawZmq)->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(5.0);
 
 }  // namespace
 }  // namespace meshlearn::bench

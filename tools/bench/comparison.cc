@@ -1,9 +1,11 @@
 #include "tools/bench/comparison.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 
 namespace meshlearn::bench {
 namespace {
@@ -12,6 +14,7 @@ struct Recorded {
   double value = 0;
   double target = 0;
   Goal goal = Goal::kAtLeast;
+  std::optional<RatioSpread> spread;
 };
 
 std::mutex& RegistryMutex() {
@@ -35,13 +38,31 @@ double SecondsOf(const std::function<void()>& fn) {
 PairTiming TimeAlternating(benchmark::State& state, const std::function<void()>& subject,
                            const std::function<void()>& baseline) {
   PairTiming timing;
+  bool subject_first = true;
   for (auto _ : state) {
-    double s = SecondsOf(subject);
+    double s = 0, b = 0;
+    if (subject_first) {
+      s = SecondsOf(subject);
+      b = SecondsOf(baseline);
+    } else {
+      b = SecondsOf(baseline);
+      s = SecondsOf(subject);
+    }
+    subject_first = !subject_first;
     timing.subject_seconds += s;
-    timing.baseline_seconds += SecondsOf(baseline);
+    timing.baseline_seconds += b;
+    if (s > 0) timing.pair_ratios.push_back(b / s);
     state.SetIterationTime(s);
   }
   return timing;
+}
+
+RatioSpread MedianRatio(const PairTiming& timing) {
+  std::vector<double> ratios = timing.pair_ratios;
+  if (ratios.empty()) return {};
+  std::sort(ratios.begin(), ratios.end());
+  auto at = [&](double q) { return ratios[static_cast<size_t>(q * (ratios.size() - 1) + 0.5)]; };
+  return {at(0.5), at(0.25), at(0.75)};
 }
 
 void ReportRatio(benchmark::State& state, const std::string& name, double value, double target,
@@ -51,7 +72,16 @@ void ReportRatio(benchmark::State& state, const std::string& name, double value,
   state.SetLabel(name + (goal == Goal::kAtLeast ? " target>=" : " target<=") +
                  std::to_string(target));
   std::lock_guard<std::mutex> lock(RegistryMutex());
-  Registry()[name] = Recorded{value, target, goal};
+  Registry()[name] = Recorded{value, target, goal, std::nullopt};
+}
+
+void ReportRatio(benchmark::State& state, const std::string& name, const RatioSpread& spread,
+                 double target, Goal goal) {
+  ReportRatio(state, name, spread.median, target, goal);
+  state.counters["ratio_p25"] = spread.p25;
+  state.counters["ratio_p75"] = spread.p75;
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  Registry()[name].spread = spread;
 }
 
 int PrintRatioSummary(FILE* out) {
@@ -60,8 +90,16 @@ int PrintRatioSummary(FILE* out) {
   for (const auto& [name, r] : Registry()) {
     bool met = r.goal == Goal::kAtLeast ? r.value >= r.target : r.value <= r.target;
     if (!met) ++missed;
-    std::fprintf(out, "ratio %s %.3f (target %s %.3g)%s\n", name.c_str(), r.value,
-                 r.goal == Goal::kAtLeast ? ">=" : "<=", r.target, met ? "" : "  MISSED");
+    std::string spread;
+    if (r.spread) {
+      char text[64];
+      std::snprintf(text, sizeof(text), ", median of pairs, p25-p75 %.3f-%.3f", r.spread->p25,
+                    r.spread->p75);
+      spread = text;
+    }
+    std::fprintf(out, "ratio %s %.3f (target %s %.3g%s)%s\n", name.c_str(), r.value,
+                 r.goal == Goal::kAtLeast ? ">=" : "<=", r.target, spread.c_str(),
+                 met ? "" : "  MISSED");
   }
   std::fflush(out);
   return missed;

@@ -72,8 +72,10 @@ class ProgressLine {
   ProgressLine(std::string method, int64_t rounds)
       : method_(std::move(method)), rounds_(rounds), tty_(::isatty(STDOUT_FILENO)) {}
 
-  // Shows the rounds reached by every node (-1: not started) and their mean validation loss.
-  void Show(const std::vector<int64_t>& reached, double mean_val_loss, int dead, double elapsed) {
+  // Shows the rounds reached by every node (-1: not started) and their mean validation loss,
+  // and `extra` when given.
+  void Show(const std::vector<int64_t>& reached, double mean_val_loss, int dead, double elapsed,
+            const char* extra = nullptr) {
     if (!tty_ && elapsed - last_plain_ < 5) return;
     last_plain_ = elapsed;
     int64_t lo = rounds_, hi = -1, sum = 0;
@@ -93,10 +95,12 @@ class ProgressLine {
                   static_cast<long long>(std::max<int64_t>(hi, 0)), mean_val_loss,
                   dead ? (std::to_string(dead) + " dead ").c_str() : "", elapsed,
                   std::isfinite(eta) ? (std::to_string(static_cast<int>(eta)) + "s").c_str() : "?");
+    std::string line = text;
+    if (extra) line += std::string("  ") + extra;
     if (tty_) {
-      std::printf("\r\033[K%s", text);
+      std::printf("\r\033[K%s", line.c_str());
     } else {
-      std::printf("%s\n", text);
+      std::printf("%s\n", line.c_str());
     }
     std::fflush(stdout);
   }
@@ -146,16 +150,17 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
 
 // Builds every node's config for `method`: fresh loopback ports, every node knowing all others,
 // and with scenario.security their keys.
-Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
-                                                  const MethodSpec& method,
-                                                  const Partition& partition,
-                                                  const std::string& dir,
-                                                  const std::string& log_level, int known_peers) {
+Result<std::vector<node::NodeConfig>> NodeConfigs(
+    const Scenario& scenario, const MethodSpec& method, const Partition& partition,
+    const std::string& dir, const std::string& log_level, int known_peers, bool simulate) {
   std::vector<node::PeerAddress> addresses;
-  for (const std::string& id : partition.ids) {
-    auto port = node::FindFreeTcpPort("127.0.0.1");
+  for (size_t i = 0; i < partition.ids.size(); ++i) {
+    // A simulation binds nothing; its endpoints only name the nodes, and must not change between
+    // runs: they travel in messages, whose sizes the byte counters report.
+    Result<uint16_t> port =
+        simulate ? static_cast<uint16_t>(20000 + i) : node::FindFreeTcpPort("127.0.0.1");
     if (!port.ok()) return port.status();
-    addresses.push_back({id, "tcp://127.0.0.1:" + std::to_string(*port)});
+    addresses.push_back({partition.ids[i], "tcp://127.0.0.1:" + std::to_string(*port)});
   }
   auto security = WriteMeshKeys(scenario, dir, addresses);
   if (!security.ok()) return security.status();
@@ -350,6 +355,47 @@ Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds
   return Status::Ok();
 }
 
+// Peak resident memory of this process in MiB (0 when unavailable).
+double PeakRssMib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  return 0;
+}
+
+Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario& scenario,
+                    const RunOptions& options, const std::atomic<bool>& interrupt, MethodRun& run) {
+  for (size_t i = 0; i < configs.size(); ++i) {
+    MESHLEARN_RETURN_IF_ERROR(
+        WriteFileAtomically(run.nodes[i].dir + "/node.toml", node::RenderNodeConfig(configs[i])));
+  }
+  ProgressLine progress(run.method.name, configs.front().rounds);
+  sim::SimulationOptions sim;
+  sim.network = scenario.network;
+  sim.seed = scenario.seed;
+  sim.threads = options.threads;
+  sim.interrupt = &interrupt;
+  sim.on_progress = [&](const sim::SimulationProgress& p) {
+    char extra[96];
+    std::snprintf(extra, sizeof(extra), "simulated %.1fs, %.0fk events/s", p.simulated_seconds,
+                  p.real_seconds > 0 ? p.events / p.real_seconds / 1000 : 0.0);
+    progress.Show(p.reached, p.mean_val_loss, 0, p.real_seconds, extra);
+  };
+  auto report = sim::Simulate(configs, sim);
+  progress.Finish();
+  if (!report.ok()) return report.status();
+  run.interrupted = report->interrupted;
+  for (size_t i = 0; i < report->failures.size(); ++i) {
+    if (!report->failures[i]) continue;
+    run.nodes[i].failure = *report->failures[i];
+    std::printf("node %s failed: %s\n", run.nodes[i].id.c_str(), report->failures[i]->c_str());
+  }
+  run.simulation = std::move(*report);
+  run.simulation_peak_rss_mib = PeakRssMib();
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir) {
@@ -424,8 +470,8 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   run.dir = options.out_dir + "/" + Slug(method.name);
   std::error_code ec;
   std::filesystem::remove_all(run.dir, ec);
-  auto configs =
-      NodeConfigs(scenario, method, partition, run.dir, options.log_level, options.known_peers);
+  auto configs = NodeConfigs(scenario, method, partition, run.dir, options.log_level,
+                             options.known_peers, options.simulate);
   if (!configs.ok()) return configs.status();
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     NodeRun n;
@@ -439,9 +485,10 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   }
   int64_t rounds = configs->front().rounds;
   auto start = SteadyClock::now();
-  Status status = options.in_process ? RunInProcess(*configs, rounds, interrupt, run)
-                                     : RunProcesses(*configs, options, rounds, interrupt, run);
-  run.wall_seconds = SecondsSince(start);
+  Status status = options.simulate     ? RunSimulated(*configs, scenario, options, interrupt, run)
+                  : options.in_process ? RunInProcess(*configs, rounds, interrupt, run)
+                                       : RunProcesses(*configs, options, rounds, interrupt, run);
+  run.wall_seconds = run.simulation ? run.simulation->simulated_seconds : SecondsSince(start);
   if (!status.ok()) return status;
   CollectRounds(run);
   return run;

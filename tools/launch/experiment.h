@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "node/outputs.h"
+#include "sim/simulation.h"
 #include "tools/launch/scenario.h"
 
 namespace meshlearn::launch {
@@ -30,6 +31,8 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
 struct RunOptions {
   std::string out_dir;
   bool in_process = false;  // threads of this process instead of meshlearn-node processes
+  bool simulate = false;    // a deterministic simulation in this process (sim/simulation.h)
+  int threads = 0;          // simulate: learner worker threads; 0 = the core count
   std::string node_binary;  // the meshlearn-node executable (process mode)
   std::string log_level = "info";
   // Each node's config lists this many peers (the next ones in id order, wrapping around); the
@@ -58,6 +61,9 @@ struct MethodRun {
   bool interrupted = false;  // Ctrl-C stopped it early
   std::vector<NodeRun> nodes;
   double process_peak_pss_mib = 0;  // in-process mode: the launcher's own peak PSS
+  // simulate: the simulation's own figures (wall_seconds is then simulated time).
+  std::optional<sim::SimulationReport> simulation;
+  double simulation_peak_rss_mib = 0;  // the launcher's peak resident memory
 };
 
 // Runs `method` with one node per partition entry until every node finished, died, or

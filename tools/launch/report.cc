@@ -266,4 +266,43 @@ Status WriteCurves(const std::string& path, const std::vector<MethodRun>& runs,
   return plot::RenderCurvesPng(series, path, options);
 }
 
+// A simulation's real time over its learners' compute time per thread: 1.0 when the workers were
+// never idle and nothing else cost time.
+double RealOverCompute(const sim::SimulationReport& r) {
+  double per_thread = r.compute_seconds / std::max(r.threads, 1);
+  return per_thread > 0 ? r.real_seconds / per_thread : 0;
+}
+
+Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>& runs) {
+  std::ostringstream csv;
+  csv << "method,simulated_s,real_s,events,events_per_s,messages,jobs,compute_s,threads,"
+         "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node\n";
+  for (const MethodRun& run : runs) {
+    if (!run.simulation) continue;
+    const sim::SimulationReport& r = *run.simulation;
+    double nodes = static_cast<double>(std::max<size_t>(run.nodes.size(), 1));
+    csv << '"' << run.method.name << "\"," << r.simulated_seconds << ',' << r.real_seconds << ','
+        << r.events << ',' << (r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ','
+        << r.messages << ',' << r.jobs << ',' << r.compute_seconds << ',' << r.threads << ','
+        << RealOverCompute(r) << ',' << run.nodes.size() << ',' << run.simulation_peak_rss_mib
+        << ',' << run.simulation_peak_rss_mib / nodes << '\n';
+  }
+  return WriteFileAtomically(path, csv.str());
+}
+
+std::string DescribeSimulation(const MethodRun& run) {
+  if (!run.simulation) return "";
+  const sim::SimulationReport& r = *run.simulation;
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "simulation (%s): %.1f s simulated in %.1f s real (%.2fx the learners' compute on "
+                "%d threads), %llu events (%.0fk/s), peak memory %.0f MiB (%.2f MiB per node)",
+                run.method.name.c_str(), r.simulated_seconds, r.real_seconds, RealOverCompute(r),
+                r.threads, static_cast<unsigned long long>(r.events),
+                r.real_seconds > 0 ? r.events / r.real_seconds / 1000 : 0.0,
+                run.simulation_peak_rss_mib,
+                run.simulation_peak_rss_mib / std::max<size_t>(run.nodes.size(), 1));
+  return text;
+}
+
 }  // namespace meshlearn::launch

@@ -71,4 +71,13 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
 Status WriteCurves(const std::string& path, const std::vector<MethodRun>& runs,
                    const Partition& partition, const std::string& title);
 
+// Writes "<out>/simulation.csv" for a --simulate run: per method the simulated and real seconds,
+// events, events per second, messages, learner jobs and the launcher's peak resident memory in
+// MiB, in all and per node. Unlike the other outputs it depends on the machine.
+Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>& runs);
+
+// One line on how `run`'s simulation went: simulated against real time, events per second,
+// memory per node.
+std::string DescribeSimulation(const MethodRun& run);
+
 }  // namespace meshlearn::launch

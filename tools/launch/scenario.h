@@ -21,6 +21,7 @@
 #include "base/named_value.h"
 #include "base/status.h"
 #include "node/config.h"
+#include "sim/network_model.h"
 #include "training/partition.h"
 
 namespace meshlearn::launch {
@@ -66,6 +67,9 @@ struct Scenario {
   DataSpec data;
   std::map<std::string, std::string> node_template;  // "training.rounds" -> TOML value text
   std::vector<MethodSpec> methods;                   // at least one
+  // [network]: the network a --simulate run models (ignored by real runs).
+  sim::NetworkModel network;
+  bool has_network = false;  // the scenario has a [network] section
 };
 
 // Command-line adjustments applied before parsing.

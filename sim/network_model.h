@@ -1,0 +1,69 @@
+#pragma once
+// The network a simulation runs on (the scenario's [network] section, configs/README.md): how
+// long a message takes on a link, which messages are lost, and the faults that come and go.
+//
+// Specification.
+// - A message of B bytes takes latency + B / bandwidth to cross a link (every link alike); an
+//   infinite bandwidth (0 in the config) makes it latency alone. Defaults: no latency, infinite
+//   bandwidth, no loss.
+// - Each message (request or reply) is lost with probability `loss`, drawn from the simulation's
+//   seeded generator in the order messages are sent, so a seed gives the same losses every run.
+// - An outage takes a node away once it has completed round `after_round`, for `seconds` of
+//   simulated time. A death loses everything the node had in memory: it comes back by restarting
+//   from its last checkpoint, as a process restarted by hand does. A pause keeps its state: it
+//   processes nothing meanwhile, and what arrived for it waits, as a process stopped with SIGSTOP.
+// - A partition splits the nodes into groups: a message between two groups is lost while its
+//   sender is in a round in [from_round, to_round).
+// - A learner's round job takes `round_compute_s` of simulated time (other learner jobs none).
+//   Rationale: simulated time must not depend on how fast the machine trains, or the same seed
+//   would not give the same outputs.
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/named_value.h"
+
+namespace meshlearn::sim {
+
+// What an outage does to its node.
+enum class OutageKind {
+  kDeath,  // "death": the node loses its memory and restarts from its checkpoint
+  kPause,  // "pause": the node stops and continues where it was
+};
+
+// The config name of every OutageKind, in documentation order.
+NameTable<OutageKind> OutageKindNames();
+
+// A node away for a while (see the specification).
+struct Outage {
+  std::string node;
+  OutageKind kind = OutageKind::kDeath;
+  int64_t after_round = 0;  // it goes once it has completed this round
+  double seconds = 0;       // simulated seconds it stays away
+};
+
+// Groups that cannot reach each other for a while (see the specification).
+struct Partition {
+  std::vector<std::set<std::string>> groups;
+  int64_t from_round = 0;
+  int64_t to_round = 0;  // exclusive
+};
+
+// The network model of a simulation.
+struct NetworkModel {
+  double latency_s = 0;              // one way, every link
+  double bandwidth_bytes_per_s = 0;  // 0: infinite
+  double loss = 0;                   // probability that a message is lost, in [0, 1)
+  double round_compute_s = 0;        // simulated seconds of one round's training and evaluation
+  std::vector<Outage> outages;
+  std::vector<Partition> partitions;
+
+  // The simulated seconds a message of `bytes` takes on a link.
+  double TransferSeconds(uint64_t bytes) const;
+  // True when a partition cuts the link from node `from` (in round `round`) to node `to`.
+  bool Cut(const std::string& from, const std::string& to, int64_t round) const;
+};
+
+}  // namespace meshlearn::sim

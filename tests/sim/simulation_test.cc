@@ -1,0 +1,235 @@
+// The simulator (sim/simulation.h): real nodes' logic and learners on a virtual clock and a
+// modelled network. Meshes of synthetic linear-regression nodes, small enough to run in seconds.
+#include "sim/simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "protocol/codec.h"
+#include "tests/e2e/e2e_support.h"
+
+namespace meshlearn::sim {
+namespace {
+
+using e2e::ReadText;
+using e2e::Rounds;
+
+// A mesh of `ids.size()` synthetic nodes under `dir`, each knowing every other, in 127.0.0.1:
+// 20000 + i (a simulation binds nothing).
+class SimMesh {
+ public:
+  SimMesh(const std::string& name, std::vector<std::string> ids, int64_t rounds, int clusters = 1)
+      : ids_(std::move(ids)) {
+    dir_ = ::testing::TempDir() + "/sim_" + name;
+    std::filesystem::remove_all(dir_);
+    auto shards =
+        e2e::WriteSyntheticShards(dir_ + "/shards", static_cast<int>(ids_.size()), clusters, 7);
+    EXPECT_EQ(shards.size(), ids_.size());
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      node::NodeConfig c = e2e::SyntheticNodeConfig(
+          ids_[i], "tcp://127.0.0.1:" + std::to_string(20000 + i), shards[i], dir_ + "/" + ids_[i]);
+      c.rounds = rounds;
+      c.peers_per_round = static_cast<int>(ids_.size()) - 1;  // everyone, every round
+      configs_.push_back(c);
+    }
+    for (node::NodeConfig& c : configs_) {
+      for (const node::NodeConfig& other : configs_) {
+        if (other.id != c.id) c.peers.push_back({other.id, other.listen});
+      }
+    }
+  }
+
+  // Runs the simulation into `out` (a folder under the mesh's), with `options`.
+  SimulationReport Run(const std::string& out, SimulationOptions options) {
+    std::vector<node::NodeConfig> configs = configs_;
+    for (node::NodeConfig& c : configs) {
+      c.output_dir = dir_ + "/" + out + "/" + c.id;
+      std::filesystem::create_directories(c.output_dir);
+    }
+    auto report = Simulate(configs, options);
+    EXPECT_TRUE(report.ok()) << report.status().ToString();
+    return report.ok() ? *report : SimulationReport{};
+  }
+
+  std::string NodeDir(const std::string& out, const std::string& id) const {
+    return dir_ + "/" + out + "/" + id;
+  }
+  std::vector<node::NodeConfig>& configs() { return configs_; }
+  const std::vector<std::string>& ids() const { return ids_; }
+
+ private:
+  std::vector<std::string> ids_;
+  std::string dir_;
+  std::vector<node::NodeConfig> configs_;
+};
+
+const std::vector<std::string> kFour = {"n0", "n1", "n2", "n3"};
+
+// Every row's rounds are 0, 1, 2... once each; the number of rows.
+size_t ConsecutiveRounds(const std::string& node_dir) {
+  auto rows = Rounds(node_dir);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    EXPECT_EQ(rows[r].round, static_cast<int64_t>(r)) << node_dir;
+  }
+  return rows.size();
+}
+
+TEST(Simulation, TheSameSeedGivesByteIdenticalOutputsWithOneAndTwoThreads) {
+  SimMesh mesh("identical", {"n0", "n1", "n2", "n3", "n4", "n5"}, 12, 2);
+  SimulationOptions options;
+  options.seed = 5;
+  options.network.latency_s = 0.01;
+  options.network.bandwidth_bytes_per_s = 1e6;
+  options.network.loss = 0.05;  // losses are drawn from the seed too
+  options.network.round_compute_s = 0.2;
+  options.threads = 1;
+  SimulationReport one = mesh.Run("one", options);
+  options.threads = 2;
+  SimulationReport two = mesh.Run("two", options);
+  EXPECT_EQ(one.simulated_seconds, two.simulated_seconds);
+  EXPECT_EQ(one.events, two.events);
+  for (const std::string& id : mesh.ids()) {
+    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
+      std::string a = ReadText(mesh.NodeDir("one", id) + "/" + file);
+      EXPECT_FALSE(a.empty()) << id << "/" << file;
+      EXPECT_EQ(a, ReadText(mesh.NodeDir("two", id) + "/" + file)) << id << "/" << file;
+    }
+    auto rows = Rounds(mesh.NodeDir("one", id));
+    ASSERT_EQ(rows.size(), 13u) << id;
+    EXPECT_LT(rows.back().test_loss, rows.front().test_loss) << id << " did not learn";
+    EXPECT_GT(rows.back().bytes_in, 0u) << id;
+  }
+}
+
+// Latency: a request and its reply take twice the latency. Below the deadline every model
+// arrives, and each round lasts that long; above it no reply arrives in time. The peers still join
+// (each one's own Hello admits it, one way) and are sampled, but never answer in time.
+TEST(Simulation, ALatencyAboveTheDeadlineLeavesEveryRequestUnanswered) {
+  SimMesh mesh("latency", kFour, 5);
+  SimulationOptions options;
+  options.network.latency_s = 0.3;  // deadline 1 s: there and back in 0.6 s
+  mesh.Run("fast", options);
+  options.network.latency_s = 0.6;  // there and back in 1.2 s
+  mesh.Run("slow", options);
+  for (const std::string& id : kFour) {
+    auto fast = Rounds(mesh.NodeDir("fast", id));
+    ASSERT_EQ(fast.size(), 6u) << id;
+    for (size_t r = 1; r < fast.size(); ++r) {
+      EXPECT_EQ(fast[r].answered, 3) << id << " round " << r;
+      EXPECT_GE(fast[r].wall_s - fast[r - 1].wall_s, 0.6 - 1e-9) << id << " round " << r;
+    }
+    auto slow = Rounds(mesh.NodeDir("slow", id));
+    ASSERT_EQ(slow.size(), 6u) << id;
+    EXPECT_GE(slow[1].wall_s, 1.0) << id << ": round 1 waited for the first Hellos";
+    for (size_t r = 1; r < slow.size(); ++r) {
+      EXPECT_GT(slow[r].sampled, 0) << id << " round " << r;
+      EXPECT_EQ(slow[r].answered, 0) << id << " round " << r;
+    }
+  }
+}
+
+// Bandwidth: a model message takes its bytes / bandwidth; when that exceeds the deadline, no
+// model arrives in time, while the small Hellos still do.
+TEST(Simulation, AModelTooBigForTheBandwidthWithinTheDeadlineNeverArrives) {
+  SimMesh mesh("bandwidth", kFour, 4);
+  for (node::NodeConfig& c : mesh.configs()) {
+    c.architecture = training::Architecture::kMlp;  // 10-200-1: 2,401 parameters, ~9.7 KB
+    c.learning_rate = 0.0005;
+  }
+  SimulationOptions options;
+  options.network.bandwidth_bytes_per_s = 1e6;  // ~10 ms per model
+  mesh.Run("wide", options);
+  options.network.bandwidth_bytes_per_s = 3000;  // ~3 s per model, 30 ms per Hello
+  mesh.Run("narrow", options);
+  for (const std::string& id : kFour) {
+    auto wide = Rounds(mesh.NodeDir("wide", id));
+    auto narrow = Rounds(mesh.NodeDir("narrow", id));
+    ASSERT_EQ(wide.size(), 5u) << id;
+    ASSERT_EQ(narrow.size(), 5u) << id;
+    for (size_t r = 1; r < 5; ++r) EXPECT_EQ(wide[r].answered, 3) << id << " round " << r;
+    // Each round asks every peer and gets nothing in time, until dead_after_failures (3) misses
+    // mark them dead: round 4 samples nobody.
+    for (size_t r = 1; r <= 3; ++r) {
+      EXPECT_EQ(narrow[r].sampled, 3) << id << " round " << r << ": its peers joined";
+      EXPECT_EQ(narrow[r].answered, 0) << id << " round " << r;
+    }
+    EXPECT_EQ(narrow[4].sampled, 0) << id << ": its peers are dead by round 4";
+  }
+}
+
+// A death: the node is away for 5 s of simulated time; the others skip it, then it restarts from
+// its in-memory checkpoint (no gap, no repeat in rounds.csv) and is answered again.
+TEST(Simulation, ADeadNodeIsSkippedThenRestartsFromItsCheckpointAndIsAnsweredAgain) {
+  SimMesh mesh("death", kFour, 12);
+  SimulationOptions options;
+  options.network.outages.push_back({"n2", OutageKind::kDeath, 3, 5.0});
+  options.network.round_compute_s = 0.1;
+  mesh.Run("out", options);
+  EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("out", "n2")), 13u);
+  EXPECT_NE(ReadText(mesh.NodeDir("out", "n2") + "/node.log").find("outage over: restarted"),
+            std::string::npos);
+  auto rows = Rounds(mesh.NodeDir("out", "n0"));
+  ASSERT_EQ(rows.size(), 13u);
+  int missed = 0;
+  for (const node::RoundRow& row : rows) missed += row.sampled - row.answered;
+  EXPECT_GT(missed, 0) << "n0 never missed the dead node";
+  EXPECT_EQ(rows.back().answered, rows.back().sampled) << "n2 is answered again at the end";
+  for (const char* id : {"n0", "n1", "n3"}) {
+    EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("out", id)), 13u) << id;
+  }
+}
+
+// A pause: the node stops for 5 s of simulated time and continues where it was; the others
+// skip it meanwhile.
+TEST(Simulation, APausedNodeIsSkippedAndContinuesWhereItWas) {
+  SimMesh mesh("pause", kFour, 10);
+  SimulationOptions options;
+  options.network.outages.push_back({"n1", OutageKind::kPause, 2, 5.0});
+  mesh.Run("out", options);
+  auto paused = Rounds(mesh.NodeDir("out", "n1"));
+  ASSERT_EQ(ConsecutiveRounds(mesh.NodeDir("out", "n1")), 11u);
+  EXPECT_GE(paused[3].wall_s - paused[2].wall_s, 5.0) << "n1's round 3 spans its pause";
+  EXPECT_EQ(ReadText(mesh.NodeDir("out", "n1") + "/node.log").find("restarted"), std::string::npos)
+      << "a pause is not a restart";
+  int missed = 0;
+  for (const node::RoundRow& row : Rounds(mesh.NodeDir("out", "n0"))) {
+    missed += row.sampled - row.answered;
+  }
+  EXPECT_GT(missed, 0) << "n0 never missed the paused node";
+}
+
+// A partition between {n0, n1} and {n2, n3} for rounds [3, 6): inside, each node is answered by
+// its own side only. The other side's nodes miss three rounds, are marked dead, and are sampled
+// again once their backoff (one round deadline) has passed: the mesh heals.
+TEST(Simulation, APartitionCutsTheGroupsForItsRoundsAndTheMeshHealsAfterwards) {
+  SimMesh mesh("partition", kFour, 12);
+  SimulationOptions options;
+  options.network.partitions.push_back({{{"n0", "n1"}, {"n2", "n3"}}, 3, 6});
+  options.network.round_compute_s = 0.5;
+  mesh.Run("out", options);
+  for (const std::string& id : kFour) {
+    auto rows = Rounds(mesh.NodeDir("out", id));
+    ASSERT_EQ(rows.size(), 13u) << id;
+    EXPECT_EQ(rows[2].answered, 3) << id;
+    EXPECT_EQ(rows[4].answered, 1) << id << ": round 4 is inside the partition";
+    EXPECT_EQ(rows[12].answered, 3) << id << ": the mesh healed by round 12";
+  }
+}
+
+TEST(Simulation, AnOutageOfAnUnknownNodeIsRefusedBeforeTheStart) {
+  SimMesh mesh("unknown", kFour, 2);
+  SimulationOptions options;
+  options.network.outages.push_back({"n9", OutageKind::kDeath, 1, 1.0});
+  std::vector<node::NodeConfig> configs = mesh.configs();
+  auto report = Simulate(configs, options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(report.status().message().find("'n9'"), std::string::npos)
+      << report.status().ToString();
+}
+
+}  // namespace
+}  // namespace meshlearn::sim

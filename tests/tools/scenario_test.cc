@@ -1,0 +1,92 @@
+// The launcher's scenario files: the [network] section of --simulate (sim/network_model.h).
+#include "tools/launch/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace meshlearn::launch {
+namespace {
+
+// A 4-node synthetic scenario with `network` appended.
+Result<Scenario> WithNetwork(const std::string& network) {
+  std::string path = ::testing::TempDir() + "/scenario_network.toml";
+  std::ofstream(path) << "name = \"net\"\n[data]\ndataset = \"synthetic\"\nclients = 4\n"
+                         "[node.model]\narchitecture = \"linear\"\n"
+                      << network;
+  return LoadScenario(path, {});
+}
+
+// The message of the error `network` gives (fails the test when it parses).
+std::string ErrorOf(const std::string& network) {
+  auto scenario = WithNetwork(network);
+  EXPECT_FALSE(scenario.ok()) << network;
+  return scenario.ok() ? "" : scenario.status().ToString();
+}
+
+TEST(ScenarioNetwork, EveryKeyIsReadIntoTheModel) {
+  auto scenario = WithNetwork(R"([network]
+latency_ms = 20
+bandwidth_mbit_s = 8
+loss = 0.01
+round_compute_s = 0.5
+[[network.outages]]
+node = "2"
+kind = "pause"
+after_round = 3
+seconds = 10
+[[network.partitions]]
+groups = [["0", "1"], ["2", "3"]]
+from_round = 5
+to_round = 8
+)");
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  const sim::NetworkModel& n = scenario->network;
+  EXPECT_TRUE(scenario->has_network);
+  EXPECT_DOUBLE_EQ(n.latency_s, 0.02);
+  EXPECT_DOUBLE_EQ(n.bandwidth_bytes_per_s, 1e6);
+  EXPECT_DOUBLE_EQ(n.TransferSeconds(500'000), 0.52);
+  EXPECT_DOUBLE_EQ(n.loss, 0.01);
+  EXPECT_DOUBLE_EQ(n.round_compute_s, 0.5);
+  ASSERT_EQ(n.outages.size(), 1u);
+  EXPECT_EQ(n.outages[0].node, "2");
+  EXPECT_EQ(n.outages[0].kind, sim::OutageKind::kPause);
+  EXPECT_EQ(n.outages[0].after_round, 3);
+  ASSERT_EQ(n.partitions.size(), 1u);
+  EXPECT_TRUE(n.Cut("0", "3", 5));
+  EXPECT_FALSE(n.Cut("0", "1", 5));
+  EXPECT_FALSE(n.Cut("0", "3", 8));
+}
+
+TEST(ScenarioNetwork, WithoutTheSectionTheNetworkIsPerfect) {
+  auto scenario = WithNetwork("");
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  EXPECT_FALSE(scenario->has_network);
+  EXPECT_EQ(scenario->network.TransferSeconds(1 << 30), 0.0);
+  EXPECT_EQ(scenario->network.loss, 0.0);
+}
+
+TEST(ScenarioNetwork, BadValuesNameTheFileLineKeyAndWhatIsAllowed) {
+  std::string loss = ErrorOf("[network]\nloss = 1.5\n");
+  EXPECT_NE(loss.find("scenario_network.toml:8:"), std::string::npos) << loss;
+  EXPECT_NE(loss.find("'network.loss' = 1.5 must be in [0, 0.99]"), std::string::npos) << loss;
+  std::string kind = ErrorOf("[[network.outages]]\nnode = \"1\"\nkind = \"crash\"\nseconds = 1\n");
+  EXPECT_NE(kind.find("must be one of \"death\", \"pause\""), std::string::npos) << kind;
+  std::string unknown = ErrorOf("[network]\njitter_ms = 3\n");
+  EXPECT_NE(unknown.find("network.jitter_ms"), std::string::npos) << unknown;
+  std::string order = ErrorOf(
+      "[[network.partitions]]\ngroups = [[\"0\"], [\"1\"]]\nfrom_round = 4\nto_round = 4\n");
+  EXPECT_NE(order.find("to_round (4) must be above from_round (4)"), std::string::npos) << order;
+  std::string groups = ErrorOf("[[network.partitions]]\ngroups = [[\"0\", \"1\"]]\nto_round = 4\n");
+  EXPECT_NE(groups.find("must be an array of groups of node ids"), std::string::npos) << groups;
+  std::string node = ErrorOf("[[network.outages]]\nnode = \"7\"\nseconds = 1\n");
+  EXPECT_NE(node.find("names node '7'; the nodes of this run are \"0\" to \"3\""),
+            std::string::npos)
+      << node;
+  std::string seconds = ErrorOf("[[network.outages]]\nnode = \"1\"\nseconds = 0\n");
+  EXPECT_NE(seconds.find("'network.outages[0].seconds' = 0"), std::string::npos) << seconds;
+}
+
+}  // namespace
+}  // namespace meshlearn::launch
