@@ -200,7 +200,8 @@ TEST(Launcher, NodeKilledMidRunIsReportedAndTheOthersResultsAreWritten) {
   std::string victim = out + "/random/node-4";
   ASSERT_TRUE(WaitFor([&] { return LastRound(victim) >= 3; }, seconds(120)))
       << ReadText(dir + "/launch.log");
-  pid_t pid = FindNodeProcess("random/node-4/node.toml");
+  // The whole path: another test may run a node 4 of a "random" method at the same time.
+  pid_t pid = FindNodeProcess(victim + "/node.toml");
   ASSERT_GT(pid, 0);
   ::kill(pid, SIGKILL);
   auto status = launcher->Wait(seconds(300));
