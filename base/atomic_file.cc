@@ -14,6 +14,9 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  // The folder's own failure (read-only, permission denied) is the cause a user can act on; the
+  // file's "No such file or directory" that would follow is not.
+  if (ec) return Status::IoError(parent.string() + ": cannot create the folder: " + ec.message());
   const std::string temp = path + ".tmp";
   FILE* f = std::fopen(temp.c_str(), "wb");
   if (f == nullptr) return Status::IoError(temp + ": cannot create: " + std::strerror(errno));

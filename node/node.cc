@@ -118,7 +118,8 @@ class Node::Impl {
   std::optional<NodeRecorder> recorder;
   std::unique_ptr<HttpStatusServer> http;
   DecodeOptions decode_options;
-  LearnerState learner_state;  // the state after the last computed round, for checkpoints
+  LearnerState learner_state;   // the state after the last computed round, for checkpoints
+  CheckpointIdentity identity;  // the run this node's checkpoints belong to
 
   // Events from the transport and the worker, consumed by the event thread.
   std::mutex mu;
@@ -198,7 +199,8 @@ class Node::Impl {
       checkpoint.stopped = r.stopped;
       checkpoint.learner = learner_state;
       checkpoint.machine = machine->ExportState();
-      written = WriteCheckpoint(recorder->outputs().CheckpointPath(), checkpoint);
+      checkpoint.identity = identity;
+      written = recorder->WriteCheckpoint(checkpoint);
     }
     if (!written.ok()) {
       log->error("cannot write outputs of round {}: {}", r.round, written.ToString());
@@ -289,10 +291,17 @@ class Node::Impl {
   // (-1 without a checkpoint).
   Result<int64_t> ResumeFromCheckpoint() {
     std::string path = config.output_dir + "/checkpoint.bin";
-    auto checkpoint = ReadCheckpoint(path);
+    identity = IdentityOf(config);
+    auto checkpoint = ReadCheckpointOfRun(path, identity);
     if (!checkpoint.ok()) {
       if (checkpoint.status().code() == ErrorCode::kNotFound) return int64_t{-1};
       return checkpoint.status();
+    }
+    if (!checkpoint->identity) {
+      log->warn(
+          "{} is in checkpoint format 1, which records neither the run it belongs to nor a "
+          "checksum: resuming from it unchecked (the next checkpoint is written in format 2)",
+          path);
     }
     MESHLEARN_RETURN_IF_ERROR(learner->Restore(checkpoint->learner));
     const LearnerState& l = checkpoint->learner;
@@ -379,7 +388,7 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config, NodeOptions
 
   auto resumed = impl->ResumeFromCheckpoint();
   if (!resumed.ok()) return resumed.status();
-  auto outputs = NodeOutputs::Open(config.output_dir, *resumed);
+  auto outputs = NodeOutputs::Open(config.output_dir, *resumed, impl->log);
   if (!outputs.ok()) return outputs.status();
   impl->recorder.emplace(std::move(*outputs), config.emd_enabled);
 

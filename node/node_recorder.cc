@@ -21,6 +21,10 @@ Status NodeRecorder::WriteTables(const NodeStateMachine& machine) {
   return WriteSignaturesIfChanged(machine);
 }
 
+Status NodeRecorder::WriteCheckpoint(const Checkpoint& checkpoint) {
+  return outputs_.Replace("checkpoint.bin", EncodeCheckpoint(checkpoint));
+}
+
 Status NodeRecorder::FollowExchanges(const NodeStateMachine& machine) {
   // A measurement may finish after the rounds: emd.csv follows every change of the exchange.
   if (emd_enabled_ && machine.emd_revision() != written_emd_revision_) {

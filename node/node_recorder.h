@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "base/status.h"
+#include "node/checkpoint.h"
 #include "node/outputs.h"
 #include "node/state_machine.h"
 
@@ -26,6 +27,8 @@ class NodeRecorder {
   Status WriteTables(const NodeStateMachine& machine);
   // Replaces emd.csv and signature.csv when `machine`'s exchanges changed since the last write.
   Status FollowExchanges(const NodeStateMachine& machine);
+  // Replaces checkpoint.bin with `checkpoint` (atomically; node/checkpoint.h).
+  Status WriteCheckpoint(const Checkpoint& checkpoint);
   // The output folder.
   const NodeOutputs& outputs() const { return outputs_; }
 

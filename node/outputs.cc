@@ -1,5 +1,8 @@
 #include "node/outputs.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -99,13 +102,53 @@ Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
   return rows;
 }
 
-Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_round) {
+pid_t NodeFolderLockHolder(const std::string& dir) { return FileLock::Holder(dir + "/node.lock"); }
+
+Status NodeOutputs::Lock() {
+  lock_.reset();
+  auto lock = FileLock::Acquire(dir_ + "/node.lock");
+  if (!lock.ok()) {
+    if (lock.status().code() != ErrorCode::kUnavailable) return lock.status();
+    return Status::Unavailable(
+        lock.status().message() +
+        ": another node is writing to this folder, and two nodes writing one folder would mix "
+        "their rounds and checkpoints; stop that node, or give this one another output_dir");
+  }
+  lock_ = std::move(*lock);
+  return Status::Ok();
+}
+
+Status NodeOutputs::StartRoundsCsv() {
+  const std::string path = dir_ + "/rounds.csv";
+  rounds_.close();
+  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(path, rounds_text_));
+  rounds_.clear();
+  rounds_.open(path, std::ios::app);
+  struct stat info {};
+  if (!rounds_ || ::stat(path.c_str(), &info) != 0) {
+    return Status::IoError(path + ": cannot open for appending");
+  }
+  rounds_inode_ = info.st_ino;
+  rounds_device_ = info.st_dev;
+  return Status::Ok();
+}
+
+bool NodeOutputs::RoundsCsvIsOurs() const {
+  struct stat info {};
+  return ::stat((dir_ + "/rounds.csv").c_str(), &info) == 0 && info.st_ino == rounds_inode_ &&
+         info.st_dev == rounds_device_;
+}
+
+Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_round,
+                                      std::shared_ptr<spdlog::logger> log) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IoError(dir + ": cannot create the output folder: " + ec.message());
   NodeOutputs outputs(dir);
+  outputs.log_ = std::move(log);
+  MESHLEARN_RETURN_IF_ERROR(outputs.Lock());
   std::string path = dir + "/rounds.csv";
-  std::string kept = std::string(kRoundsCsvHeader) + "\n";
+  outputs.rounds_text_ = std::string(kRoundsCsvHeader) + "\n";
   if (resume_round >= 0) {
     auto old = ReadWholeFile(path);
     if (old.ok()) {
@@ -115,27 +158,58 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
       while (std::getline(lines, line)) {
         if (line.empty()) continue;
         int64_t round = std::strtoll(line.c_str(), nullptr, 10);
-        if (round <= resume_round) kept += line + "\n";
+        if (round <= resume_round) outputs.rounds_text_ += line + "\n";
       }
     }
   }
-  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(path, kept));
-  outputs.rounds_.open(path, std::ios::app);
-  if (!outputs.rounds_) return Status::IoError(path + ": cannot open for appending");
+  MESHLEARN_RETURN_IF_ERROR(outputs.StartRoundsCsv());
   return outputs;
 }
 
+Status NodeOutputs::RecreateIfGone() {
+  if (RoundsCsvIsOurs()) return Status::Ok();
+  size_t rows = static_cast<size_t>(std::count(rounds_text_.begin(), rounds_text_.end(), '\n') - 1);
+  if (log_) {
+    log_->warn(
+        "{}/rounds.csv is gone (deleted while the node ran?): recreating {} with rounds.csv and "
+        "its {} rows so far; the checkpoint and the other tables follow",
+        dir_, dir_, rows);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) return Status::IoError(dir_ + ": cannot recreate the output folder: " + ec.message());
+  MESHLEARN_RETURN_IF_ERROR(Lock());
+  return StartRoundsCsv();
+}
+
 Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_t bytes_out) {
+  MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
   const RoundOutcome& o = r.outcome;
-  rounds_ << r.round << ',' << Number(r.wall_seconds) << ',' << Number(o.train_loss) << ','
-          << Number(o.val_loss) << ',' << Number(o.val_acc) << ',' << Number(o.test_loss) << ','
-          << Number(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in << ','
-          << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << Number(o.train_seconds) << ','
-          << Number(o.eval_seconds) << ',' << Number(o.temperature) << ','
-          << JoinPeers(r.sampled_peers) << '\n';
+  std::ostringstream row;
+  row << r.round << ',' << Number(r.wall_seconds) << ',' << Number(o.train_loss) << ','
+      << Number(o.val_loss) << ',' << Number(o.val_acc) << ',' << Number(o.test_loss) << ','
+      << Number(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in << ','
+      << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << Number(o.train_seconds) << ','
+      << Number(o.eval_seconds) << ',' << Number(o.temperature) << ',' << JoinPeers(r.sampled_peers)
+      << '\n';
+  rounds_ << row.str();
   rounds_.flush();
   if (!rounds_) return Status::IoError(dir_ + "/rounds.csv: write failed");
-  return Status::Ok();
+  rounds_text_ += row.str();
+  // Deleted while the row was written: the row went with the old file, and comes back now.
+  return RecreateIfGone();
+}
+
+Status NodeOutputs::Replace(const std::string& name, std::string_view bytes) {
+  MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
+  Status written = WriteFileAtomically(dir_ + "/" + name, bytes);
+  if (!written.ok() && !RoundsCsvIsOurs()) {
+    // The folder went while the file was written: once more, in the recreated folder.
+    MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
+    written = WriteFileAtomically(dir_ + "/" + name, bytes);
+  }
+  MESHLEARN_RETURN_IF_ERROR(written);
+  return RecreateIfGone();
 }
 
 Status NodeOutputs::WriteCluster(const std::vector<std::pair<std::string, int>>& partition,
@@ -145,7 +219,7 @@ Status NodeOutputs::WriteCluster(const std::vector<std::pair<std::string, int>>&
   for (const auto& [node, label] : partition) {
     csv << JoinPeers({node}) << ',' << label << ',' << round << '\n';
   }
-  return WriteFileAtomically(dir_ + "/cluster.csv", csv.str());
+  return Replace("cluster.csv", csv.str());
 }
 
 Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
@@ -158,7 +232,7 @@ Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
         << flag(r.peer_accepted) << ',' << (r.mutual() ? 1 : 0) << ','
         << (r.witness.empty() ? "" : JoinPeers({r.witness})) << '\n';
   }
-  return WriteFileAtomically(dir_ + "/emd.csv", csv.str());
+  return Replace("emd.csv", csv.str());
 }
 
 Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
@@ -167,13 +241,13 @@ Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
   for (const SignatureRow& r : rows) {
     csv << JoinPeers({r.peer}) << ',' << Number(r.distance) << ',' << (r.related ? 1 : 0) << '\n';
   }
-  return WriteFileAtomically(dir_ + "/signature.csv", csv.str());
+  return Replace("signature.csv", csv.str());
 }
 
 Status NodeOutputs::WriteCommAndScores(const std::vector<topology::CommRow>& comm,
                                        const std::vector<topology::PeerRecord>& scores) {
-  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/comm.csv", topology::CommCsv(comm)));
-  return WriteFileAtomically(dir_ + "/scores.csv", topology::ScoresCsv(scores));
+  MESHLEARN_RETURN_IF_ERROR(Replace("comm.csv", topology::CommCsv(comm)));
+  return Replace("scores.csv", topology::ScoresCsv(scores));
 }
 
 }  // namespace meshlearn::node

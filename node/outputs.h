@@ -1,13 +1,21 @@
 #pragma once
-// A node's output folder (DESIGN.md "Outputs"): rounds.csv, comm.csv, scores.csv and the
+// A node's output folder (docs/DESIGN.md "Outputs"): rounds.csv, comm.csv, scores.csv and the
 // checkpoint. rounds.csv gets one row per round, flushed at once, so a killed node leaves only
-// complete rows; comm.csv and scores.csv are replaced atomically every round.
+// complete rows; comm.csv and scores.csv are replaced atomically every round. node.lock marks the
+// folder as taken while a node writes to it.
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <spdlog/logger.h>
+
+#include "base/file_lock.h"
 #include "base/status.h"
 #include "node/state_machine.h"
 #include "topology/comm_counters.h"
@@ -38,16 +46,32 @@ struct RoundRow {
 // for a header other than kRoundsCsvHeader or a row that does not parse.
 Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path);
 
+// The process holding the lock of node folder `dir` ("<dir>/node.lock"), or 0 when no process
+// does (the folder is free, or has no lock file).
+pid_t NodeFolderLockHolder(const std::string& dir);
+
 // The output folder of one node.
 class NodeOutputs {
  public:
-  // Opens `dir` (created if missing). With `resume_round` < 0 rounds.csv starts afresh;
-  // otherwise rows of rounds after `resume_round` (written before a crash, not checkpointed)
-  // are dropped so that the resumed run continues without gaps or repeats.
-  static Result<NodeOutputs> Open(const std::string& dir, int64_t resume_round);
+  // Opens `dir` (created if missing) and locks it ("<dir>/node.lock", held until this object
+  // goes). With `resume_round` < 0 rounds.csv starts afresh; otherwise rows of rounds after
+  // `resume_round` (written before a crash, not checkpointed) are dropped so that the resumed
+  // run continues without gaps or repeats. kUnavailable when another node holds the folder's
+  // lock (two writers would mix their rows); kIoError naming the path when the folder or
+  // rounds.csv cannot be written. `log`, when given, hears of a folder recreated (below).
+  static Result<NodeOutputs> Open(const std::string& dir, int64_t resume_round,
+                                  std::shared_ptr<spdlog::logger> log = nullptr);
 
   // Appends the row of `record` (bytes_in/out: the transport's totals so far) and flushes.
+  //
+  // Every write here checks, before and after, that rounds.csv is still the file this object
+  // writes. When it is gone (someone deleted it, or the whole folder, while the node ran), the
+  // folder, its lock and rounds.csv (the header and every row written so far) are recreated, a
+  // warning is logged, and a write the deletion made fail is done again: the node never goes on
+  // without its rows.
   Status AppendRound(const RoundRecord& record, uint64_t bytes_in, uint64_t bytes_out);
+  // Replaces the file `name` of the folder with `bytes` atomically (the checkpoint, tables).
+  Status Replace(const std::string& name, std::string_view bytes);
   // Replaces comm.csv and scores.csv.
   Status WriteCommAndScores(const std::vector<topology::CommRow>& comm,
                             const std::vector<topology::PeerRecord>& scores);
@@ -60,15 +84,27 @@ class NodeOutputs {
   // Replaces signature.csv: `peer,distance,related` (FLT: D between our data signature and the
   // peer's; related: 1 when D < [signature] threshold).
   Status WriteSignatures(const std::vector<SignatureRow>& rows);
-  // The path of the checkpoint file in this folder.
-  std::string CheckpointPath() const { return dir_ + "/checkpoint.bin"; }
   // The folder.
   const std::string& dir() const { return dir_; }
 
  private:
   explicit NodeOutputs(std::string dir) : dir_(std::move(dir)) {}
+  // Takes the folder's lock (kUnavailable naming the holder when another process has it).
+  Status Lock();
+  // Writes rounds.csv as `rounds_text_` and opens it for appending.
+  Status StartRoundsCsv();
+  // True while rounds.csv is the file this object writes (not deleted or replaced).
+  bool RoundsCsvIsOurs() const;
+  // Recreates the folder, its lock and rounds.csv when rounds.csv is not ours any more.
+  Status RecreateIfGone();
+
   std::string dir_;
   std::ofstream rounds_;
+  std::string rounds_text_;  // header and every row written, to recreate a deleted rounds.csv
+  ino_t rounds_inode_ = 0;
+  dev_t rounds_device_ = 0;
+  std::optional<FileLock> lock_;  // "<dir>/node.lock"
+  std::shared_ptr<spdlog::logger> log_;
 };
 
 }  // namespace meshlearn::node

@@ -15,7 +15,8 @@ RoundDriver::RoundDriver(RoundConfig config, uint64_t sampling_seed, NodeService
       hooks_(hooks),
       rng_(sampling_seed) {}
 
-Status RoundDriver::Restore(int64_t round, const std::vector<topology::CommRow>& comm,
+Status RoundDriver::Restore(int64_t round, double wall_seconds,
+                            const std::vector<topology::CommRow>& comm,
                             const std::string& rng_state, FloatArray weights, bool stopped) {
   auto counters = topology::CommCounters::FromRows(comm);
   if (!counters.ok()) return counters.status().WithContext("checkpoint counters");
@@ -26,6 +27,9 @@ Status RoundDriver::Restore(int64_t round, const std::vector<topology::CommRow>&
     if (!in) return Status::InvalidArgument("checkpoint: unreadable random generator state");
   }
   completed_round_ = round;
+  completed_wall_seconds_ = wall_seconds;
+  resumed_wall_ = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, wall_seconds)));
   node_.requests.set_round(round);
   Publish(round, std::move(weights), stopped);
   return Status::Ok();
@@ -38,7 +42,7 @@ std::string RoundDriver::RngState() const {
 }
 
 void RoundDriver::Start(TimePoint now, Actions& out) {
-  started_at_ = now;
+  started_at_ = now - resumed_wall_;
   round_started_at_ = now;
   if (completed_round_ < 0) {
     phase_ = Phase::kComputing;
@@ -188,6 +192,7 @@ void RoundDriver::OnComputeDone(const Result<RoundOutcome>& result, TimePoint no
   }
   record.wall_seconds = Seconds(now - started_at_);
   completed_round_ = round;
+  completed_wall_seconds_ = record.wall_seconds;
   node_.requests.set_round(round);
   server_.AnswerHeld(now, false, done(), out);
   out.push_back(RoundCompleted{std::move(record)});

@@ -97,10 +97,12 @@ class RoundDriver {
   RoundDriver(RoundConfig config, uint64_t sampling_seed, NodeServices node, Membership& membership,
               ModelServer& server, RoundHooks& hooks);
 
-  // Restores a checkpoint before Start(): round `round` was the last completed one and the node
-  // serves `weights` (`stopped`: early-stopped). The sampler must be restored first.
-  // kInvalidArgument when the counters or the generator state do not parse.
-  Status Restore(int64_t round, const std::vector<topology::CommRow>& comm,
+  // Restores a checkpoint before Start(): round `round` was the last completed one, `wall_seconds`
+  // its wall_s, and the node serves `weights` (`stopped`: early-stopped). The sampler must be
+  // restored first. kInvalidArgument when the counters or the generator state do not parse.
+  // Rationale for `wall_seconds`: wall_s goes on from the checkpointed round's, so that it stays
+  // monotonic across a restart (the time the node was down does not count).
+  Status Restore(int64_t round, double wall_seconds, const std::vector<topology::CommRow>& comm,
                  const std::string& rng_state, FloatArray weights, bool stopped);
   // Starts at `now`: round 0, the round after the restored one, or lingering.
   void Start(TimePoint now, Actions& out);
@@ -116,6 +118,8 @@ class RoundDriver {
 
   // The last completed round (-1 before round 0 completes).
   int64_t completed_round() const { return completed_round_; }
+  // The wall_s of the last completed round (0 before round 0 completes).
+  double completed_wall_seconds() const { return completed_wall_seconds_; }
   // True after the last round: the node's model never changes again.
   bool done() const { return phase_ == Phase::kLingering || phase_ == Phase::kFinished; }
   // True after Finished was emitted.
@@ -163,7 +167,9 @@ class RoundDriver {
 
   Phase phase_ = Phase::kIdle;
   TimePoint started_at_{};
+  Clock::duration resumed_wall_{};  // wall_s of the restored round; Start() counts on from it
   int64_t completed_round_ = -1;
+  double completed_wall_seconds_ = 0;
   std::optional<int64_t> pending_round_;  // round waiting for outstanding Hellos
   TimePoint pending_round_deadline_{};
   TimePoint linger_until_{};

@@ -23,7 +23,8 @@ NodeStateMachine::~NodeStateMachine() = default;
 Status NodeStateMachine::Resume(const MachineState& state, FloatArray weights, bool stopped) {
   MESHLEARN_RETURN_IF_ERROR(sampler_->Restore(state.sampler).WithContext("checkpoint sampler"));
   membership_.Restore(state.peers);
-  return driver_.Restore(state.round, state.comm, state.rng_state, std::move(weights), stopped);
+  return driver_.Restore(state.round, state.wall_seconds, state.comm, state.rng_state,
+                         std::move(weights), stopped);
 }
 
 Actions NodeStateMachine::Start(TimePoint now) {
@@ -148,6 +149,7 @@ Actions NodeStateMachine::OnTick(TimePoint now) {
 MachineState NodeStateMachine::ExportState() const {
   MachineState state;
   state.round = driver_.completed_round();
+  state.wall_seconds = driver_.completed_wall_seconds();
   state.sampler = sampler_->Snapshot();
   state.comm = driver_.comm().Rows();
   state.peers = membership_.Export();

@@ -58,7 +58,8 @@ struct StateMachineConfig {
 
 // The part of the state machine a checkpoint keeps.
 struct MachineState {
-  int64_t round = 0;  // last completed round
+  int64_t round = 0;        // last completed round
+  double wall_seconds = 0;  // its wall_s: the node's running time, summed over restarts
   topology::SamplerState sampler;
   std::vector<topology::CommRow> comm;
   std::vector<PeerAddress> peers;

@@ -7,4 +7,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
 bash scripts/build.sh
-build/tools/meshlearn-launch configs/quickstart.toml --out runs/quickstart "$@"
+# A second quickstart replaces the first run's files (never the user's own: README "Run folders"),
+# unless the arguments say --resume or --force themselves.
+replace=(--force)
+for arg in "$@"; do
+  case "$arg" in --resume | --force) replace=() ;; esac
+done
+build/tools/meshlearn-launch configs/quickstart.toml --out runs/quickstart "${replace[@]}" "$@"

@@ -131,6 +131,7 @@ struct SimNode {
   std::unique_ptr<node::NodeStateMachine> machine;
   std::optional<node::NodeRecorder> recorder;
   std::optional<node::Checkpoint> checkpoint;  // the last completed round's, in memory
+  node::CheckpointIdentity identity;           // the run its checkpoints belong to
   node::LearnerState learner_state;
   NodeState state = NodeState::kRunning;
   uint64_t generation = 0;
@@ -163,6 +164,7 @@ class Simulator {
     for (size_t i = 0; i < configs.size(); ++i) {
       SimNode n;
       n.config = configs[i];
+      n.identity = node::IdentityOf(n.config);
       if (!index_.emplace(n.config.listen, i).second) {
         return Status::InvalidArgument("nodes '" + nodes_[index_[n.config.listen]].config.id +
                                        "' and '" + n.config.id + "' listen at the same endpoint " +
@@ -289,7 +291,7 @@ class Simulator {
       resume_round = c.round;
     }
     n.recorder.reset();  // closes rounds.csv before it is opened again
-    auto outputs = node::NodeOutputs::Open(n.config.output_dir, resume_round);
+    auto outputs = node::NodeOutputs::Open(n.config.output_dir, resume_round, n.log);
     if (!outputs.ok()) return outputs.status();
     n.recorder.emplace(std::move(*outputs), n.config.emd_enabled);
     return Status::Ok();
@@ -428,8 +430,8 @@ class Simulator {
     if (!written.ok())
       return Fail(i, "cannot write outputs of round " + std::to_string(record.round) + ": " +
                          written.ToString());
-    n.checkpoint =
-        node::Checkpoint{record.round, record.stopped, n.learner_state, n.machine->ExportState()};
+    n.checkpoint = node::Checkpoint{record.round, record.stopped, n.learner_state,
+                                    n.machine->ExportState(), n.identity};
     n.last_round = record.round;
     n.last_val_loss = record.outcome.val_loss;
     for (size_t k = 0; k < n.outages.size(); ++k) {
@@ -448,7 +450,7 @@ class Simulator {
         std::max(report_.simulated_seconds, node::Seconds(now_ - TimePoint{}));
     Status written = n.recorder->WriteTables(*n.machine);
     if (written.ok() && n.checkpoint) {
-      written = node::WriteCheckpoint(n.recorder->outputs().CheckpointPath(), *n.checkpoint);
+      written = n.recorder->WriteCheckpoint(*n.checkpoint);
     }
     if (!written.ok()) n.failure = "cannot write outputs: " + written.ToString();
     n.log->info("stopped after round {}", n.machine->completed_round());

@@ -271,4 +271,11 @@ Result<double> ClusteringTemperature(const NodeMatrix& distance) {
   return std::sqrt(sum_of_squares) / (2 * std::sqrt(pairs));
 }
 
+std::string IgraphVersion() {
+  const char* text = nullptr;
+  int major = 0, minor = 0, patch = 0;
+  igraph_version(&text, &major, &minor, &patch);
+  return text ? text : "";
+}
+
 }  // namespace meshlearn::similarity

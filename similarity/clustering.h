@@ -58,6 +58,9 @@ std::vector<int> ClustersFromNeighbourhoods(const std::vector<std::vector<bool>>
 // give 1.0. Labels are arbitrary ints. Returns NaN when the spans differ in length.
 double AdjustedRandIndex(std::span<const int> truth, std::span<const int> predicted);
 
+// The version of the igraph library Louvain runs on ("0.10.2"), for run manifests.
+std::string IgraphVersion();
+
 // A symmetric n × n matrix over named nodes, row-major: at(i, j) relates ids[i] and ids[j].
 struct NodeMatrix {
   std::vector<std::string> ids;

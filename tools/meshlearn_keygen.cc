@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "node/curve_keys.h"
+#include "tools/cli_exit.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"meshlearn-keygen: write a CURVE key pair for a meshlearn node"};
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("-o,--out", out_dir, "folder to write into (created if missing; default .)");
   app.add_flag("-f,--force", force, "replace existing NAME.key and NAME.pub");
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> exit = meshlearn::tools::ParseCommandLine(app, argc, argv)) return *exit;
 
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);

@@ -1,11 +1,12 @@
 // meshlearn-launch: runs a scenario with N local nodes and prints the paper-style table.
 //
-//   meshlearn-launch SCENARIO.toml [--out DIR] [--in-process] [--nodes N] [--seed S]
-//                    [--set key=value ...] [--methods a,b] [--known-peers K] [--log-level LEVEL]
-//                    [--partition-only]
+//   meshlearn-launch SCENARIO.toml [--out DIR] [--resume | --force] [--in-process] [--nodes N]
+//                    [--seed S] [--set key=value ...] [--methods a,b] [--known-peers K]
+//                    [--log-level LEVEL] [--partition-only]
 //
-// Exit codes: 0 all methods ran; 2 bad scenario or command line; 3 results were written but
-// some nodes failed (they are listed); 130 interrupted (results so far are written).
+// The run folder (--out) is never reused silently: see tools/launch/run_folder.h.
+// Exit codes: 0 all methods ran; 2 bad scenario, command line or run folder; 3 results were
+// written but some nodes failed (they are listed); 130 interrupted (results so far are written).
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,10 +17,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "node/build_info.h"
 #include "node/logging.h"
 #include "node/process_limits.h"
+#include "tools/cli_exit.h"
 #include "tools/launch/experiment.h"
+#include "tools/launch/manifest.h"
 #include "tools/launch/report.h"
+#include "tools/launch/run_folder.h"
 #include "tools/launch/scenario.h"
 
 namespace {
@@ -36,6 +41,31 @@ std::string NodeBinary() {
   return (self.parent_path() / "meshlearn-node").string();
 }
 
+// The manifest of a new run of `scenario` by this launch.
+meshlearn::launch::Manifest NewManifest(const meshlearn::launch::Scenario& scenario, int argc,
+                                        char** argv, const std::string& mode) {
+  using namespace meshlearn;
+  launch::Manifest m;
+  m.started = launch::NowUtc();
+  m.scenario_name = scenario.name;
+  m.scenario_file = scenario.file;
+  m.seed = scenario.seed;
+  m.nodes = scenario.data.partition.num_clients;
+  m.scenario_text = scenario.text;
+  m.resolved = scenario.resolved;
+  launch::LaunchRecord launch;
+  launch.command.assign(argv, argv + argc);
+  std::error_code ec;
+  launch.working_dir = std::filesystem::current_path(ec).string();
+  launch.mode = mode;
+  launch.version = node::BuildVersion();
+  launch.libraries = node::LibraryVersions();
+  launch.host = launch::HostFacts();
+  launch.started = m.started;
+  m.launches.push_back(std::move(launch));
+  return m;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,13 +76,20 @@ int main(int argc, char** argv) {
   launch::RunOptions options;
   uint64_t seed = 0;
   bool partition_only = false;
+  bool resume = false, force = false;
   std::vector<std::string> only_methods;
   app.add_option("scenario", scenario_path, "scenario file (TOML; see configs/README.md)")
       ->required();
   app.add_option("--out", options.out_dir, "output folder (default runs/<scenario name>)");
-  auto* in_process = app.add_flag(
-      "--in-process", options.in_process,
-      "run the nodes as threads of this process (same transport, loopback TCP)");
+  auto* resume_flag = app.add_flag(
+      "--resume", resume,
+      "continue the run in --out (same scenario and seed, checked against its manifest.toml)");
+  app.add_flag("--force", force,
+               "replace the run in --out: delete the files meshlearn wrote there, keep the others")
+      ->excludes(resume_flag);
+  auto* in_process =
+      app.add_flag("--in-process", options.in_process,
+                   "run the nodes as threads of this process (same transport, loopback TCP)");
   app.add_flag("--simulate", options.simulate,
                "simulate the mesh in this process: the nodes' real logic on a virtual clock and "
                "the scenario's [network] model; deterministic")
@@ -73,7 +110,7 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_flag("--partition-only", partition_only,
                "write the shards (<out>/shards/client-<i>.shard) and clusters.csv, then exit");
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
   if (*seed_option) overrides.seed = seed;
   if (auto level = ParseLogLevel(options.log_level); !level.ok()) {
     std::fprintf(stderr, "meshlearn-launch: --log-level: %s\n", level.status().message().c_str());
@@ -88,9 +125,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "meshlearn-launch: %s\n", scenario.status().ToString().c_str());
     return 2;
   }
+  std::vector<launch::MethodSpec> kept_methods = scenario->methods;  // the methods to run now
   if (!only_methods.empty()) {
     std::vector<launch::MethodSpec> kept;
     for (const std::string& name : only_methods) {
+      if (std::count(only_methods.begin(), only_methods.end(), name) > 1) {
+        std::fprintf(stderr,
+                     "meshlearn-launch: --methods names '%s' more than once; a method runs once "
+                     "per run (its folder would be overwritten)\n",
+                     name.c_str());
+        return 2;
+      }
       auto it = std::find_if(scenario->methods.begin(), scenario->methods.end(),
                              [&](const launch::MethodSpec& m) { return m.name == name; });
       if (it == scenario->methods.end()) {
@@ -102,45 +147,98 @@ int main(int argc, char** argv) {
       }
       kept.push_back(*it);
     }
-    scenario->methods = kept;
+    kept_methods = kept;
   }
   if (options.out_dir.empty()) options.out_dir = "runs/" + launch::Slug(scenario->name);
   options.node_binary = NodeBinary();
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
+  const char* mode = partition_only       ? "partition-only"
+                     : options.simulate   ? "simulate"
+                     : options.in_process ? "in-process"
+                                          : "process";
+  std::vector<std::string> notes;
+  auto folder = launch::RunFolder::Claim(options.out_dir,
+                                         resume  ? launch::ExistingRun::kResume
+                                         : force ? launch::ExistingRun::kReplace
+                                                 : launch::ExistingRun::kRefuse,
+                                         NewManifest(*scenario, argc, argv, mode), &notes);
+  if (!folder.ok()) {
+    std::fprintf(stderr, "meshlearn-launch: %s\n", folder.status().message().c_str());
+    return 2;
+  }
+  for (const std::string& note : notes) std::printf("meshlearn-launch: %s\n", note.c_str());
+
   if (scenario->has_network && !options.simulate) {
-    std::printf("meshlearn-launch: note: the scenario's [network] model applies to --simulate "
-                "only; real runs use the real network\n");
+    std::printf(
+        "meshlearn-launch: note: the scenario's [network] model applies to --simulate "
+        "only; real runs use the real network\n");
   }
   std::printf("meshlearn-launch: %s — %d nodes, %zu method(s), %s mode, %s, output in %s\n",
-              scenario->name.c_str(), scenario->data.partition.num_clients,
-              scenario->methods.size(),
-              options.simulate ? "simulated" : options.in_process ? "in-process" : "process",
+              scenario->name.c_str(), scenario->data.partition.num_clients, kept_methods.size(),
+              options.simulate     ? "simulated"
+              : options.in_process ? "in-process"
+                                   : "process",
               scenario->security ? "CURVE-encrypted (keys in <method>/keys)" : "unencrypted",
               options.out_dir.c_str());
   std::fflush(stdout);
   auto partition = launch::PreparePartition(*scenario, options.out_dir);
   if (!partition.ok()) {
     std::fprintf(stderr, "meshlearn-launch: %s\n", partition.status().ToString().c_str());
+    (void)folder->Finish(launch::kFailed);
     return 2;
   }
 
   if (partition_only) {
     std::printf("wrote %zu shards to %s/shards and %s/clusters.csv\n", partition->ids.size(),
                 options.out_dir.c_str(), options.out_dir.c_str());
+    Status finished = folder->Finish(launch::kComplete);
+    if (!finished.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", finished.ToString().c_str());
     return 0;
   }
 
+  // The table covers every method of the run folder: those run now and, on --resume, those an
+  // earlier launch completed (read back from their folders), in the scenario's order.
+  std::vector<launch::MethodSpec> table_methods;
+  for (const launch::MethodSpec& method : scenario->methods) {
+    bool selected = std::any_of(kept_methods.begin(), kept_methods.end(),
+                                [&](const launch::MethodSpec& m) { return m.name == method.name; });
+    if (selected || folder->manifest().Method(method.name)) table_methods.push_back(method);
+  }
   std::vector<launch::MethodRun> runs;
   std::vector<launch::MethodSummary> summaries;
   int failed_nodes = 0;
-  for (const launch::MethodSpec& method : scenario->methods) {
-    if (g_interrupt) break;
-    auto run = launch::RunMethod(*scenario, method, *partition, options, g_interrupt);
+  bool any_failed = false;
+  for (const launch::MethodSpec& method : table_methods) {
+    const launch::MethodRecord* previous = folder->manifest().Method(method.name);
+    bool selected = std::any_of(kept_methods.begin(), kept_methods.end(),
+                                [&](const launch::MethodSpec& m) { return m.name == method.name; });
+    Result<launch::MethodRun> run = Status::NotFound("not run");
+    if (previous && previous->status == launch::kComplete) {
+      std::printf(
+          "meshlearn-launch: method '%s' completed in an earlier launch (%s); its results "
+          "are read back\n",
+          method.name.c_str(), previous->ended.c_str());
+      run = launch::LoadMethodRun(method, *partition, options, previous->wall_seconds);
+    } else if (!selected || g_interrupt) {
+      continue;  // recorded by an earlier launch but not run now
+    } else {
+      launch::MethodRecord record;
+      record.name = method.name;
+      record.started = launch::NowUtc();
+      record.nodes = static_cast<int>(partition->ids.size());
+      Status recorded = folder->Record(record);
+      if (!recorded.ok()) {
+        std::fprintf(stderr, "meshlearn-launch: %s\n", recorded.ToString().c_str());
+        return 2;
+      }
+      run = launch::RunMethod(*scenario, method, *partition, options, g_interrupt);
+    }
     if (!run.ok()) {
       std::fprintf(stderr, "meshlearn-launch: method '%s': %s\n", method.name.c_str(),
                    run.status().ToString().c_str());
+      (void)folder->Finish(launch::kFailed);
       return 2;
     }
     Status heatmap = launch::WriteHeatmap(*run, *partition, scenario->name + " — " + method.name);
@@ -165,8 +263,22 @@ int main(int argc, char** argv) {
       summaries.back().cluster_round = (*policy)->mean_round;
     }
     failed_nodes += summaries.back().nodes_failed;
+    any_failed = any_failed || summaries.back().status == launch::kFailed;
+    if (!previous || previous->status != launch::kComplete) {
+      launch::MethodRecord record = launch::RecordOf(summaries.back());
+      record.started = folder->manifest().Method(method.name)->started;
+      record.ended = launch::NowUtc();
+      Status recorded = folder->Record(record);
+      if (!recorded.ok())
+        std::fprintf(stderr, "meshlearn-launch: %s\n", recorded.ToString().c_str());
+    }
     runs.push_back(std::move(*run));
   }
+  const char* status = g_interrupt  ? launch::kInterrupted
+                       : any_failed ? launch::kFailed
+                                    : launch::kComplete;
+  Status finished = folder->Finish(status);
+  if (!finished.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", finished.ToString().c_str());
   if (runs.empty()) return 130;
 
   Status curves =
@@ -192,7 +304,7 @@ int main(int argc, char** argv) {
     Status written = launch::WriteSimulationCsv(options.out_dir + "/simulation.csv", runs);
     if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
     for (const launch::MethodRun& run : runs) {
-      std::printf("%s\n", launch::DescribeSimulation(run).c_str());
+      if (run.simulation) std::printf("%s\n", launch::DescribeSimulation(run).c_str());
     }
     std::printf("simulation: %s/simulation.csv\n", options.out_dir.c_str());
   }
@@ -204,6 +316,10 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  if (g_interrupt) return 130;
+  std::printf("manifest: %s/manifest.toml (%s)\n", options.out_dir.c_str(), status);
+  if (g_interrupt) {
+    std::printf("interrupted: the results so far are written; continue the run with --resume\n");
+    return 130;
+  }
   return failed_nodes ? 3 : 0;
 }

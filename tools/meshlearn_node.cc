@@ -17,6 +17,7 @@
 #include "node/logging.h"
 #include "node/node.h"
 #include "node/process_limits.h"
+#include "tools/cli_exit.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"meshlearn-node: one peer-to-peer decentralized learning node"};
@@ -28,7 +29,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level,
                  "trace|debug|info|warn|error|critical|off (overrides the config)");
   app.add_flag("--check", check_only, "validate the config and exit");
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> exit = meshlearn::tools::ParseCommandLine(app, argc, argv)) return *exit;
 
   auto config = meshlearn::node::LoadNodeConfig(config_path);
   if (!config.ok()) {

@@ -91,4 +91,7 @@ class Model {
 // other than [B, num_outputs], embed returning something other than [B, d], no float32 parameters.
 Result<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec);
 
+// The version of LibTorch this build was compiled against ("1.13.0"), for run manifests.
+std::string LibTorchVersion();
+
 }  // namespace meshlearn::training

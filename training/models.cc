@@ -374,6 +374,8 @@ Status TorchModel::LoadParameters(std::span<const float> flat) {
 
 NameTable<Architecture> ArchitectureNames() { return kArchitectureNames; }
 
+std::string LibTorchVersion() { return TORCH_VERSION; }
+
 Result<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec) {
   if (!ComputeThreadsConfigured()) ApplyDefaultComputeThreads();
   if (spec.num_outputs < 1) return Status::InvalidArgument("num_outputs must be >= 1");

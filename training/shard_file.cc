@@ -1,12 +1,11 @@
 #include "training/shard_file.h"
 
-#include <zlib.h>
-
 #include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "base/atomic_file.h"
+#include "base/crc32.h"
 
 namespace meshlearn::training {
 namespace {
@@ -25,16 +24,6 @@ void Put(std::string& out, const T& value) {
 template <typename T>
 void PutArray(std::string& out, const std::vector<T>& values) {
   out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
-
-uint32_t Crc(std::string_view bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib takes a uInt length; feed large buffers in pieces.
-  for (size_t at = 0; at < bytes.size(); at += 1u << 30) {
-    const size_t n = std::min<size_t>(bytes.size() - at, 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), static_cast<uInt>(n));
-  }
-  return static_cast<uint32_t>(crc);
 }
 
 // Bounds-checked little-endian reader over the shard bytes.
@@ -112,7 +101,7 @@ std::string EncodeShard(const ClientShard& shard) {
       PutArray(out, d->targets);
     }
   }
-  Put(out, Crc(out));
+  Put(out, Crc32(out));
   return out;
 }
 
@@ -130,7 +119,7 @@ Result<ClientShard> DecodeShard(std::string_view bytes, const std::string& name)
     return Status::UnsupportedVersion(name + ": shard format version " + std::to_string(version) +
                                       " is not supported (this build reads version 1)");
   }
-  if (Crc(body) != stored_crc) {
+  if (Crc32(body) != stored_crc) {
     return Status::Malformed(name + ": shard file is corrupt (checksum mismatch)");
   }
   uint32_t task = 0;

@@ -17,6 +17,7 @@ std::string RunScenario(const std::string& name, const std::string& scenario,
                         const std::string& methods, const std::vector<std::string>& sets) {
   std::string out = ::testing::TempDir() + "/e2e_policy_" + name;
   std::filesystem::remove_all(out);
+  std::filesystem::remove(out + ".log");  // beside the run folder, which must start empty
   std::filesystem::create_directories(out);
   std::vector<std::string> args = {
       MESHLEARN_LAUNCH_BIN,
@@ -30,11 +31,11 @@ std::string RunScenario(const std::string& name, const std::string& scenario,
     args.push_back("--set");
     args.push_back(s);
   }
-  auto launcher = ChildProcess::Start(args, out + "/launch.log");
+  auto launcher = ChildProcess::Start(args, out + ".log");
   EXPECT_TRUE(launcher.has_value());
   if (!launcher) return "";
-  EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(1200)), 0)) << ReadText(out + "/launch.log");
-  std::printf("%s\n", ReadText(out + "/launch.log").c_str());
+  EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(1200)), 0)) << ReadText(out + ".log");
+  std::printf("%s\n", ReadText(out + ".log").c_str());
   return out;
 }
 

@@ -105,6 +105,25 @@ inline std::string ReadText(const std::string& path) {
   return text.str();
 }
 
+// What a process run to its end left: its wait status (nullopt when it did not start or did not
+// end in time; it is then killed) and its output.
+struct Finished {
+  std::optional<int> status;
+  std::string log;
+};
+
+// Runs `args` (args[0] is the program) to its end, with its output in `log_path` (replaced).
+inline Finished RunToEnd(const std::vector<std::string>& args, const std::string& log_path,
+                         std::chrono::seconds timeout = std::chrono::seconds(300)) {
+  std::filesystem::remove(log_path);
+  auto child = ChildProcess::Start(args, log_path);
+  EXPECT_TRUE(child.has_value()) << args[0];
+  Finished finished;
+  if (child) finished.status = child->Wait(timeout);
+  finished.log = ReadText(log_path);
+  return finished;
+}
+
 // rounds.csv of a node folder (empty when missing or unreadable).
 inline std::vector<node::RoundRow> Rounds(const std::string& node_dir) {
   auto rows = node::ReadRoundsCsv(node_dir + "/rounds.csv");
@@ -115,6 +134,20 @@ inline std::vector<node::RoundRow> Rounds(const std::string& node_dir) {
 inline int64_t LastRound(const std::string& node_dir) {
   auto rows = Rounds(node_dir);
   return rows.empty() ? -1 : rows.back().round;
+}
+
+// Every row of `node_dir`'s rounds.csv, rounds 0, 1, 2... with no gap and no repeat, and wall_s
+// never decreasing (a resumed node counts on); the number of rows.
+inline size_t ExpectConsecutiveRounds(const std::string& node_dir) {
+  auto rows = Rounds(node_dir);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    EXPECT_EQ(rows[r].round, static_cast<int64_t>(r)) << node_dir << " row " << r;
+    if (r > 0) {
+      EXPECT_GE(rows[r].wall_s, rows[r - 1].wall_s)
+          << node_dir << ": wall_s went back at row " << r;
+    }
+  }
+  return rows.size();
 }
 
 // Polls `condition` every 50 ms up to `timeout`; returns whether it became true.

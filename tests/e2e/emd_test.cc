@@ -17,6 +17,7 @@ TEST_P(EmdExchange, SixteenNodesFindTheFourRotationClustersInOneShot) {
   const bool witness = GetParam();
   std::string out = ::testing::TempDir() + (witness ? "/e2e_emd_witness" : "/e2e_emd_direct");
   std::filesystem::remove_all(out);
+  std::filesystem::remove(out + ".log");  // beside the run folder, which must start empty
   std::filesystem::create_directories(out);
   std::string scenario =
       std::string(MESHLEARN_SOURCE_DIR) + "/configs/scenarios/emd-rotated-fmnist.toml";
@@ -24,9 +25,9 @@ TEST_P(EmdExchange, SixteenNodesFindTheFourRotationClustersInOneShot) {
       ChildProcess::Start({MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--in-process",
                            "--methods", "emd_cluster", "--set", "node.training.rounds=2", "--set",
                            witness ? "node.emd.witness=true" : "node.emd.witness=false"},
-                          out + "/launch.log");
+                          out + ".log");
   ASSERT_TRUE(launcher.has_value());
-  EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(1200)), 0)) << ReadText(out + "/launch.log");
+  EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(1200)), 0)) << ReadText(out + ".log");
 
   // summary.csv has the ARI of the clusters found in its "ari" column.
   std::istringstream summary(ReadText(out + "/summary.csv"));
@@ -40,7 +41,7 @@ TEST_P(EmdExchange, SixteenNodesFindTheFourRotationClustersInOneShot) {
   // around the scenario's epsilon of 0.009.
   double ari = *ari_cell;
   std::printf("ARI of the clusters found (%s): %.3f\n", witness ? "witness" : "direct", ari);
-  EXPECT_DOUBLE_EQ(ari, 1.0) << ReadText(out + "/launch.log");
+  EXPECT_DOUBLE_EQ(ari, 1.0) << ReadText(out + ".log");
 
   // emd.csv names the witness of every measurement in witness mode, none in direct mode.
   std::istringstream node0(ReadText(out + "/emd_cluster/node-0/emd.csv"));

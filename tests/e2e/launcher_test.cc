@@ -1,40 +1,14 @@
 // meshlearn-launch as a user runs it: a small scenario, every output file, a node killed mid-run.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "tests/e2e/e2e_support.h"
+#include "tests/e2e/launcher_support.h"
 #include "tools/plot/matrix_csv.h"
 
 namespace meshlearn::e2e {
 namespace {
 
 using std::chrono::seconds;
-
-// 6 nodes in 2 synthetic clusters of 3, two methods.
-std::string WriteScenario(const std::string& dir, int rounds, double min_round_s) {
-  std::filesystem::create_directories(dir);
-  std::string path = dir + "/scenario.toml";
-  std::ofstream(path) << "name = \"e2e\"\nseed = 3\n"
-                         "[data]\ndataset = \"synthetic\"\nshift = \"synthetic\"\nclients = 6\n"
-                         "cluster_sizes = [3, 3]\ntrain_per_client = 60\n"
-                         "validation_per_client = 30\ntest_per_client = 30\n"
-                         "[node.model]\narchitecture = \"linear\"\n"
-                         "[node.training]\noptimizer = \"sgd\"\nlearning_rate = 0.003\nrounds = "
-                      << rounds
-                      << "\n[node.learning]\npeers_per_round = 2\n"
-                         "[node.round]\nround_deadline_s = 2\nlinger_s = 0.5\nmin_round_s = "
-                      << min_round_s
-                      << "\n[[methods]]\nname = \"random\"\nlearning = { sampler = \"random\" }\n"
-                         "[[methods]]\nname = \"cos_weights\"\n"
-                         "learning = { metric = \"cos_weights\", tau = 140 }\n";
-  return path;
-}
-
-bool IsPng(const std::string& path) {
-  std::string head = ReadText(path).substr(0, 8);
-  return head == std::string("\x89PNG\r\n\x1a\n", 8);
-}
 
 void ExpectCompleteRun(const std::string& out, int rounds) {
   // summary.csv: a header and one row per method, with both clusters.
@@ -169,22 +143,6 @@ TEST(Launcher, SecurityTrueGivesEveryNodeAKeyAndTheEncryptedMeshExchangesModels)
   }
   EXPECT_EQ(sampled, 6 * 5 * 2);
   EXPECT_GE(answered, sampled / 2) << "most requests of the encrypted mesh are answered";
-}
-
-// The pid of the meshlearn-node process whose command line mentions `needle`, or -1.
-pid_t FindNodeProcess(const std::string& needle) {
-  DIR* proc = ::opendir("/proc");
-  pid_t found = -1;
-  while (dirent* entry = proc ? ::readdir(proc) : nullptr) {
-    std::string cmdline = ReadText(std::string("/proc/") + entry->d_name + "/cmdline");
-    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
-    if (cmdline.find("meshlearn-node") != std::string::npos &&
-        cmdline.find(needle) != std::string::npos) {
-      found = std::atoi(entry->d_name);
-    }
-  }
-  if (proc) ::closedir(proc);
-  return found;
 }
 
 TEST(Launcher, NodeKilledMidRunIsReportedAndTheOthersResultsAreWritten) {

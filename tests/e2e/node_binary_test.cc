@@ -73,16 +73,6 @@ bool SampledAfter(const std::string& node_dir, int64_t after, const std::string&
   return false;
 }
 
-// Every row of `node_dir`'s rounds.csv, rounds 0, 1, 2... with no gap and no repeat; the number
-// of rows.
-size_t ExpectConsecutiveRounds(const std::string& node_dir) {
-  auto rows = Rounds(node_dir);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    EXPECT_EQ(rows[r].round, static_cast<int64_t>(r)) << node_dir << " row " << r;
-  }
-  return rows.size();
-}
-
 // Every step waits for the event it checks (generous deadlines, since the machine may be
 // loaded): the nodes run until the test has seen everything and then stop them with SIGTERM.
 TEST(NodeBinary, KilledNodeIsSkippedByOthersAndResumesFromItsCheckpoint) {

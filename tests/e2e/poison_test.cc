@@ -16,6 +16,7 @@ using std::chrono::seconds;
 std::string RunPoisonScenario(const std::string& name, const std::vector<std::string>& sets) {
   std::string out = ::testing::TempDir() + "/e2e_poison_" + name;
   std::filesystem::remove_all(out);
+  std::filesystem::remove(out + ".log");  // beside the run folder, which must start empty
   std::filesystem::create_directories(out);
   std::vector<std::string> args = {
       MESHLEARN_LAUNCH_BIN,
@@ -25,12 +26,12 @@ std::string RunPoisonScenario(const std::string& name, const std::vector<std::st
     args.push_back("--set");
     args.push_back(s);
   }
-  auto launcher = ChildProcess::Start(args, out + "/launch.log");
+  auto launcher = ChildProcess::Start(args, out + ".log");
   EXPECT_TRUE(launcher.has_value());
   if (launcher) {
-    EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(900)), 0)) << ReadText(out + "/launch.log");
+    EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(900)), 0)) << ReadText(out + ".log");
   }
-  std::printf("%s\n", ReadText(out + "/launch.log").c_str());
+  std::printf("%s\n", ReadText(out + ".log").c_str());
   return out;
 }
 

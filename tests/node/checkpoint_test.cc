@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace meshlearn::node {
 namespace {
@@ -25,6 +27,33 @@ Checkpoint Sample() {
   c.machine.comm = {{"a", 4, 3}, {"b", 1, 0}};
   c.machine.peers = {{"a", "tcp://127.0.0.1:2", "KEY-of-a"}, {"b", "tcp://127.0.0.1:3", ""}};
   c.machine.rng_state = "1 2 3";
+  c.machine.wall_seconds = 12.5;
+  c.identity =
+      CheckpointIdentity{"n7", 3, 0x1234abcd, "id = \"n7\"\n[training]\nlearning_rate = 0.1\n"};
+  return c;
+}
+
+// Sample() (without identity and wall_s) as the previous format wrote it: format version 1,
+// ["MLCKPT", 1, round, stopped, learner, sampler, comm, peers, rng_state], with neither identity,
+// wall_s nor checksum. Written once by the format-1 encoder (node/checkpoint.cc at commit
+// 4407cbb) and kept unchanged, as a checkpoint left by that build would be.
+std::string SampleInFormat1() {
+  std::ifstream in(std::string(MESHLEARN_SOURCE_DIR) + "/tests/node/testdata/checkpoint_v1.bin",
+                   std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  EXPECT_EQ(bytes.str().size(), 187u) << "tests/node/testdata/checkpoint_v1.bin is missing";
+  return bytes.str();
+}
+
+NodeConfig Config() {
+  NodeConfig c;
+  c.id = "n7";
+  c.listen = "tcp://127.0.0.1:5000";
+  c.seed = 3;
+  c.output_dir = "out/n7";
+  c.shard = "/nonexistent/n7.shard";
+  c.peers = {{"n8", "tcp://127.0.0.1:5001"}};
   return c;
 }
 
@@ -38,6 +67,87 @@ TEST(Checkpoint, WriteThenReadGivesTheSameState) {
   EXPECT_EQ(read->machine.sampler.peers[1].score, std::nullopt);
   EXPECT_EQ(read->learner.best_weights, Sample().learner.best_weights);
   EXPECT_EQ(read->machine.peers, Sample().machine.peers);  // with their CURVE keys
+}
+
+TEST(Checkpoint, TheIdentityAndWallTimeAreKept) {
+  auto read = DecodeCheckpoint(EncodeCheckpoint(Sample()), "ckpt");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_TRUE(read->identity.has_value());
+  EXPECT_EQ(*read->identity, *Sample().identity);
+  EXPECT_EQ(read->machine.wall_seconds, 12.5);
+}
+
+TEST(Checkpoint, AnyFourCorruptedBytesAreFoundAndNamed) {
+  std::string bytes = EncodeCheckpoint(Sample());
+  for (size_t at = 0; at + 4 <= bytes.size(); ++at) {
+    std::string corrupt = bytes;
+    for (size_t i = at; i < at + 4; ++i) corrupt[i] = static_cast<char>(corrupt[i] ^ 0x5a);
+    auto decoded = DecodeCheckpoint(corrupt, "out/n7/checkpoint.bin");
+    ASSERT_FALSE(decoded.ok()) << "bytes " << at << "-" << at + 3 << " corrupted were accepted";
+    EXPECT_NE(decoded.status().message().find("out/n7/checkpoint.bin"), std::string::npos);
+    EXPECT_NE(decoded.status().message().find("delete it"), std::string::npos)
+        << decoded.status().message();
+  }
+}
+
+TEST(Checkpoint, ACheckpointOfFormat1IsStillReadWithoutAnIdentity) {
+  auto read = DecodeCheckpoint(SampleInFormat1(), "old.bin");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_FALSE(read->identity.has_value());
+  EXPECT_EQ(read->round, 7);
+  EXPECT_EQ(read->learner.weights, Sample().learner.weights);
+  EXPECT_EQ(read->machine.peers, Sample().machine.peers);
+  EXPECT_EQ(read->machine.wall_seconds, 0);
+}
+
+TEST(CheckpointIdentity, PortsPeersFoldersTimingAndRoundsAreNotPartOfTheRun) {
+  NodeConfig a = Config();
+  NodeConfig b = Config();
+  b.listen = "tcp://127.0.0.1:6000";
+  b.peers = {{"n9", "tcp://127.0.0.1:6001"}};
+  b.output_dir = "elsewhere";
+  b.rounds = 200;
+  b.round_deadline_s = 3;
+  b.log_level = spdlog::level::debug;
+  EXPECT_EQ(IdentityOf(a), IdentityOf(b));
+  EXPECT_EQ(DescribeIdentityDifference(IdentityOf(a), IdentityOf(b)), "");
+}
+
+TEST(CheckpointIdentity, AnotherSeedShardOrSettingIsNamed) {
+  std::string dir = ::testing::TempDir() + "/checkpoint_identity";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  NodeConfig mine = Config();
+  mine.shard = dir + "/mine.shard";
+  std::ofstream(mine.shard) << "my data";
+  NodeConfig other = mine;
+  other.seed = 4;
+  other.shard = dir + "/other.shard";
+  std::ofstream(other.shard) << "other data";
+  other.learning_rate = 0.5;
+  std::string path = dir + "/checkpoint.bin";
+  Checkpoint c = Sample();
+  c.identity = IdentityOf(other);
+  ASSERT_TRUE(WriteCheckpoint(path, c).ok());
+
+  auto read = ReadCheckpointOfRun(path, IdentityOf(mine));
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), ErrorCode::kInvalidArgument);
+  const std::string& message = read.status().message();
+  EXPECT_NE(message.find(path + ": this checkpoint belongs to another run"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("seed: 4 in the checkpoint, 3 in this config"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("shard data: hash 0x"), std::string::npos) << message;
+  EXPECT_NE(message.find("training.learning_rate: 0.5 in the checkpoint, 0.00029999"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("delete the checkpoint to start the node from round 0"), std::string::npos)
+      << message;
+
+  c.identity = IdentityOf(mine);
+  ASSERT_TRUE(WriteCheckpoint(path, c).ok());
+  EXPECT_TRUE(ReadCheckpointOfRun(path, IdentityOf(mine)).ok());
 }
 
 TEST(Checkpoint, MissingIsNotFoundAndCorruptIsMalformedWithAHint) {

@@ -1,4 +1,5 @@
-// The launcher's scenario files: the [network] section of --simulate (sim/network_model.h).
+// The launcher's scenario files: the [network] section of --simulate (sim/network_model.h), where
+// errors in node keys point.
 #include "tools/launch/scenario.h"
 
 #include <gtest/gtest.h>
@@ -86,6 +87,71 @@ TEST(ScenarioNetwork, BadValuesNameTheFileLineKeyAndWhatIsAllowed) {
       << node;
   std::string seconds = ErrorOf("[[network.outages]]\nnode = \"1\"\nseconds = 0\n");
   EXPECT_NE(seconds.find("'network.outages[0].seconds' = 0"), std::string::npos) << seconds;
+}
+
+// A scenario file with node keys: `rounds` of the template on line 8, `tau` of method b on line 13.
+std::string WriteScenarioWithNodeKeys(const std::string& name, const std::string& template_rounds,
+                                      const std::string& method_tau) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << "name = \"keys\"\n"                               // 1
+                         "[data]\ndataset = \"synthetic\"\nclients = 4\n"  // 2-4
+                         "[node.model]\narchitecture = \"linear\"\n"       // 5-6
+                         "[node.training]\nrounds = "                      // 7
+                      << template_rounds
+                      << "\n"                                             // 8
+                         "[[methods]]\nname = \"a\"\n"                    // 9-10
+                         "[[methods]]\nname = \"b\"\n"                    // 11-12
+                         "learning = { metric = \"cos_weights\", tau = "  // 13
+                      << method_tau << " }\n";
+  return path;
+}
+
+TEST(ScenarioNodeKeys, ABadValueInTheFilePointsAtItsLineNotAtTheGeneratedConfig) {
+  std::string path = WriteScenarioWithNodeKeys("node_keys_file.toml", "-1", "30");
+  auto scenario = LoadScenario(path, {});
+  ASSERT_FALSE(scenario.ok());
+  std::string message = scenario.status().message();
+  EXPECT_EQ(message.rfind(path + ":8: 'training.rounds' = -1 must be in [", 0), 0u) << message;
+  EXPECT_NE(message.find("(method 'a')"), std::string::npos) << message;
+  EXPECT_EQ(message.find("generated"), std::string::npos) << message;
+
+  path = WriteScenarioWithNodeKeys("node_keys_method.toml", "5", "-1");
+  scenario = LoadScenario(path, {});
+  ASSERT_FALSE(scenario.ok());
+  message = scenario.status().message();
+  EXPECT_EQ(message.rfind(path + ":13: 'learning.tau' = -1 must be in", 0), 0u) << message;
+  EXPECT_NE(message.find("(method 'b')"), std::string::npos) << message;
+}
+
+TEST(ScenarioNodeKeys, ABadValueFromSetPointsAtTheSet) {
+  std::string path = WriteScenarioWithNodeKeys("node_keys_set.toml", "5", "30");
+  ScenarioOverrides overrides;
+  overrides.set = {"node.training.rounds=-1"};
+  auto scenario = LoadScenario(path, overrides);
+  ASSERT_FALSE(scenario.ok());
+  std::string message = scenario.status().message();
+  EXPECT_EQ(message.rfind("--set node.training.rounds=-1: 'training.rounds' = -1 must be in [", 0),
+            0u)
+      << message;
+  EXPECT_EQ(message.find("generated"), std::string::npos) << message;
+
+  overrides.set = {"methods=[{name=\"x\", learning={sampler=\"nonesuch\"}}]"};
+  scenario = LoadScenario(path, overrides);
+  ASSERT_FALSE(scenario.ok());
+  message = scenario.status().message();
+  EXPECT_EQ(message.rfind("--set methods=[{name=\"x\", learning={sampler=\"nonesuch\"}}]: "
+                          "'learning.sampler' = 'nonesuch' must be one of",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("(method 'x')"), std::string::npos) << message;
+
+  overrides.set = {"node.learning.nonesuch=1"};
+  scenario = LoadScenario(path, overrides);
+  ASSERT_FALSE(scenario.ok());
+  message = scenario.status().message();
+  EXPECT_EQ(message.rfind("--set node.learning.nonesuch=1: unknown key 'learning.nonesuch'", 0), 0u)
+      << message;
 }
 
 }  // namespace

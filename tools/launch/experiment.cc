@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -244,6 +245,12 @@ double MeanLatestValLoss(const std::vector<node::NodeProgress>& progress) {
   return n ? sum / n : NAN;
 }
 
+// True when the node of `n` wrote every round of the run.
+bool FinishedEveryRound(const NodeRun& n, int64_t rounds) {
+  auto rows = node::ReadRoundsCsv(n.dir + "/rounds.csv");
+  return rows.ok() && !rows->empty() && rows->back().round >= rounds;
+}
+
 Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptions& options,
                     int64_t rounds, const std::atomic<bool>& interrupt, MethodRun& run) {
   std::vector<pid_t> pids(configs.size(), 0);
@@ -263,12 +270,22 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
   auto start = SteadyClock::now();
   size_t running = pids.size();
   bool stopping = false;
-  while (running > 0) {
+  // A dead node restarted by hand runs as no child of ours: its folder's lock tells.
+  auto restarted = [&](const NodeRun& n) {
+    return n.failure.has_value() && node::NodeFolderLockHolder(n.dir) != 0;
+  };
+  auto any_restarted = [&] { return std::any_of(run.nodes.begin(), run.nodes.end(), restarted); };
+  while (running > 0 || any_restarted()) {
     if (interrupt && !stopping) {
       stopping = true;
       run.interrupted = true;
       for (pid_t p : pids) {
         if (p > 0) ::kill(p, SIGTERM);
+      }
+      for (const NodeRun& n : run.nodes) {
+        if (pid_t holder = restarted(n) ? node::NodeFolderLockHolder(n.dir) : 0; holder > 0) {
+          ::kill(holder, SIGTERM);
+        }
       }
     }
     std::vector<node::NodeProgress> states(pids.size());
@@ -289,7 +306,7 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
           }
         }
       }
-      dead += n.failure.has_value();
+      dead += n.failure.has_value() && !restarted(n);
       auto rows = node::ReadRoundsCsv(n.dir + "/rounds.csv");
       if (rows.ok() && !rows->empty()) {
         states[i].completed_round = rows->back().round;
@@ -298,10 +315,20 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
     }
     std::vector<int64_t> reached;
     for (const auto& s : states) reached.push_back(s.completed_round);
-    progress.Show(reached, MeanLatestValLoss(states), dead, SecondsSince(start));
-    if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    progress.Show(reached, MeanLatestValLoss(states), dead, SecondsSince(start),
+                  running == 0 ? "waiting for nodes restarted by hand" : nullptr);
+    if (running > 0 || any_restarted()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   progress.Finish();
+  for (NodeRun& n : run.nodes) {
+    if (n.failure && FinishedEveryRound(n, rounds)) {
+      n.failure.reset();
+      std::printf(
+          "node %s died, but it was restarted and its folder holds all %lld rounds: "
+          "counted as finished\n",
+          n.id.c_str(), static_cast<long long>(rounds));
+    }
+  }
   return Status::Ok();
 }
 
@@ -469,7 +496,6 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   run.method = method;
   run.dir = options.out_dir + "/" + Slug(method.name);
   std::error_code ec;
-  std::filesystem::remove_all(run.dir, ec);
   auto configs = NodeConfigs(scenario, method, partition, run.dir, options.log_level,
                              options.known_peers, options.simulate);
   if (!configs.ok()) return configs.status();
@@ -484,12 +510,34 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
     run.nodes.push_back(std::move(n));
   }
   int64_t rounds = configs->front().rounds;
+  run.rounds = rounds;
   auto start = SteadyClock::now();
   Status status = options.simulate     ? RunSimulated(*configs, scenario, options, interrupt, run)
                   : options.in_process ? RunInProcess(*configs, rounds, interrupt, run)
                                        : RunProcesses(*configs, options, rounds, interrupt, run);
   run.wall_seconds = run.simulation ? run.simulation->simulated_seconds : SecondsSince(start);
   if (!status.ok()) return status;
+  CollectRounds(run);
+  return run;
+}
+
+Result<MethodRun> LoadMethodRun(const MethodSpec& method, const Partition& partition,
+                                const RunOptions& options, double wall_seconds) {
+  MethodRun run;
+  run.method = method;
+  run.dir = options.out_dir + "/" + Slug(method.name);
+  run.wall_seconds = wall_seconds;
+  for (size_t i = 0; i < partition.ids.size(); ++i) {
+    NodeRun n;
+    n.id = partition.ids[i];
+    n.cluster = partition.clusters[i];
+    n.dir = run.dir + "/node-" + n.id;
+    auto config = node::LoadNodeConfig(n.dir + "/node.toml");
+    if (!config.ok()) return config.status().WithContext("method '" + method.name + "'");
+    n.attacker = config->attack != node::AttackKind::kNone;
+    run.rounds = config->rounds;
+    run.nodes.push_back(std::move(n));
+  }
   CollectRounds(run);
   return run;
 }

@@ -46,9 +46,11 @@ struct RunOptions {
 struct NodeRun {
   std::string id;
   int cluster = 0;
-  bool attacker = false;               // it served poisoned models ([attack]); not summarized
-  std::string dir;                     // its output folder, "<method dir>/node-<id>"
-  std::optional<std::string> failure;  // why it died, with its last log lines
+  bool attacker = false;  // it served poisoned models ([attack]); not summarized
+  std::string dir;        // its output folder, "<method dir>/node-<id>"
+  // Why it died, with its last log lines. Cleared when its process died but it was restarted by
+  // hand and finished every round.
+  std::optional<std::string> failure;
   std::vector<node::RoundRow> rounds;  // rounds.csv as far as it got
   double peak_pss_mib = 0;             // process mode: peak proportional set size
 };
@@ -56,7 +58,8 @@ struct NodeRun {
 // What one method produced.
 struct MethodRun {
   MethodSpec method;
-  std::string dir;  // "<out>/<method slug>"
+  std::string dir;     // "<out>/<method slug>"
+  int64_t rounds = 0;  // the nodes' last round (config `rounds`)
   double wall_seconds = 0;
   bool interrupted = false;  // Ctrl-C stopped it early
   std::vector<NodeRun> nodes;
@@ -69,9 +72,18 @@ struct MethodRun {
 // Runs `method` with one node per partition entry until every node finished, died, or
 // `interrupt` became true (then every node is stopped cleanly). Progress goes to stdout: one
 // updating line on a terminal, a plain line every few seconds otherwise. A dead node is reported
-// with its last log lines; the others go on.
+// with its last log lines; the others go on. Nodes whose folder holds a checkpoint of the run
+// (a resumed run) continue after its round. Process mode: a node whose process died and which
+// someone restarted by hand (its folder is locked again, node/outputs.h) is waited for, and it
+// is not a failure if it then finishes every round.
 Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                             const Partition& partition, const RunOptions& options,
                             const std::atomic<bool>& interrupt);
+
+// A method an earlier launch ran to the end, read back from its folder (every node's node.toml
+// and rounds.csv) for the tables; `wall_seconds` as that launch measured it. kNotFound or
+// kInvalidArgument naming the node folder that is missing or unreadable.
+Result<MethodRun> LoadMethodRun(const MethodSpec& method, const Partition& partition,
+                                const RunOptions& options, double wall_seconds);
 
 }  // namespace meshlearn::launch

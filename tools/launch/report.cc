@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -42,7 +43,12 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   std::vector<int> count(partition.num_clusters, 0);
   double total = 0, overhead = 0, pss = 0;
   int measured = 0, in_cluster = 0, samples = 0;
+  s.rounds = run.rounds;
+  s.first_node_round = run.nodes.empty() ? -1 : INT64_MAX;
   for (const NodeRun& n : run.nodes) {
+    int64_t reached = n.rounds.empty() ? -1 : n.rounds.back().round;
+    s.first_node_round = std::min(s.first_node_round, reached);
+    s.last_node_round = std::max(s.last_node_round, reached);
     s.nodes_failed += n.failure.has_value();
     s.peak_pss_mib_max = std::max(s.peak_pss_mib_max, n.peak_pss_mib);
     pss += n.peak_pss_mib;
@@ -75,7 +81,21 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   s.in_cluster = samples ? static_cast<double>(in_cluster) / samples : NAN;
   s.peak_pss_mib_mean = s.nodes ? pss / s.nodes : 0;
   if (run.process_peak_pss_mib > 0) s.peak_pss_mib_max = run.process_peak_pss_mib;
+  s.status = run.interrupted ? kInterrupted : s.nodes_failed ? kFailed : kComplete;
   return s;
+}
+
+MethodRecord RecordOf(const MethodSummary& s) {
+  MethodRecord r;
+  r.name = s.name;
+  r.status = s.status;
+  r.rounds = s.rounds;
+  r.first_node_round = s.first_node_round;
+  r.last_node_round = s.last_node_round;
+  r.nodes = s.nodes;
+  r.nodes_failed = s.nodes_failed;
+  r.wall_seconds = s.wall_seconds;
+  return r;
 }
 
 Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
@@ -85,7 +105,8 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   csv << "method,metric";
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
-         "peak_pss_mib_max,ari,cluster_round,attackers\n";
+         "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
+         "last_node_round\n";
   for (const MethodSummary& s : summaries) {
     csv << '"' << s.name << "\"," << s.metric;
     for (double v : s.per_cluster) csv << ',' << v;
@@ -95,7 +116,8 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
     if (s.ari) csv << *s.ari;
     csv << ',';
     if (s.cluster_round) csv << *s.cluster_round;
-    csv << ',' << s.attackers << '\n';
+    csv << ',' << s.attackers << ',' << s.status << ',' << s.rounds << ',' << s.first_node_round
+        << ',' << s.last_node_round << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -130,6 +152,10 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
         << pad(Fixed(s.wall_seconds, 0) + "s", 8) << pad(Fixed(100 * s.overhead, 1) + "%", 10);
     if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
     if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
+    if (s.status == kInterrupted) {
+      out << "  (interrupted: nodes reached rounds " << s.first_node_round << "-"
+          << s.last_node_round << " of " << s.rounds << ")";
+    }
     if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
     if (s.attackers) out << "  (" << s.attackers << " attackers not counted)";
     out << "\n";
@@ -275,8 +301,22 @@ double RealOverCompute(const sim::SimulationReport& r) {
 
 Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>& runs) {
   std::ostringstream csv;
-  csv << "method,simulated_s,real_s,events,events_per_s,messages,jobs,compute_s,threads,"
-         "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node\n";
+  const std::string header =
+      "method,simulated_s,real_s,events,events_per_s,messages,jobs,compute_s,threads,"
+      "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node";
+  csv << header << '\n';
+  // The rows an earlier launch of the run wrote for methods not simulated now stay.
+  if (auto old = ReadWholeFile(path); old.ok() && old->rfind(header + "\n", 0) == 0) {
+    std::istringstream lines(old->substr(header.size() + 1));
+    for (std::string line; std::getline(lines, line);) {
+      std::string name =
+          line.size() > 1 && line[0] == '"' ? line.substr(1, line.find('"', 1) - 1) : std::string();
+      bool simulated_now = std::any_of(runs.begin(), runs.end(), [&](const MethodRun& run) {
+        return run.simulation && run.method.name == name;
+      });
+      if (!name.empty() && !simulated_now) csv << line << '\n';
+    }
+  }
   for (const MethodRun& run : runs) {
     if (!run.simulation) continue;
     const sim::SimulationReport& r = *run.simulation;

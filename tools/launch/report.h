@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "tools/launch/experiment.h"
+#include "tools/launch/manifest.h"
 
 namespace meshlearn::launch {
 
@@ -27,6 +28,11 @@ struct MethodSummary {
   double peak_pss_mib_max = 0;   // process mode: largest node; in-process: the whole process
   std::optional<double> ari;     // EMD exchange or clustering policy: ARI of the found clusters
   std::optional<double> cluster_round;  // clustering policy: mean round the nodes last clustered
+  // kComplete, kInterrupted (Ctrl-C) or kFailed (some nodes failed), as in the manifest.
+  std::string status = kComplete;
+  int64_t rounds = 0;  // the configured last round
+  // The lowest and highest last round the nodes completed (-1: none completed round 0).
+  int64_t first_node_round = -1, last_node_round = -1;
 };
 
 // What the clustering policies (samplers louvain and temperature) found.
@@ -40,12 +46,17 @@ struct PolicyClusters {
 // metric is the one of its best-validation round.
 MethodSummary Summarize(const MethodRun& run, const Partition& partition);
 
+// The manifest record of a method summarized as `summary` (times are the caller's).
+MethodRecord RecordOf(const MethodSummary& summary);
+
 // Writes "<out>/summary.csv": one row per method with per-cluster and mean metric, in-cluster
-// rate, wall time, overhead and peak memory.
+// rate, wall time, overhead, peak memory, and the method's status with the rounds its nodes
+// reached.
 Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
                        int num_clusters);
 
-// The table printed at the end of a run, one row per method.
+// The table printed at the end of a run, one row per method; a method that did not complete
+// says so, with the rounds its nodes reached.
 std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clusters);
 
 // Writes "<run.dir>/heatmap.csv" (ordered by cluster) and "<run.dir>/heatmap.png".
@@ -73,7 +84,8 @@ Status WriteCurves(const std::string& path, const std::vector<MethodRun>& runs,
 
 // Writes "<out>/simulation.csv" for a --simulate run: per method the simulated and real seconds,
 // events, events per second, messages, learner jobs and the launcher's peak resident memory in
-// MiB, in all and per node. Unlike the other outputs it depends on the machine.
+// MiB, in all and per node. Unlike the other outputs it depends on the machine. The rows of an
+// existing file for methods not simulated in `runs` (a resumed run's earlier launch) are kept.
 Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>& runs);
 
 // One line on how `run`'s simulation went: simulated against real time, events per second,

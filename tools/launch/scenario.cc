@@ -1,5 +1,6 @@
 #include "tools/launch/scenario.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -47,8 +48,11 @@ std::string ValueText(const toml::node& n) {
   return out.str();
 }
 
-// Applies "a.b.c=value" to `root`, creating tables on the way.
-Status ApplySet(toml::table& root, const std::string& assignment) {
+// Where scenario keys were written: the --set assignments by the dotted path they set.
+using SetPaths = std::map<std::string, std::string>;
+
+// Applies "a.b.c=value" to `root`, creating tables on the way, and records it in `set_paths`.
+Status ApplySet(toml::table& root, const std::string& assignment, SetPaths& set_paths) {
   size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     return Status::InvalidArgument("--set '" + assignment + "' must read key.path=value");
@@ -84,7 +88,23 @@ Status ApplySet(toml::table& root, const std::string& assignment) {
   } else {
     table->insert_or_assign(keys.back(), value);
   }
+  set_paths[path] = assignment;
   return Status::Ok();
+}
+
+// Where the value at scenario path `path` ("node.training.rounds", "methods[1].learning.tau")
+// came from: the --set that set it or one of its tables, else `file`:`line`.
+std::string OriginOf(const std::string& path, const toml::node& n, const std::string& file,
+                     const SetPaths& set_paths) {
+  std::string origin;
+  for (const auto& [set, assignment] : set_paths) {
+    bool covers = path.rfind(set, 0) == 0 &&
+                  (path.size() == set.size() || path[set.size()] == '.' || path[set.size()] == '[');
+    if (covers && set.size() >= origin.size()) origin = "--set " + assignment;
+  }
+  if (!origin.empty()) return origin;
+  int line = static_cast<int>(n.source().begin.line);
+  return line > 0 ? file + ":" + std::to_string(line) : file;
 }
 
 Status NumberList(TableReader& t, const char* key, std::vector<double>* out) {
@@ -143,8 +163,11 @@ Status SwapLists(TableReader& t, const char* key,
   });
 }
 
-// Reads the node-config sections of `t` into "section.key" -> value text.
-Status ReadSections(TableReader& t, std::map<std::string, std::string>* out) {
+// Reads the node-config sections of `t` into "section.key" -> value text, and where each was
+// written into `origins`.
+Status ReadSections(TableReader& t, const SetPaths& set_paths,
+                    std::map<std::string, std::string>* out,
+                    std::map<std::string, std::string>* origins) {
   for (const std::string& section : kNodeSections) {
     MESHLEARN_RETURN_IF_ERROR(t.Table(section.c_str(), [&](TableReader& s) {
       return s.Each([&](const std::string& key, const toml::node& n) -> Status {
@@ -153,11 +176,33 @@ Status ReadSections(TableReader& t, std::map<std::string, std::string>* out) {
           return s.Fail(key, n, "is set by the launcher from the partition; remove it");
         }
         (*out)[dotted] = ValueText(n);
+        (*origins)[dotted] = OriginOf(s.Qualified(key), n, t.file(), set_paths);
         return Status::Ok();
       });
     }));
   }
   return Status::Ok();
+}
+
+// `error`, from parsing the node config generated as `generated_name`, pointed at the scenario:
+// "<generated_name>:<line>: what" becomes "<origin of that line>: what (method 'x')", and
+// "<generated_name>: what" becomes "<file> (method 'x'): what".
+Status PointAtScenario(const Status& error, const std::string& generated_name,
+                       const std::map<int, std::string>& origin_of_line, const std::string& file,
+                       const std::string& method) {
+  const std::string& message = error.message();
+  if (message.rfind(generated_name, 0) != 0) return error;
+  std::string rest = message.substr(generated_name.size());
+  const std::string in_method = "method '" + method + "'";
+  if (rest.rfind(": ", 0) == 0) {
+    return Status(error.code(), file + " (" + in_method + ")" + rest);
+  }
+  size_t colon = rest.find(": ");
+  if (rest.empty() || rest[0] != ':' || colon == std::string::npos) return error;
+  int line = std::atoi(rest.substr(1, colon - 1).c_str());
+  auto origin = origin_of_line.find(line);
+  if (origin == origin_of_line.end()) return error;  // a key of the launcher's own
+  return Status(error.code(), origin->second + rest.substr(colon) + " (" + in_method + ")");
 }
 
 Status ParseData(TableReader& t, DataSpec& d) {
@@ -289,12 +334,14 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
     return Status::InvalidArgument(path + ":" + std::to_string(e.source().begin.line) +
                                    ": TOML syntax error: " + std::string(e.description()));
   }
+  SetPaths set_paths;
   for (const std::string& assignment : overrides.set) {
-    MESHLEARN_RETURN_IF_ERROR(ApplySet(root, assignment));
+    MESHLEARN_RETURN_IF_ERROR(ApplySet(root, assignment, set_paths));
   }
 
   Scenario s;
   s.file = path;
+  s.text = text.str();
   TableReader top(root, path, "");
   MESHLEARN_RETURN_IF_ERROR(top.String("name", &s.name, true));
   MESHLEARN_RETURN_IF_ERROR(top.String("description", &s.description));
@@ -302,8 +349,9 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   MESHLEARN_RETURN_IF_ERROR(top.Bool("security", &s.security));
   MESHLEARN_RETURN_IF_ERROR(
       top.Table("data", [&](TableReader& t) { return ParseData(t, s.data); }));
-  MESHLEARN_RETURN_IF_ERROR(
-      top.Table("node", [&](TableReader& t) { return ReadSections(t, &s.node_template); }));
+  MESHLEARN_RETURN_IF_ERROR(top.Table("node", [&](TableReader& t) {
+    return ReadSections(t, set_paths, &s.node_template, &s.node_origins);
+  }));
   std::set<std::string> names;
   MESHLEARN_RETURN_IF_ERROR(top.TableArray("methods", [&](TableReader& t) {
     MethodSpec method;
@@ -312,7 +360,7 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
       return Status::InvalidArgument(path + ": [[methods]] name '" + method.name +
                                      "' is empty or not unique");
     }
-    MESHLEARN_RETURN_IF_ERROR(ReadSections(t, &method.overrides));
+    MESHLEARN_RETURN_IF_ERROR(ReadSections(t, set_paths, &method.overrides, &method.origins));
     s.methods.push_back(std::move(method));
     return Status::Ok();
   }));
@@ -345,6 +393,21 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   }
   auto sizes = training::ResolveClusterSizes(s.data.partition);
   if (!sizes.ok()) return sizes.status().WithContext(path + ": [data] cluster_sizes");
+  // The scenario as run, for the run's manifest and --resume's check.
+  root.insert_or_assign("seed", static_cast<int64_t>(s.seed));
+  if (overrides.nodes > 0) {
+    toml::table* data = root.get_as<toml::table>("data");
+    if (!data) data = root.insert_or_assign("data", toml::table{}).first->second.as_table();
+    data->insert_or_assign("clients", static_cast<int64_t>(s.data.partition.num_clients));
+    if (!s.data.partition.cluster_sizes.empty()) {
+      toml::array sizes_array;
+      for (double v : s.data.partition.cluster_sizes) sizes_array.push_back(v);
+      data->insert_or_assign("cluster_sizes", std::move(sizes_array));
+    }
+  }
+  std::ostringstream resolved;
+  resolved << root << "\n";
+  s.resolved = resolved.str();
   MESHLEARN_RETURN_IF_ERROR(CheckNetworkNodes(path, s.network, s.data.partition.num_clients));
 
   // Validate every method's node config once, before any data is loaded.
@@ -381,7 +444,9 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
                                         const std::optional<node::SecurityConfig>& security,
                                         bool attacker) {
   std::map<std::string, std::string> keys = scenario.node_template;
+  std::map<std::string, std::string> origins = scenario.node_origins;
   for (const auto& [k, v] : method.overrides) keys[k] = v;
+  for (const auto& [k, v] : method.origins) origins[k] = v;
   keys.erase("attack.fraction");
   if (!attacker) keys.erase("attack.kind");
   std::ostringstream doc;
@@ -389,12 +454,18 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
       << "\nlisten = " << toml::value<std::string>(listen) << "\nseed = " << scenario.seed
       << "\noutput_dir = " << toml::value<std::string>(output_dir)
       << "\n[data]\nshard = " << toml::value<std::string>(shard) << "\n";
+  std::map<int, std::string> origin_of_line;  // generated line -> where the user wrote it
   std::string section;
   for (const auto& [dotted, value] : keys) {  // sorted: keys of one section are contiguous
     std::string s = dotted.substr(0, dotted.find('.'));
     if (s != section) {
       doc << "[" << s << "]\n";
       section = s;
+    }
+    if (auto origin = origins.find(dotted); origin != origins.end()) {
+      std::string so_far = doc.str();
+      origin_of_line[1 + static_cast<int>(std::count(so_far.begin(), so_far.end(), '\n'))] =
+          origin->second;
     }
     doc << dotted.substr(dotted.find('.') + 1) << " = " << value << "\n";
   }
@@ -417,8 +488,13 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
     if (!p.public_key.empty())
       doc << "public_key = " << toml::value<std::string>(p.public_key) << "\n";
   }
-  return node::ParseNodeConfig(
-      doc.str(), scenario.file + " (method '" + method.name + "', generated node config)");
+  const std::string generated =
+      scenario.file + " (method '" + method.name + "', generated node config)";
+  auto config = node::ParseNodeConfig(doc.str(), generated);
+  if (!config.ok()) {
+    return PointAtScenario(config.status(), generated, origin_of_line, scenario.file, method.name);
+  }
+  return config;
 }
 
 std::string Slug(const std::string& name) {

@@ -54,18 +54,24 @@ struct DataSpec {
 struct MethodSpec {
   std::string name;
   std::map<std::string, std::string> overrides;  // "learning.metric" -> TOML value text
+  // Where each override was written: "<file>:<line>", or "--set <assignment>" when it came from
+  // the command line. Errors in a key point there, never at the generated node config.
+  std::map<std::string, std::string> origins;
 };
 
 // A parsed scenario.
 struct Scenario {
   std::string name;
   std::string description;
-  std::string file;  // where it was read from (for messages)
+  std::string file;      // where it was read from (for messages)
+  std::string text;      // the file's text, as given
+  std::string resolved;  // the scenario as run: the file with --set, --nodes and --seed applied
   uint64_t seed = 1;
   // Every node gets its own CURVE key pair and an allowlist of all the nodes' public keys.
   bool security = false;
   DataSpec data;
   std::map<std::string, std::string> node_template;  // "training.rounds" -> TOML value text
+  std::map<std::string, std::string> node_origins;   // where each was written (MethodSpec)
   std::vector<MethodSpec> methods;                   // at least one
   // [network]: the network a --simulate run models (ignored by real runs).
   sim::NetworkModel network;
@@ -88,7 +94,8 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
 // have one), (for the oracle) the clusters and, when given, the [security] section.
 // `attacker`: the node keeps the template's `attack.kind`; otherwise it gets none (the
 // launcher-only key `attack.fraction` never reaches a node).
-// Errors come from the node config parser, prefixed with the method name.
+// Errors come from the node config parser and point at the scenario line (or the --set) that
+// gave the key, naming the method.
 Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSpec& method,
                                         const std::string& id, const std::string& listen,
                                         const std::string& shard, const std::string& output_dir,

@@ -1,0 +1,53 @@
+#pragma once
+// Helpers for the end-to-end tests of meshlearn-launch.
+
+#include <dirent.h>
+
+#include "tests/e2e/e2e_support.h"
+
+namespace meshlearn::e2e {
+
+// Writes "<dir>/scenario.toml": 6 nodes in 2 synthetic clusters of 3, `rounds` rounds of at least
+// `min_round_s` seconds, two methods (random, cos_weights); returns its path.
+inline std::string WriteScenario(const std::string& dir, int rounds, double min_round_s) {
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/scenario.toml";
+  std::ofstream(path) << "name = \"e2e\"\nseed = 3\n"
+                         "[data]\ndataset = \"synthetic\"\nshift = \"synthetic\"\nclients = 6\n"
+                         "cluster_sizes = [3, 3]\ntrain_per_client = 60\n"
+                         "validation_per_client = 30\ntest_per_client = 30\n"
+                         "[node.model]\narchitecture = \"linear\"\n"
+                         "[node.training]\noptimizer = \"sgd\"\nlearning_rate = 0.003\nrounds = "
+                      << rounds
+                      << "\n[node.learning]\npeers_per_round = 2\n"
+                         "[node.round]\nround_deadline_s = 2\nlinger_s = 0.5\nmin_round_s = "
+                      << min_round_s
+                      << "\n[[methods]]\nname = \"random\"\nlearning = { sampler = \"random\" }\n"
+                         "[[methods]]\nname = \"cos_weights\"\n"
+                         "learning = { metric = \"cos_weights\", tau = 140 }\n";
+  return path;
+}
+
+// True when the file at `path` starts with the PNG signature.
+inline bool IsPng(const std::string& path) {
+  std::string head = ReadText(path).substr(0, 8);
+  return head == std::string("\x89PNG\r\n\x1a\n", 8);
+}
+
+// The pid of the meshlearn-node process whose command line mentions `needle`, or -1.
+inline pid_t FindNodeProcess(const std::string& needle) {
+  DIR* proc = ::opendir("/proc");
+  pid_t found = -1;
+  while (dirent* entry = proc ? ::readdir(proc) : nullptr) {
+    std::string cmdline = ReadText(std::string("/proc/") + entry->d_name + "/cmdline");
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    if (cmdline.find("meshlearn-node") != std::string::npos &&
+        cmdline.find(needle) != std::string::npos) {
+      found = std::atoi(entry->d_name);
+    }
+  }
+  if (proc) ::closedir(proc);
+  return found;
+}
+
+}  // namespace meshlearn::e2e

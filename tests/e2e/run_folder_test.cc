@@ -1,0 +1,348 @@
+// meshlearn-launch and its run folder (--out): a second launch never loses a run, --force and
+// --resume do what README.md "Run folders" says, every run has a manifest, an interrupted run says
+// so and resumes, a node restarted by hand is not a failure, and the launcher's messages point at
+// the real cause.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <map>
+
+#include <toml++/toml.h>
+
+#include "tests/e2e/launcher_support.h"
+
+namespace meshlearn::e2e {
+namespace {
+
+using std::chrono::seconds;
+
+// Runs meshlearn-launch with `args` to its end; its output goes to "<dir>/<name>.log".
+Finished RunLauncher(const std::string& dir, const std::string& name,
+                     std::vector<std::string> args) {
+  args.insert(args.begin(), MESHLEARN_LAUNCH_BIN);
+  return RunToEnd(args, dir + "/" + name + ".log");
+}
+
+// Every file under `dir` with its contents, by path relative to `dir`.
+std::map<std::string, std::string> Files(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    files[std::filesystem::relative(entry.path(), dir).string()] = ReadText(entry.path().string());
+  }
+  return files;
+}
+
+// The manifest of the run in `out`, read as TOML (fails the test when it is missing or does not
+// parse).
+toml::table ManifestOf(const std::string& out) {
+  std::string path = out + "/manifest.toml";
+  EXPECT_TRUE(std::filesystem::exists(path)) << path;
+  try {
+    return toml::parse(ReadText(path), path);
+  } catch (const toml::parse_error& e) {
+    ADD_FAILURE() << path << ": " << e.description();
+    return {};
+  }
+}
+
+// The string, integer or array size at `path` ("methods[0].status") of `table`.
+std::string Text(const toml::table& table, const std::string& path) {
+  return table.at_path(path).value_or(std::string());
+}
+int64_t Integer(const toml::table& table, const std::string& path) {
+  return table.at_path(path).value_or(int64_t{-99});
+}
+size_t Count(const toml::table& table, const std::string& path) {
+  const toml::array* array = table.at_path(path).as_array();
+  return array ? array->size() : 0;
+}
+
+TEST(RunFolder, ASecondLaunchIntoTheSameOutIsRefusedAndChangesNothing) {
+  std::string dir = ::testing::TempDir() + "/e2e_run_twice";
+  std::filesystem::remove_all(dir);
+  std::string scenario = WriteScenario(dir, 3, 0);
+  std::string out = dir + "/out";
+  Finished first = RunLauncher(dir, "first", {scenario, "--out", out, "--simulate"});
+  ASSERT_TRUE(ExitedWith(first.status, 0)) << first.log;
+  std::ofstream(out + "/notes.txt") << "my notes on this run\n";
+  std::ofstream(out + "/random/analysis.txt") << "my analysis\n";
+  std::map<std::string, std::string> before = Files(out);
+
+  Finished second = RunLauncher(dir, "second", {scenario, "--out", out, "--simulate"});
+  EXPECT_TRUE(ExitedWith(second.status, 2)) << second.log;
+  EXPECT_NE(second.log.find(out + " already holds a run (scenario 'e2e', seed 3"),
+            std::string::npos)
+      << second.log;
+  EXPECT_NE(second.log.find("--resume continues that run, --force replaces it"), std::string::npos)
+      << second.log;
+  EXPECT_EQ(Files(out), before) << "the refused launch changed the run folder";
+
+  // Another seed or another method subset is refused just the same.
+  Finished seed = RunLauncher(
+      dir, "seed", {scenario, "--out", out, "--simulate", "--seed", "4", "--methods", "random"});
+  EXPECT_TRUE(ExitedWith(seed.status, 2)) << seed.log;
+  EXPECT_EQ(Files(out), before);
+
+  // A method named twice is refused before anything is written.
+  Finished twice =
+      RunLauncher(dir, "twice", {scenario, "--out", dir + "/twice", "--methods", "random,random"});
+  EXPECT_TRUE(ExitedWith(twice.status, 2)) << twice.log;
+  EXPECT_NE(twice.log.find("--methods names 'random' more than once"), std::string::npos)
+      << twice.log;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/twice"));
+
+  // A folder with files of the user's own and no run is refused, even with --force.
+  std::filesystem::create_directories(dir + "/mine");
+  std::ofstream(dir + "/mine/summary.csv") << "my own summary\n";
+  for (const char* force : {"", "--force"}) {
+    std::vector<std::string> args = {scenario, "--out", dir + "/mine", "--simulate"};
+    if (*force) args.push_back(force);
+    Finished mine = RunLauncher(dir, "mine", args);
+    EXPECT_TRUE(ExitedWith(mine.status, 2)) << mine.log;
+    EXPECT_NE(mine.log.find("is not empty and holds no meshlearn run"), std::string::npos)
+        << mine.log;
+    EXPECT_EQ(Files(dir + "/mine"),
+              (std::map<std::string, std::string>{{"summary.csv", "my own summary\n"}}));
+  }
+}
+
+TEST(RunFolder, TheManifestRecordsTheScenarioVersionsHostTimesAndStatus) {
+  std::string dir = ::testing::TempDir() + "/e2e_run_manifest";
+  std::filesystem::remove_all(dir);
+  std::string scenario = WriteScenario(dir, 3, 0);
+  std::string out = dir + "/out";
+  Finished run = RunLauncher(
+      dir, "run",
+      {scenario, "--out", out, "--simulate", "--set", "node.learning.peers_per_round=1"});
+  ASSERT_TRUE(ExitedWith(run.status, 0)) << run.log;
+  toml::table m = ManifestOf(out);
+  EXPECT_EQ(Text(m, "status"), "complete");
+  EXPECT_EQ(Text(m, "scenario.name"), "e2e");
+  EXPECT_EQ(Text(m, "scenario.file"), scenario);
+  EXPECT_EQ(Text(m, "scenario.text"), ReadText(scenario)) << "the scenario text as given";
+  EXPECT_NE(Text(m, "scenario.resolved").find("peers_per_round = 1"), std::string::npos)
+      << Text(m, "scenario.resolved");
+  EXPECT_EQ(Integer(m, "seed"), 3);
+  EXPECT_EQ(Integer(m, "nodes"), 6);
+  EXPECT_FALSE(Text(m, "started").empty());
+  EXPECT_GE(Text(m, "ended"), Text(m, "started"));
+  ASSERT_EQ(Count(m, "launches"), 1u);
+  std::vector<std::string> command;
+  if (const toml::array* a = m.at_path("launches[0].command").as_array()) {
+    for (const toml::node& arg : *a) command.push_back(arg.value_or(std::string()));
+  }
+  EXPECT_EQ(command,
+            (std::vector<std::string>{MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--simulate",
+                                      "--set", "node.learning.peers_per_round=1"}));
+  EXPECT_EQ(Text(m, "launches[0].mode"), "simulate");
+  EXPECT_EQ(Text(m, "launches[0].status"), "complete");
+  // Built from a git checkout: the version names the commit.
+  EXPECT_EQ(Text(m, "launches[0].version").rfind("0.1.0+git.", 0), 0u)
+      << Text(m, "launches[0].version");
+  for (const char* library : {"compiler", "libtorch", "zeromq", "msgpack-c", "toml++", "spdlog",
+                              "boost", "zlib", "igraph"}) {
+    EXPECT_FALSE(Text(m, std::string("launches[0].libraries.") + library).empty()) << library;
+  }
+  for (const char* fact : {"name", "system", "cores", "memory_mib"}) {
+    EXPECT_FALSE(Text(m, std::string("launches[0].host.") + fact).empty()) << fact;
+  }
+  ASSERT_EQ(Count(m, "methods"), 2u);
+  for (const char* method : {"methods[0]", "methods[1]"}) {
+    std::string at = method;
+    EXPECT_EQ(Text(m, at + ".status"), "complete") << at;
+    EXPECT_EQ(Integer(m, at + ".rounds"), 3) << at;
+    EXPECT_EQ(Integer(m, at + ".first_node_round"), 3) << at;
+    EXPECT_EQ(Integer(m, at + ".last_node_round"), 3) << at;
+    EXPECT_EQ(Integer(m, at + ".nodes"), 6) << at;
+    EXPECT_FALSE(Text(m, at + ".ended").empty()) << at;
+  }
+  std::string summary = ReadText(out + "/summary.csv");
+  EXPECT_NE(summary.find(",status,rounds,first_node_round,last_node_round\n"), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find(",complete,3,3,3\n"), std::string::npos) << summary;
+}
+
+TEST(RunFolder, ForceReplacesOnlyMeshlearnFilesAndResumeAddsMethodsToTheSameRun) {
+  std::string dir = ::testing::TempDir() + "/e2e_run_force";
+  std::filesystem::remove_all(dir);
+  std::string scenario = WriteScenario(dir, 3, 0);
+  std::string out = dir + "/out";
+  Finished first =
+      RunLauncher(dir, "first", {scenario, "--out", out, "--simulate", "--methods", "cos_weights"});
+  ASSERT_TRUE(ExitedWith(first.status, 0)) << first.log;
+  std::ofstream(out + "/notes.txt") << "notes\n";
+  std::ofstream(out + "/cos_weights/analysis.txt") << "analysis\n";
+  std::ofstream(out + "/cos_weights/node-2/my-plot.txt") << "plot\n";
+
+  Finished force = RunLauncher(
+      dir, "force",
+      {scenario, "--out", out, "--simulate", "--force", "--seed", "4", "--methods", "random"});
+  ASSERT_TRUE(ExitedWith(force.status, 0)) << force.log;
+  EXPECT_NE(force.log.find("--force kept 3 file(s) meshlearn did not write:"), std::string::npos)
+      << force.log;
+  for (const char* kept :
+       {"notes.txt", "cos_weights/analysis.txt", "cos_weights/node-2/my-plot.txt"}) {
+    EXPECT_NE(force.log.find(out + "/" + kept), std::string::npos) << kept << "\n" << force.log;
+    EXPECT_TRUE(std::filesystem::exists(out + "/" + kept)) << kept;
+  }
+  // The replaced run's files are gone, its folders too where nothing of the user's stayed.
+  EXPECT_FALSE(std::filesystem::exists(out + "/cos_weights/heatmap.csv"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/cos_weights/node-0"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/cos_weights/node-2/rounds.csv"));
+  EXPECT_EQ(Integer(ManifestOf(out), "seed"), 4);
+  EXPECT_EQ(Count(ManifestOf(out), "launches"), 1u);
+  std::string summary = ReadText(out + "/summary.csv");
+  EXPECT_NE(summary.find("\"random\","), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("\"cos_weights\","), std::string::npos) << summary;
+
+  // --resume checks the scenario as run: another seed is refused, and nothing changes.
+  std::map<std::string, std::string> before = Files(out);
+  Finished other = RunLauncher(dir, "other",
+                               {scenario, "--out", out, "--simulate", "--resume", "--seed", "5",
+                                "--methods", "cos_weights"});
+  EXPECT_TRUE(ExitedWith(other.status, 2)) << other.log;
+  EXPECT_NE(other.log.find("--resume: " + out + " holds a run of another scenario or seed"),
+            std::string::npos)
+      << other.log;
+  EXPECT_NE(other.log.find("'seed = 4' where this one has 'seed = 5'"), std::string::npos)
+      << other.log;
+  EXPECT_EQ(Files(out), before);
+
+  // The same run resumed with another method: both are in the table and in summary.csv.
+  Finished resume = RunLauncher(dir, "resume",
+                                {scenario, "--out", out, "--simulate", "--resume", "--seed", "4",
+                                 "--methods", "cos_weights"});
+  ASSERT_TRUE(ExitedWith(resume.status, 0)) << resume.log;
+  EXPECT_NE(resume.log.find("method 'random' completed in an earlier launch"), std::string::npos)
+      << resume.log;
+  summary = ReadText(out + "/summary.csv");
+  EXPECT_NE(summary.find("\"random\","), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"cos_weights\","), std::string::npos) << summary;
+  EXPECT_EQ(ReadText(out + "/random/node-0/rounds.csv"), before["random/node-0/rounds.csv"]);
+  std::string simulation = ReadText(out + "/simulation.csv");
+  EXPECT_NE(simulation.find("\n\"random\","), std::string::npos) << simulation;
+  EXPECT_NE(simulation.find("\n\"cos_weights\","), std::string::npos) << simulation;
+  toml::table m = ManifestOf(out);
+  EXPECT_EQ(Count(m, "launches"), 2u);
+  EXPECT_EQ(Count(m, "methods"), 2u);
+  EXPECT_EQ(Text(m, "status"), "complete");
+}
+
+TEST(RunFolder, AnInterruptedRunSaysSoAndResumeCompletesIt) {
+  std::string dir = ::testing::TempDir() + "/e2e_run_interrupted";
+  std::filesystem::remove_all(dir);
+  std::string scenario = WriteScenario(dir, 10, 0.3);
+  std::string out = dir + "/out";
+  auto launcher = ChildProcess::Start(
+      {MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--methods", "random"}, dir + "/first.log");
+  ASSERT_TRUE(launcher.has_value());
+  ASSERT_TRUE(WaitFor([&] { return LastRound(out + "/random/node-0") >= 2; }, seconds(300)))
+      << ReadText(dir + "/first.log");
+  launcher->Signal(SIGINT);
+  EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(300)), 130)) << ReadText(dir + "/first.log");
+  std::string log = ReadText(dir + "/first.log");
+  EXPECT_NE(log.find("(interrupted: nodes reached rounds "), std::string::npos) << log;
+  EXPECT_NE(log.find("continue the run with --resume"), std::string::npos) << log;
+
+  toml::table m = ManifestOf(out);
+  EXPECT_EQ(Text(m, "status"), "interrupted");
+  ASSERT_EQ(Count(m, "methods"), 1u);
+  EXPECT_EQ(Text(m, "methods[0].status"), "interrupted");
+  int64_t first = Integer(m, "methods[0].first_node_round");
+  int64_t last = Integer(m, "methods[0].last_node_round");
+  EXPECT_GE(first, 0);
+  EXPECT_LT(last, 10);
+  std::string summary = ReadText(out + "/summary.csv");
+  std::string expected =
+      ",interrupted,10," + std::to_string(first) + "," + std::to_string(last) + "\n";
+  EXPECT_NE(summary.find(expected), std::string::npos) << summary;
+
+  Finished resumed =
+      RunLauncher(dir, "resume", {scenario, "--out", out, "--methods", "random", "--resume"});
+  ASSERT_TRUE(ExitedWith(resumed.status, 0)) << resumed.log;
+  for (int i = 0; i < 6; ++i) {
+    std::string node = out + "/random/node-" + std::to_string(i);
+    EXPECT_EQ(ExpectConsecutiveRounds(node), 11u) << node;
+    EXPECT_NE(ReadText(node + "/node.log").find("resuming after round"), std::string::npos) << node;
+  }
+  m = ManifestOf(out);
+  EXPECT_EQ(Text(m, "status"), "complete");
+  EXPECT_EQ(Count(m, "launches"), 2u);
+  EXPECT_EQ(Text(m, "methods[0].status"), "complete");
+  EXPECT_NE(ReadText(out + "/summary.csv").find(",complete,10,10,10\n"), std::string::npos);
+}
+
+TEST(RunFolder, ANodeKilledAndRestartedByHandIsNotCountedAsFailed) {
+  std::string dir = ::testing::TempDir() + "/e2e_run_restarted";
+  std::filesystem::remove_all(dir);
+  std::string scenario = WriteScenario(dir, 20, 0.3);
+  std::string out = dir + "/out";
+  auto launcher = ChildProcess::Start(
+      {MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--methods", "random"}, dir + "/launch.log");
+  ASSERT_TRUE(launcher.has_value());
+  std::string victim = out + "/random/node-4";
+  ASSERT_TRUE(WaitFor([&] { return LastRound(victim) >= 3; }, seconds(300)))
+      << ReadText(dir + "/launch.log");
+  pid_t pid = FindNodeProcess(victim + "/node.toml");
+  ASSERT_GT(pid, 0);
+  ::kill(pid, SIGKILL);
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadText(dir + "/launch.log").find("node 4 died") != std::string::npos; },
+      seconds(120)))
+      << ReadText(dir + "/launch.log");
+  auto restarted = ChildProcess::Start({MESHLEARN_NODE_BIN, "--config", victim + "/node.toml"},
+                                       dir + "/restarted.log");
+  ASSERT_TRUE(restarted.has_value());
+
+  auto status = launcher->Wait(seconds(300));
+  std::string log = ReadText(dir + "/launch.log");
+  EXPECT_TRUE(ExitedWith(status, 0)) << log;
+  EXPECT_NE(log.find("node 4 died, but it was restarted and its folder holds all 20 rounds: "
+                     "counted as finished"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("nodes failed"), std::string::npos) << log;
+  EXPECT_TRUE(ExitedWith(restarted->Wait(seconds(120)), 0)) << ReadText(dir + "/restarted.log");
+  // The restarted node resumed from its checkpoint: every round once, wall_s counting on.
+  EXPECT_EQ(ExpectConsecutiveRounds(victim), 21u);
+  EXPECT_NE(ReadText(out + "/summary.csv").find(",complete,20,20,20\n"), std::string::npos)
+      << ReadText(out + "/summary.csv");
+}
+
+TEST(LauncherMessages, NodesZeroIsABadCommandLineWithExitCode2) {
+  std::string dir = ::testing::TempDir() + "/e2e_launch_nodes0";
+  std::filesystem::remove_all(dir);
+  std::string scenario = WriteScenario(dir, 3, 0);
+  Finished zero = RunLauncher(dir, "zero", {scenario, "--out", dir + "/out", "--nodes", "0"});
+  EXPECT_TRUE(ExitedWith(zero.status, 2)) << zero.log;
+  EXPECT_NE(zero.log.find("--nodes"), std::string::npos) << zero.log;
+  Finished unknown = RunLauncher(dir, "unknown", {scenario, "--nonesuch"});
+  EXPECT_TRUE(ExitedWith(unknown.status, 2)) << unknown.log;
+}
+
+TEST(LauncherMessages, AnOutFolderThatCannotBeWrittenSaysWhy) {
+  // Root may write anywhere: the launcher runs as user nobody, under a folder only root may
+  // write to.
+  ASSERT_EQ(::geteuid(), 0u) << "this test drops to user nobody, which needs root";
+  ASSERT_TRUE(std::filesystem::exists("/usr/bin/setpriv")) << "setpriv (util-linux) is missing";
+  std::string dir = ::testing::TempDir() + "/e2e_launch_readonly";
+  std::filesystem::remove_all(dir);
+  std::string scenario = WriteScenario(dir, 3, 0);
+  std::string locked = dir + "/locked";
+  std::filesystem::create_directories(locked);
+  ASSERT_EQ(::chmod(locked.c_str(), 0555), 0);
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  Finished run = RunToEnd({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           MESHLEARN_LAUNCH_BIN, scenario, "--out", locked + "/out", "--simulate"},
+                          dir + "/readonly.log");
+  EXPECT_TRUE(ExitedWith(run.status, 2)) << run.log;
+  EXPECT_NE(run.log.find(locked + "/out: cannot create the output folder: Permission denied"),
+            std::string::npos)
+      << run.log;
+  EXPECT_EQ(run.log.find("No such file or directory"), std::string::npos) << run.log;
+}
+
+}  // namespace
+}  // namespace meshlearn::e2e

@@ -1,0 +1,81 @@
+#pragma once
+// The run manifest, "<out>/manifest.toml": what a meshlearn-launch run was, so that its results
+// can be trusted and reproduced. It holds the scenario text as given and as run (after --set,
+// --nodes and --seed), the seed, every command line that worked on the folder, the meshlearn and
+// library versions, the host, start and end times, and the status of the run and of each method.
+// The launcher writes it when a run starts and rewrites it (atomically) as each method ends.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace meshlearn::launch {
+
+// Status of a run or of one of its methods.
+//   running      under way (or its launcher was killed: no end time)
+//   complete     every node ran every round
+//   interrupted  stopped by Ctrl-C / SIGTERM; the rounds reached are recorded
+//   failed       some nodes failed (they are named in the launcher's output)
+inline constexpr const char* kRunning = "running";
+inline constexpr const char* kComplete = "complete";
+inline constexpr const char* kInterrupted = "interrupted";
+inline constexpr const char* kFailed = "failed";
+
+// One method of the run, as far as it went.
+struct MethodRecord {
+  std::string name;
+  std::string status = kRunning;
+  std::string started, ended;  // ISO 8601 UTC; ended is empty while running
+  int64_t rounds = 0;          // the last round of the configuration
+  // The lowest and highest last completed round over the nodes (-1: none completed round 0).
+  int64_t first_node_round = -1, last_node_round = -1;
+  int nodes = 0, nodes_failed = 0;
+  double wall_seconds = 0;
+};
+
+// One meshlearn-launch that worked on the folder: the first one, then each --resume.
+struct LaunchRecord {
+  std::vector<std::string> command;  // argv
+  std::string working_dir;
+  std::string mode;     // "process", "in-process", "simulate" or "partition-only"
+  std::string version;  // node::BuildVersion()
+  std::vector<std::pair<std::string, std::string>> libraries;  // node::LibraryVersions()
+  std::vector<std::pair<std::string, std::string>> host;       // HostFacts()
+  std::string started, ended;
+  std::string status = kRunning;
+};
+
+// The whole manifest.
+struct Manifest {
+  int format = 1;
+  std::string status = kRunning;  // of the run: the latest launch's
+  std::string started, ended;     // first launch's start, latest launch's end
+  std::string scenario_name;
+  std::string scenario_file;
+  uint64_t seed = 0;
+  int nodes = 0;
+  std::string scenario_text;  // the file as given
+  std::string resolved;       // the scenario as run (Scenario::resolved)
+  std::vector<LaunchRecord> launches;
+  std::vector<MethodRecord> methods;
+
+  // The record of method `name`, or nullptr.
+  const MethodRecord* Method(const std::string& name) const;
+  // Adds `record`, or replaces the one of the same name.
+  void SetMethod(const MethodRecord& record);
+};
+
+// Renders `manifest` as TOML (comments say what each part is).
+std::string RenderManifest(const Manifest& manifest);
+// Parses text written by RenderManifest; `name` prefixes errors (kMalformed naming the key).
+Result<Manifest> ParseManifest(const std::string& text, const std::string& name);
+
+// The current time as ISO 8601 UTC with seconds ("2026-11-24T10:00:00Z").
+std::string NowUtc();
+// Facts about this machine: hostname, system (kernel, architecture), cores, memory.
+std::vector<std::pair<std::string, std::string>> HostFacts();
+
+}  // namespace meshlearn::launch

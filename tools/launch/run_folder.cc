@@ -1,0 +1,326 @@
+#include "tools/launch/run_folder.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "base/atomic_file.h"
+#include "tools/launch/scenario.h"
+
+namespace meshlearn::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kManifest = "manifest.toml";
+constexpr const char* kLock = "launch.lock";
+
+// Files meshlearn writes at the top of a run folder, in a method folder, in its keys folder and
+// in a node folder. Each may also appear as "<name>.tmp" (base/atomic_file.h).
+const std::set<std::string> kRunFiles = {kManifest,      "summary.csv",    "curves.png",
+                                         "clusters.csv", "simulation.csv", kLock};
+const std::set<std::string> kMethodFiles = {"heatmap.csv", "heatmap.png", "emd_matrix.csv",
+                                            "emd_matrix.png"};
+const std::set<std::string> kNodeFiles = {
+    "node.toml",   "node.log", "rounds.csv",    "comm.csv",       "scores.csv",
+    "cluster.csv", "emd.csv",  "signature.csv", "checkpoint.bin", "node.lock"};
+
+// `name` without a trailing ".tmp".
+std::string Untemp(const std::string& name) {
+  const std::string tmp = ".tmp";
+  if (name.size() > tmp.size() && name.compare(name.size() - tmp.size(), tmp.size(), tmp) == 0) {
+    return name.substr(0, name.size() - tmp.size());
+  }
+  return name;
+}
+
+bool StartsWith(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+// "node-<id>" folder names (ids are what the launcher gives: client numbers).
+bool IsNodeFolder(const std::string& name) {
+  return StartsWith(name, "node-") && name.size() > 5 &&
+         name.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+std::vector<std::string> Components(const std::string& relative) {
+  std::vector<std::string> parts;
+  for (const fs::path& p : fs::path(relative)) parts.push_back(p.string());
+  return parts;
+}
+
+// Entries of `dir`, recursively, as paths relative to it (launch.lock left out).
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> entries;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string relative = fs::relative(it->path(), dir, ec).string();
+    if (relative != kLock) entries.push_back(relative);
+  }
+  std::sort(entries.begin(), entries.end());
+  return entries;
+}
+
+// The method folders of the run in `dir`: those its manifest names, and any folder holding a
+// node folder with a node.toml or rounds.csv (a launcher without manifests wrote those).
+std::set<std::string> MethodFolders(const std::string& dir, const Manifest* manifest) {
+  std::set<std::string> folders;
+  if (manifest) {
+    for (const MethodRecord& m : manifest->methods) folders.insert(Slug(m.name));
+  }
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_directory(ec) || it->is_symlink(ec)) continue;
+    for (fs::directory_iterator sub(it->path(), ec); !ec && sub != fs::directory_iterator();
+         sub.increment(ec)) {
+      std::string name = sub->path().filename().string();
+      if (IsNodeFolder(name) && (fs::exists(sub->path() / "node.toml", ec) ||
+                                 fs::exists(sub->path() / "rounds.csv", ec))) {
+        folders.insert(it->path().filename().string());
+        break;
+      }
+    }
+  }
+  return folders;
+}
+
+// True when `relative` is a file meshlearn writes, given the run's method folders.
+bool WrittenByMeshlearn(const std::string& relative, const std::set<std::string>& methods) {
+  std::vector<std::string> p = Components(relative);
+  if (p.empty()) return false;
+  std::string file = Untemp(p.back());
+  if (p.size() == 1) return kRunFiles.count(file) > 0;
+  if (p.size() == 2 && p[0] == "shards") {
+    return StartsWith(file, "client-") && file.size() > 13 &&
+           file.compare(file.size() - 6, 6, ".shard") == 0 &&
+           file.find_first_not_of("0123456789", 7) == file.size() - 6;
+  }
+  if (!methods.count(p[0])) return false;
+  if (p.size() == 2) return kMethodFiles.count(file) > 0;
+  if (p.size() == 3 && p[1] == "keys") {
+    return file == "allowed_keys" ||
+           (StartsWith(file, "node-") && (file.ends_with(".key") || file.ends_with(".pub")));
+  }
+  if (p.size() == 3 && IsNodeFolder(p[1])) return kNodeFiles.count(file) > 0;
+  return false;
+}
+
+// A node of the run in `dir` whose folder is still locked: "<folder> (process N)".
+std::optional<std::string> RunningNode(const std::string& dir) {
+  for (const std::string& entry : Entries(dir)) {
+    if (fs::path(entry).filename() != "node.lock") continue;
+    pid_t holder = FileLock::Holder(dir + "/" + entry);
+    if (holder != 0) {
+      return dir + "/" + fs::path(entry).parent_path().string() +
+             (holder > 0 ? " (process " + std::to_string(holder) + ")" : "");
+    }
+  }
+  return std::nullopt;
+}
+
+// The first line where `before` and `now` differ, as "line N: 'x' before, 'y' now".
+std::string FirstDifference(const std::string& before, const std::string& now) {
+  std::istringstream a(before), b(now);
+  std::string line_a, line_b;
+  for (int line = 1;; ++line) {
+    bool more_a = static_cast<bool>(std::getline(a, line_a));
+    bool more_b = static_cast<bool>(std::getline(b, line_b));
+    if (!more_a && !more_b) return "";
+    if (!more_a) line_a = "(end)";
+    if (!more_b) line_b = "(end)";
+    if (line_a != line_b) {
+      return "the run has '" + line_a + "' where this one has '" + line_b + "'";
+    }
+  }
+}
+
+// One line about the run in a folder, for messages.
+std::string Describe(const Manifest& m) {
+  std::string methods;
+  for (const MethodRecord& r : m.methods) {
+    methods += (methods.empty() ? "" : ", ") + r.name + " " + r.status;
+  }
+  return "scenario '" + m.scenario_name + "', seed " + std::to_string(m.seed) + ", " +
+         std::to_string(m.nodes) + " nodes, started " + m.started + ", " + m.status +
+         (methods.empty() ? "" : "; methods: " + methods);
+}
+
+// Deletes every meshlearn file of the run in `dir`, then the folders left empty; appends what
+// stays to `kept`.
+Status DeleteRunFiles(const std::string& dir, const Manifest* previous,
+                      std::vector<std::string>* kept) {
+  std::set<std::string> methods = MethodFolders(dir, previous);
+  std::vector<std::string> folders;
+  for (const std::string& entry : Entries(dir)) {
+    std::error_code ec;
+    fs::path path = fs::path(dir) / entry;
+    if (fs::is_directory(fs::symlink_status(path, ec))) {
+      folders.push_back(entry);
+    } else if (WrittenByMeshlearn(entry, methods)) {
+      fs::remove(path, ec);
+      if (ec) return Status::IoError(path.string() + ": cannot delete: " + ec.message());
+    }
+  }
+  // Deepest first, so that a node folder goes before its method folder.
+  std::sort(folders.begin(), folders.end(), [](const std::string& a, const std::string& b) {
+    return Components(a).size() > Components(b).size();
+  });
+  for (const std::string& folder : folders) {
+    std::vector<std::string> p = Components(folder);
+    bool ours = (p.size() == 1 && (p[0] == "shards" || methods.count(p[0]))) ||
+                (p.size() == 2 && methods.count(p[0]) && (p[1] == "keys" || IsNodeFolder(p[1])));
+    std::error_code ec;
+    if (ours && fs::is_empty(fs::path(dir) / folder, ec)) fs::remove(fs::path(dir) / folder, ec);
+  }
+  for (const std::string& entry : Entries(dir)) {
+    std::error_code ec;
+    if (!fs::is_directory(fs::symlink_status(fs::path(dir) / entry, ec))) {
+      kept->push_back(dir + "/" + entry);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<RunFolder> RunFolder::Claim(const std::string& dir, ExistingRun existing, Manifest fresh,
+                                   std::vector<std::string>* notes) {
+  std::error_code ec;
+  const bool dir_existed = fs::exists(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec) return Status::IoError(dir + ": cannot create the output folder: " + ec.message());
+  // A refused launch leaves the folder as it found it: launch.lock gets this launch's id only
+  // once the folder is claimed, and goes again (the folder too) if this launch created it.
+  const std::string lock_path = dir + "/" + kLock;
+  const bool lock_existed = fs::exists(lock_path, ec);
+  auto lock = FileLock::Acquire(lock_path, /*record_pid=*/false);
+  if (!lock.ok()) {
+    if (lock.status().code() != ErrorCode::kUnavailable) return lock.status();
+    return Status::Unavailable(lock.status().message() +
+                               ": another meshlearn-launch is running in " + dir +
+                               "; wait for it to end, or choose another --out");
+  }
+  auto refuse = [&](Status why) -> Result<RunFolder> {
+    if (!lock_existed) fs::remove(lock_path, ec);
+    if (!dir_existed) fs::remove(dir, ec);
+    return why;
+  };
+  auto claim = [&](Manifest manifest) -> Result<RunFolder> {
+    MESHLEARN_RETURN_IF_ERROR(lock->RecordPid());
+    RunFolder folder(dir, std::move(*lock), std::move(manifest));
+    MESHLEARN_RETURN_IF_ERROR(folder.Write());
+    return folder;
+  };
+  std::vector<std::string> entries = Entries(dir);
+  if (entries.empty()) {
+    if (existing == ExistingRun::kResume) {
+      return refuse(Status::InvalidArgument("--resume: " + dir + " holds no run to resume"));
+    }
+    return claim(std::move(fresh));
+  }
+
+  const std::string manifest_path = dir + "/" + kManifest;
+  std::optional<Manifest> previous;
+  Status unreadable;
+  if (auto text = ReadWholeFile(manifest_path); text.ok()) {
+    auto parsed = ParseManifest(*text, manifest_path);
+    if (parsed.ok()) {
+      previous = std::move(*parsed);
+    } else {
+      unreadable = parsed.status();
+    }
+  }
+  auto clusters = ReadWholeFile(dir + "/clusters.csv");
+  bool older_run = clusters.ok() && StartsWith(*clusters, "node,cluster\n");
+  bool holds_run = previous || !unreadable.ok() || older_run;
+  const std::string choices =
+      "--resume continues that run, --force replaces it (deleting only the files meshlearn "
+      "wrote there), or choose another --out";
+
+  if (existing == ExistingRun::kRefuse) {
+    if (!holds_run) {
+      return refuse(Status::InvalidArgument(
+          dir + " is not empty and holds no meshlearn run (no " + kManifest +
+          "); nothing was changed. Choose an empty or new folder with --out"));
+    }
+    return refuse(Status::InvalidArgument(
+        dir + " already holds a run (" +
+        (previous ? Describe(*previous) : std::string("written by an older meshlearn-launch")) +
+        "); nothing was changed. " + choices));
+  }
+  if (!holds_run) {
+    return refuse(Status::InvalidArgument(
+        dir + " is not empty and holds no meshlearn run (no " + kManifest + "): " +
+        (existing == ExistingRun::kResume ? "--resume has nothing to continue"
+                                          : "--force replaces only a meshlearn run") +
+        "; nothing was changed. Choose an empty or new folder with --out"));
+  }
+  if (auto node = RunningNode(dir)) {
+    return refuse(Status::Unavailable("node folder " + *node +
+                                      " is still in use by a node of the run there; stop it "
+                                      "first"));
+  }
+
+  if (existing == ExistingRun::kResume) {
+    if (!previous) {
+      return refuse(Status::InvalidArgument(
+          "--resume: " +
+          (unreadable.ok() ? dir + " has no " + kManifest +
+                                 " (it was written by an older meshlearn-launch), so the run "
+                                 "cannot be checked"
+                           : unreadable.message()) +
+          "; nothing was changed. --force replaces it"));
+    }
+    if (previous->resolved != fresh.resolved) {
+      return refuse(Status::InvalidArgument(
+          "--resume: " + dir + " holds a run of another scenario or seed (" +
+          FirstDifference(previous->resolved, fresh.resolved) +
+          "); nothing was changed. Resume with the same scenario file, --set, --nodes and "
+          "--seed, or use --force to replace that run"));
+    }
+    Manifest manifest = std::move(*previous);
+    manifest.status = kRunning;
+    manifest.ended.clear();
+    manifest.scenario_text = fresh.scenario_text;
+    manifest.launches.push_back(fresh.launches.back());
+    return claim(std::move(manifest));
+  }
+
+  std::vector<std::string> kept;
+  MESHLEARN_RETURN_IF_ERROR(DeleteRunFiles(dir, previous ? &*previous : nullptr, &kept));
+  notes->push_back("--force: deleted the files of the run in " + dir + " (" +
+                   (previous ? Describe(*previous) : std::string("an older meshlearn-launch's")) +
+                   ")");
+  if (!kept.empty()) {
+    notes->push_back("--force kept " + std::to_string(kept.size()) +
+                     " file(s) meshlearn did not write:");
+    for (size_t i = 0; i < kept.size() && i < 20; ++i) notes->push_back("  " + kept[i]);
+    if (kept.size() > 20) {
+      notes->push_back("  ... and " + std::to_string(kept.size() - 20) + " more");
+    }
+  }
+  return claim(std::move(fresh));
+}
+
+Status RunFolder::Record(const MethodRecord& method) {
+  manifest_.SetMethod(method);
+  return Write();
+}
+
+Status RunFolder::Finish(const std::string& status) {
+  manifest_.status = status;
+  manifest_.ended = NowUtc();
+  if (!manifest_.launches.empty()) {
+    manifest_.launches.back().status = status;
+    manifest_.launches.back().ended = manifest_.ended;
+  }
+  return Write();
+}
+
+Status RunFolder::Write() const {
+  return WriteFileAtomically(dir_ + "/" + kManifest, RenderManifest(manifest_));
+}
+
+}  // namespace meshlearn::launch
