@@ -65,7 +65,7 @@ class MatrixView {
       this.svg.replaceChildren();
       const w = cols.length + margin, h = rows.length + margin;
       this.svg.setAttribute("viewBox", `${-margin} ${-margin} ${w} ${h}`);
-      const px = Math.max(260, Math.min(620, cols.length * 12));
+      const px = Math.max(360, Math.min(620, cols.length * 12));
       this.svg.setAttribute("width", px);
       this.svg.setAttribute("height", Math.round(px * h / w));
       const every = Math.max(1, Math.ceil(Math.max(rows.length, cols.length) / 25));
@@ -150,7 +150,7 @@ function lineChart(name, container, rounds, series, yLabel) {
     const plot = new uPlot({
       width, height: 220,
       scales: { x: { time: false } },
-      axes: [{ label: "round" }, { label: yLabel, size: 60 }],
+      axes: [{ label: "round", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }, { label: yLabel, size: 60 }],
       series: [{ label: "round" }, ...series.map((s, k) => ({ label: s.label, stroke: palette[k % palette.length], width: 2, spanGaps: true }))],
     }, data, container);
     state.charts[name] = { plot, key };
