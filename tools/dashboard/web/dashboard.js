@@ -38,9 +38,11 @@ document.body.appendChild(tooltip);
 
 // An SVG matrix of unit cells with row and column labels and cluster frames.
 class MatrixView {
-  constructor(svg, describe) {
+  // stretch: cells fill a fixed-size box (for few rows of many columns), without labels.
+  constructor(svg, describe, stretch = false) {
     this.svg = svg;
     this.describe = describe;  // (rowLabel, colLabel, value) -> tooltip text
+    this.stretch = stretch;
     this.key = null;
     this.cells = [];
     this.values = [];
@@ -59,7 +61,7 @@ class MatrixView {
   // frames: [[start, end), ...] blocks on the diagonal; onRow(r): click on a row.
   render(rows, cols, values, scale, frames = [], onRow = null) {
     const key = rows.join(",") + "|" + cols.join(",");
-    const margin = 3;
+    const margin = this.stretch ? 0 : 3;
     if (key !== this.key) {
       this.key = key;
       this.svg.replaceChildren();
@@ -67,7 +69,12 @@ class MatrixView {
       this.svg.setAttribute("viewBox", `${-margin} ${-margin} ${w} ${h}`);
       const px = Math.max(360, Math.min(620, cols.length * 12));
       this.svg.setAttribute("width", px);
-      this.svg.setAttribute("height", Math.round(px * h / w));
+      if (this.stretch) {
+        this.svg.setAttribute("preserveAspectRatio", "none");
+        this.svg.setAttribute("height", Math.max(60, Math.min(360, rows.length * 14)));
+      } else {
+        this.svg.setAttribute("height", Math.round(px * h / w));
+      }
       const every = Math.max(1, Math.ceil(Math.max(rows.length, cols.length) / 25));
       const frag = document.createDocumentFragment();
       this.cells = rows.map((rl, r) => cols.map((cl, c) => {
@@ -94,8 +101,10 @@ class MatrixView {
         t.textContent = text;
         frag.appendChild(t);
       };
-      rows.forEach((rl, r) => { if (r % every === 0) label(rl, -0.3, r + 0.75, "end", false); });
-      cols.forEach((cl, c) => { if (c % every === 0) label(cl, c + 0.75, -0.3, "start", true); });
+      if (!this.stretch) {
+        rows.forEach((rl, r) => { if (r % every === 0) label(rl, -0.3, r + 0.75, "end", false); });
+        cols.forEach((cl, c) => { if (c % every === 0) label(cl, c + 0.75, -0.3, "start", true); });
+      }
       for (const [a, b] of frames) {
         const f = document.createElementNS(SVG, "rect");
         f.setAttribute("class", "frame");
@@ -133,8 +142,8 @@ function blocks(labels) {
 
 const heatmap = new MatrixView($("heatmap"), (i, j, v) => `node ${i} sampled node ${j}: ${v === null ? "unknown" : v} time(s)`);
 const emdView = new MatrixView($("emd"), (i, j, v) => `EMD(${i}, ${j}) = ${fmt.num(v)}`);
-const probView = new MatrixView($("node-probabilities"), (r, j, v) => `round ${r}: p(${j}) = ${fmt.num(v, 3)}`);
-const scoreView = new MatrixView($("node-scores"), (r, j, v) => `round ${r}: s(${j}) = ${fmt.num(v, 4)}`);
+const probView = new MatrixView($("node-probabilities"), (r, j, v) => `round ${r}: p(${j}) = ${fmt.num(v, 3)}`, true);
+const scoreView = new MatrixView($("node-scores"), (r, j, v) => `round ${r}: s(${j}) = ${fmt.num(v, 4)}`, true);
 
 const palette = ["#3b6fd1", "#d1242f", "#1c7c3a", "#9a6700", "#8250df", "#0a7ea4", "#bf3989", "#57606a", "#e16f24", "#2da44e"];
 
@@ -319,13 +328,13 @@ async function poll() {
       renderNodes(doc);
       renderCurves(doc);
       renderEmd(doc);
-      await renderNodeDetail();
     }
+    const ms = performance.now() - began;  // the redraw, without the node panel's own fetch
+    if (doc.method) await renderNodeDetail();
     const running = doc.methods.some((m) => m.state === "running");
     const c = $("connection");
     c.className = running ? "live" : "finished";
     c.textContent = running ? `live · updated ${new Date().toLocaleTimeString()}` : `not running · ${doc.out_dir}`;
-    const ms = performance.now() - began;
     document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
     document.body.dataset.observations = doc.observations;
     document.body.dataset.method = doc.method || "";
