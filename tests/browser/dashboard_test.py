@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """The launcher's dashboard and a node's page in headless Chromium (CTest label `browser`).
 
-A small synthetic run (9 node processes, two methods, rounds paced to 1.5 s) with --dashboard:
+A small synthetic run (9 node processes, two methods of 10 rounds paced to 1.5 s) with --dashboard:
 1. the page's heatmap cells and node table match the nodes' own /status: each value lies between
    a /status read before the page's data was polled and one read after (the counters only grow),
    and equals it where the node did not move in between;
 2. the page updates by itself while rounds advance;
-3. a node's own page (its http_port) matches its /status the same way;
+3. a node's own page (its http_port, in the second method) matches its /status the same way;
 4. clicking a node shows its probabilities and scores per round;
 5. after the run, `meshlearn-launch serve` shows heatmap cells and a node table equal to the run's
    heatmap.csv and rounds.csv.
@@ -194,7 +194,7 @@ def main():
         out = os.path.join(workdir, "run")
         launcher = Launcher([args.launch, os.path.join(args.source, "configs/scenarios/synthetic.toml"),
                              "--out", out, "--nodes", str(NODES), "--methods", ",".join(METHODS),
-                             "--set", "node.training.rounds=8", "--set", "node.round.min_round_s=1.5",
+                             "--set", "node.training.rounds=10", "--set", "node.round.min_round_s=1.5",
                              "--dashboard", "0"], os.path.join(workdir, "launch.log"))
         driver = None
         try:
@@ -214,6 +214,12 @@ def main():
             print("live: the page updated by itself as rounds advanced", flush=True)
             check_node_detail(driver)
             driver.save_screenshot(os.path.join(args.artifacts, "dashboard-live.png"))
+            # A node page of the second method, which has all its rounds ahead of it.
+            second = os.path.join(out, METHODS[1])
+            ports = wait_for("the second method's node configs", lambda: os.path.isdir(second) and
+                             len(node_ports(second)) == NODES and node_ports(second), 300)
+            wait_for("node 0 of the second method to answer /status",
+                     lambda: get_json(f"http://127.0.0.1:{ports['0']}/status")["round"] >= 0, 180)
             check_node_page(driver, "0", ports["0"], args.artifacts)
             print("node page: peers, times sampled and round agree with /status", flush=True)
             code = launcher.wait(600)
