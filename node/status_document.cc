@@ -112,6 +112,8 @@ std::string StatusJson(const NodeStatus& s) {
   json << "],\"counters\":{\"rejected_inbound\":" << c.rejected_inbound
        << ",\"rejected_replies\":" << c.rejected_replies
        << ",\"missed_deadlines\":" << c.missed_deadlines << ",\"refused_peers\":" << c.refused_peers
+       << ",\"candidates_ignored\":" << c.candidates_ignored
+       << ",\"peers_reached\":" << c.peers_reached
        << ",\"held_requests_expired\":" << c.held_requests_expired
        << ",\"merge_excluded\":" << c.merge_excluded << ",\"bytes_in\":" << t.bytes_in
        << ",\"bytes_out\":" << t.bytes_out << ",\"timeouts\":" << t.timeouts
@@ -143,6 +145,12 @@ std::string MetricsText(const NodeStatus& s) {
   metric("meshlearn_handshakes_refused_total", "counter",
          "Connections refused because their CURVE key is not on the allowlist.");
   m << "meshlearn_handshakes_refused_total{" << node << "} " << t.handshakes_refused << "\n";
+  metric("meshlearn_peers_reached_total", "counter",
+         "Times a peer answered our Hello and was admitted (0: never reached a peer).");
+  m << "meshlearn_peers_reached_total{" << node << "} " << c.peers_reached << "\n";
+  metric("meshlearn_candidates_ignored_total", "counter",
+         "Peers not kept as candidates because the candidate list was full.");
+  m << "meshlearn_candidates_ignored_total{" << node << "} " << c.candidates_ignored << "\n";
   metric("meshlearn_missed_deadlines_total", "counter", "Sampled peers that did not answer.");
   m << "meshlearn_missed_deadlines_total{" << node << "} " << c.missed_deadlines << "\n";
   metric("meshlearn_rejected_messages_total", "counter", "Peer messages rejected, by code.");

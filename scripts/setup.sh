@@ -11,7 +11,7 @@ packages=(
   libtorch-dev cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
   libboost-dev libboost-system-dev libgtest-dev libgmock-dev libbenchmark-dev
   liblemon-dev libtomlplusplus-dev libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev
-  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch
+  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch python3-zmq python3-msgpack
   clang libclang-rt-14-dev iproute2 procps
 )
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
