@@ -11,6 +11,7 @@
 
 #include "node/checkpoint.h"
 #include "node/http_server.h"
+#include "node/endpoint.h"
 #include "node/learner_worker.h"
 #include "node/logging.h"
 #include "node/node_recorder.h"
@@ -63,6 +64,7 @@ StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& lear
   if (keys) {
     m.public_key = keys->public_key;
     m.allowed_keys.emplace(keys->allowed_keys.begin(), keys->allowed_keys.end());
+    m.key_ids = keys->key_ids;
   }
 
   c.serving = ServingConfig{learner.Layout(), learner.TrainSize(), deadline};
@@ -243,22 +245,33 @@ class Node::Impl {
     tokens[id] = in.request.token;
     const std::vector<Frame>& frames = in.request.frames;
     Result<Message> decoded = Decode(frames, decode_options);
-    auto* hello = decoded.ok() ? std::get_if<Hello>(&decoded->body) : nullptr;
-    if (hello && !in.request.peer_public_key.empty()) {
-      // With CURVE a peer is known by the key it proved in the handshake, not the one it claims.
-      hello->public_key = in.request.peer_public_key;
-    }
     if (decoded.ok()) {
       if (observer) observer(*decoded);
-      Execute(machine->OnInbound(id, *decoded, now));
+      Execute(machine->OnInbound(id, *decoded, now, in.request.peer_public_key));
       return;
     }
     // Address the Error with whatever of the envelope decoded, so the requester matches it.
-    Result<Envelope> envelope = frames.empty() ? Result<Envelope>(Status::Malformed("empty"))
-                                               : DecodeEnvelope(frames[0], decode_options.limits);
-    Execute(machine->OnInboundRejected(id, envelope.ok() ? envelope->sender : "",
-                                       envelope.ok() ? envelope->request_id : 0, decoded.status(),
-                                       now));
+    EnvelopeAddress address =
+        frames.empty() ? EnvelopeAddress{} : AddressOf(frames[0], decode_options.limits);
+    Execute(
+        machine->OnInboundRejected(id, address.sender, address.request_id, decoded.status(), now));
+  }
+
+  // Says Goodbye to the peers (`reason`) and handles events until they answered or their
+  // deadlines (at most 2 s) passed.
+  void Leave(const std::string& reason) {
+    Execute(machine->Leave(reason, Clock::now()));
+    // The transport answers every request by its deadline; the bound is only a safety net.
+    auto until = Clock::now() + std::chrono::seconds(5);
+    while (machine->GoodbyesOutstanding() && Clock::now() < until) {
+      std::deque<Event> batch;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait_for(lock, kTickInterval, [&] { return !events.empty(); });
+        batch.swap(events);
+      }
+      for (Event& event : batch) Handle(event);
+    }
   }
 
   void RefreshStatus() {
@@ -319,9 +332,23 @@ class Node::Impl {
     log->info("listening on {}; model {} ({} parameters), {} training samples",
               transport->bound_endpoint(), learner->ArchitectureId(),
               learner->Layout().total_floats(), learner->TrainSize());
+    for (const PeerAddress& peer : config.peers) {
+      // Rationale: ZeroMQ retries an address that does not resolve in silence, for ever.
+      if (Status resolved = ResolveTcpEndpoint(peer.endpoint); !resolved.ok()) {
+        log->warn("peer {} cannot be reached: {} (check its [[peers]] address)", peer.id,
+                  resolved.message());
+      }
+    }
     if (keys) {
       log->info("traffic is encrypted (CURVE); public key {}; {} keys on the allowlist",
                 keys->public_key, keys->allowed_keys.size());
+      size_t unbound = keys->allowed_keys.size() - keys->key_ids.size();
+      if (unbound > 0) {
+        log->warn(
+            "{} allowlisted key(s) are bound to no node id: a peer holding one may claim any id "
+            "(bind a key with an allowlist line \"<key> <node id>\"; meshlearn-keygen --id)",
+            unbound);
+      }
     } else {
       log->warn(
           "traffic is unencrypted and unauthenticated: any host that reaches {} can talk to "
@@ -434,12 +461,14 @@ Status Node::Run() {
       *s.learner, [&s](LearnerResult result) { s.Push(std::move(result)); });
   s.Execute(s.machine->Start(Clock::now()));
   auto last_status = Clock::now();
+  bool stopped = false;
   for (;;) {
     std::deque<Event> batch;
     {
       std::unique_lock<std::mutex> lock(s.mu);
       s.cv.wait_for(lock, kTickInterval, [&] { return !s.events.empty() || s.stop_requested; });
-      if (s.stop_requested) break;
+      stopped = s.stop_requested;
+      if (stopped) break;
       batch.swap(s.events);
     }
     for (Event& event : batch) s.Handle(event);
@@ -455,7 +484,15 @@ Status Node::Run() {
     if (!s.failure.ok() || s.machine->finished()) break;
   }
   s.worker->Stop();  // an ongoing local training finishes; its round is not recorded
-  s.log->info("stopped after round {}", s.machine->completed_round());
+  s.Leave(stopped ? "stopped" : s.failure.ok() ? "finished its rounds" : "failed");
+  if (s.machine->counters().peers_reached == 0) {
+    s.log->warn(
+        "stopped after round {} {}: none answered our Hello (check the [[peers]] addresses, and "
+        "that the peers run and allow our key)",
+        s.machine->completed_round(), kNeverReachedAPeer);
+  } else {
+    s.log->info("stopped after round {}", s.machine->completed_round());
+  }
   return s.failure;
 }
 

@@ -25,6 +25,10 @@
 
 namespace meshlearn::node {
 
+// The words of a node's last log line when no peer ever answered its Hello during the whole run
+// (the launcher's report looks for them in node.log).
+inline constexpr const char* kNeverReachedAPeer = "without ever reaching a peer";
+
 // Live figures of a node, for /status, /metrics and tests.
 struct NodeProgress {
   int64_t completed_round = -1;

@@ -90,6 +90,8 @@ std::string StatusJson(const NodeStatus& s) {
                      {"rejected_replies", c.rejected_replies},
                      {"missed_deadlines", c.missed_deadlines},
                      {"refused_peers", c.refused_peers},
+                     {"candidates_ignored", c.candidates_ignored},
+                     {"peers_reached", c.peers_reached},
                      {"held_requests_expired", c.held_requests_expired},
                      {"merge_excluded", c.merge_excluded},
                      {"bytes_in", t.bytes_in},
@@ -131,8 +133,9 @@ Result<NodeStatus> ParseStatusJson(const std::string& text) {
       peer.endpoint = p.at("endpoint").get<std::string>();
       std::string liveness = p.at("liveness").get<std::string>();
       bool known = false;
-      for (topology::Liveness l : {topology::Liveness::kIntroducing, topology::Liveness::kAlive,
-                                   topology::Liveness::kDead, topology::Liveness::kProbation}) {
+      for (topology::Liveness l :
+           {topology::Liveness::kCandidate, topology::Liveness::kAlive, topology::Liveness::kDead,
+            topology::Liveness::kProbation, topology::Liveness::kLeft}) {
         if (liveness == topology::LivenessName(l)) {
           peer.liveness = l;
           known = true;
@@ -152,6 +155,8 @@ Result<NodeStatus> ParseStatusJson(const std::string& text) {
     s.counters.rejected_replies = c.at("rejected_replies").get<uint64_t>();
     s.counters.missed_deadlines = c.at("missed_deadlines").get<uint64_t>();
     s.counters.refused_peers = c.at("refused_peers").get<uint64_t>();
+    s.counters.candidates_ignored = c.at("candidates_ignored").get<uint64_t>();
+    s.counters.peers_reached = c.at("peers_reached").get<uint64_t>();
     s.counters.held_requests_expired = c.at("held_requests_expired").get<uint64_t>();
     s.counters.merge_excluded = c.at("merge_excluded").get<uint64_t>();
     s.counters.rejected_by_code = c.at("rejected_by_code").get<std::map<std::string, uint64_t>>();
@@ -186,6 +191,12 @@ std::string MetricsText(const NodeStatus& s) {
   metric("meshlearn_handshakes_refused_total", "counter",
          "Connections refused because their CURVE key is not on the allowlist.");
   m << "meshlearn_handshakes_refused_total{" << node << "} " << t.handshakes_refused << "\n";
+  metric("meshlearn_peers_reached_total", "counter",
+         "Times a peer answered our Hello and was admitted (0: never reached a peer).");
+  m << "meshlearn_peers_reached_total{" << node << "} " << c.peers_reached << "\n";
+  metric("meshlearn_candidates_ignored_total", "counter",
+         "Peers not kept as candidates because the candidate list was full.");
+  m << "meshlearn_candidates_ignored_total{" << node << "} " << c.candidates_ignored << "\n";
   metric("meshlearn_missed_deadlines_total", "counter", "Sampled peers that did not answer.");
   m << "meshlearn_missed_deadlines_total{" << node << "} " << c.missed_deadlines << "\n";
   metric("meshlearn_rejected_messages_total", "counter", "Peer messages rejected, by code.");

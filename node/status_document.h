@@ -21,7 +21,7 @@ namespace meshlearn::node {
 struct PeerStatus {
   std::string id;
   std::string endpoint;
-  topology::Liveness liveness = topology::Liveness::kIntroducing;
+  topology::Liveness liveness = topology::Liveness::kCandidate;
   std::optional<double> score;  // s_ij; empty when unscored
   double probability = 0;       // p_ij
   uint64_t times_sampled = 0;

@@ -12,7 +12,7 @@ packages=(
   libtorch-dev cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
   libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   liblemon-dev libtomlplusplus-dev libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev
-  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch
+  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch python3-zmq python3-msgpack
   clang libclang-rt-14-dev iproute2 procps
   chromium chromium-driver python3-selenium
 )

@@ -118,7 +118,8 @@ class ProgressLine {
 };
 
 // With scenario.security: writes a key pair per node ("<dir>/keys/node-<id>.key" and ".pub") and
-// "<dir>/keys/allowed_keys" holding every node's public key, fills `addresses`' keys, and returns
+// "<dir>/keys/allowed_keys" holding every node's public key bound to its id, fills `addresses`'
+// keys, and returns
 // the [security] section of node `i`'s config. Without: nothing.
 Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
     const Scenario& scenario, const std::string& dir, std::vector<node::PeerAddress>& addresses) {
@@ -133,9 +134,10 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
     auto pair = node::GenerateCurveKeyPair();
     if (!pair.ok()) return pair.status();
     std::string name = "node-" + address.id;
-    MESHLEARN_RETURN_IF_ERROR(node::WriteKeyPairFiles(keys_dir, name, *pair, /*overwrite=*/true));
+    MESHLEARN_RETURN_IF_ERROR(
+        node::WriteKeyPairFiles(keys_dir, name, *pair, /*overwrite=*/true, address.id));
     address.public_key = pair->public_key;
-    allowlist.push_back({pair->public_key, name});
+    allowlist.push_back({pair->public_key, address.id, name});
   }
   std::string allowlist_path = keys_dir + "/allowed_keys";
   MESHLEARN_RETURN_IF_ERROR(node::WritePublicKeysFile(

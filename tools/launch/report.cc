@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "node/node.h"
 #include "similarity/clustering.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
@@ -43,6 +44,8 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   int measured = 0, in_cluster = 0, samples = 0;
   for (const NodeRun& n : run.nodes) {
     s.nodes_failed += n.failure.has_value();
+    Result<std::string> log = ReadWholeFile(n.dir + "/node.log");
+    s.nodes_alone += log.ok() && log->find(node::kNeverReachedAPeer) != std::string::npos;
     s.peak_pss_mib_max = std::max(s.peak_pss_mib_max, n.peak_pss_mib);
     pss += n.peak_pss_mib;
     s.attackers += n.attacker;
@@ -130,6 +133,10 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
     if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
     if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
     if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
+    if (s.nodes_alone) {
+      out << "  (" << s.nodes_alone << " of " << s.nodes
+          << " nodes never reached a peer: see their node.log)";
+    }
     if (s.attackers) out << "  (" << s.attackers << " attackers not counted)";
     out << "\n";
   }

@@ -23,6 +23,7 @@ struct MethodSummary {
   double overhead = 0;  // mean share of node wall time outside training/evaluation
   int nodes = 0;
   int nodes_failed = 0;
+  int nodes_alone = 0;           // nodes whose log ends saying they never reached a peer
   int attackers = 0;             // nodes that served poisoned models; left out of the metrics
   double peak_pss_mib_mean = 0;  // process mode: mean over nodes of their peak PSS
   double peak_pss_mib_max = 0;   // process mode: largest node; in-process: the whole process
