@@ -2,7 +2,8 @@
 //
 //   meshlearn-launch SCENARIO.toml [--out DIR] [--resume | --force] [--in-process] [--nodes N]
 //                    [--seed S] [--set key=value ...] [--methods a,b] [--known-peers K]
-//                    [--log-level LEVEL] [--partition-only]
+//                    [--log-level LEVEL] [--partition-only] [--dashboard PORT]
+//   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
 //
 // The run folder (--out) is never reused silently: see tools/launch/run_folder.h.
 // Exit codes: 0 all methods ran; 2 bad scenario, command line or run folder; 3 results were
@@ -14,6 +15,9 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -21,6 +25,7 @@
 #include "node/logging.h"
 #include "node/process_limits.h"
 #include "tools/cli_exit.h"
+#include "tools/dashboard/live_dashboard.h"
 #include "tools/launch/experiment.h"
 #include "tools/launch/manifest.h"
 #include "tools/launch/report.h"
@@ -70,6 +75,9 @@ meshlearn::launch::Manifest NewManifest(const meshlearn::launch::Scenario& scena
 
 int main(int argc, char** argv) {
   using namespace meshlearn;
+  if (argc >= 2 && std::string(argv[1]) == "serve") {
+    return dashboard::ServeCommand(argc - 1, argv + 1);
+  }
   CLI::App app{"meshlearn-launch: run a scenario with N local meshlearn nodes"};
   std::string scenario_path;
   launch::ScenarioOverrides overrides;
@@ -108,6 +116,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--methods", only_methods, "run only these methods (names, comma-separated)")
       ->delimiter(',');
+  std::optional<uint16_t> dashboard_port;
+  std::string dashboard_bind = "127.0.0.1";
+  app.add_option("--dashboard", dashboard_port,
+                 "serve a live page of the run on this port (0: any free port)");
+  app.add_option("--dashboard-bind", dashboard_bind,
+                 "address of the page (default 127.0.0.1; see the README on SSH)");
   app.add_flag("--partition-only", partition_only,
                "write the shards (<out>/shards/client-<i>.shard) and clusters.csv, then exit");
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
@@ -206,6 +220,28 @@ int main(int argc, char** argv) {
                                 [&](const launch::MethodSpec& m) { return m.name == method.name; });
     if (selected || folder->manifest().Method(method.name)) table_methods.push_back(method);
   }
+
+  std::unique_ptr<dashboard::LiveDashboard> board;
+  if (dashboard_port) {
+    dashboard::RunInfo info{scenario->name,
+                            options.simulate     ? "simulated"
+                            : options.in_process ? "in-process"
+                                                 : "process",
+                            options.out_dir,
+                            *partition,
+                            {}};
+    for (const launch::MethodSpec& m : table_methods) info.methods.push_back(m.name);
+    auto started = dashboard::LiveDashboard::Start(dashboard_bind, *dashboard_port, info);
+    if (!started.ok()) {
+      std::fprintf(stderr, "meshlearn-launch: %s\n", started.status().ToString().c_str());
+      return 2;
+    }
+    board = std::move(*started);
+    options.observer = board.get();
+    std::printf("dashboard: http://%s:%u/\n", dashboard_bind.c_str(), board->port());
+    std::fflush(stdout);
+  }
+
   std::vector<launch::MethodRun> runs;
   std::vector<launch::MethodSummary> summaries;
   int failed_nodes = 0;
@@ -272,14 +308,25 @@ int main(int argc, char** argv) {
       if (!recorded.ok())
         std::fprintf(stderr, "meshlearn-launch: %s\n", recorded.ToString().c_str());
     }
+    if (board) {
+      Status shown = board->model().ShowFinished(*run);
+      if (!shown.ok())
+        std::fprintf(stderr, "meshlearn-launch: dashboard: %s\n", shown.ToString().c_str());
+    }
     runs.push_back(std::move(*run));
   }
   const char* status = g_interrupt  ? launch::kInterrupted
                        : any_failed ? launch::kFailed
                                     : launch::kComplete;
-  Status finished = folder->Finish(status);
-  if (!finished.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", finished.ToString().c_str());
-  if (runs.empty()) return 130;
+  // The manifest's end comes last, once every output of the run is written.
+  auto finish = [&] {
+    Status finished = folder->Finish(status);
+    if (!finished.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", finished.ToString().c_str());
+  };
+  if (runs.empty()) {
+    finish();
+    return 130;
+  }
 
   Status curves =
       launch::WriteCurves(options.out_dir + "/curves.png", runs, *partition, scenario->name);
@@ -316,6 +363,12 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  if (board) {
+    std::printf("%s", dashboard::DescribeCosts(board->Costs()).c_str());
+    Status written = dashboard::WriteCostsCsv(options.out_dir + "/dashboard.csv", board->Costs());
+    if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
+  }
+  finish();
   std::printf("manifest: %s/manifest.toml (%s)\n", options.out_dir.c_str(), status);
   if (g_interrupt) {
     std::printf("interrupted: the results so far are written; continue the run with --resume\n");

@@ -8,8 +8,12 @@
 namespace meshlearn::e2e {
 
 // Writes "<dir>/scenario.toml": 6 nodes in 2 synthetic clusters of 3, `rounds` rounds of at least
-// `min_round_s` seconds, two methods (random, cos_weights); returns its path.
-inline std::string WriteScenario(const std::string& dir, int rounds, double min_round_s) {
+// `min_round_s` seconds, two methods (random, cos_weights); returns its path. The round deadline
+// is generous unless a test needs a dead peer noticed quickly: on a loaded machine a 2 s deadline
+// marks live peers dead, and then the samples (and the sync run's sequence) depend on the
+// machine's speed.
+inline std::string WriteScenario(const std::string& dir, int rounds, double min_round_s,
+                                 double round_deadline_s = 30) {
   std::filesystem::create_directories(dir);
   std::string path = dir + "/scenario.toml";
   std::ofstream(path) << "name = \"e2e\"\nseed = 3\n"
@@ -20,8 +24,8 @@ inline std::string WriteScenario(const std::string& dir, int rounds, double min_
                          "[node.training]\noptimizer = \"sgd\"\nlearning_rate = 0.003\nrounds = "
                       << rounds
                       << "\n[node.learning]\npeers_per_round = 2\n"
-                         "[node.round]\nround_deadline_s = 2\nlinger_s = 0.5\nmin_round_s = "
-                      << min_round_s
+                         "[node.round]\nlinger_s = 5\nround_deadline_s = "
+                      << round_deadline_s << "\nmin_round_s = " << min_round_s
                       << "\n[[methods]]\nname = \"random\"\nlearning = { sampler = \"random\" }\n"
                          "[[methods]]\nname = \"cos_weights\"\n"
                          "learning = { metric = \"cos_weights\", tau = 140 }\n";

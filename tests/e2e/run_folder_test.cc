@@ -277,7 +277,8 @@ TEST(RunFolder, AnInterruptedRunSaysSoAndResumeCompletesIt) {
 TEST(RunFolder, ANodeKilledAndRestartedByHandIsNotCountedAsFailed) {
   std::string dir = ::testing::TempDir() + "/e2e_run_restarted";
   std::filesystem::remove_all(dir);
-  std::string scenario = WriteScenario(dir, 20, 0.3);
+  // A 2 s deadline: the survivors notice the dead node within the run.
+  std::string scenario = WriteScenario(dir, 20, 0.3, 2);
   std::string out = dir + "/out";
   auto launcher = ChildProcess::Start(
       {MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--methods", "random"}, dir + "/launch.log");

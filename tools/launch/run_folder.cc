@@ -19,7 +19,8 @@ constexpr const char* kLock = "launch.lock";
 // Files meshlearn writes at the top of a run folder, in a method folder, in its keys folder and
 // in a node folder. Each may also appear as "<name>.tmp" (base/atomic_file.h).
 const std::set<std::string> kRunFiles = {kManifest,      "summary.csv",    "curves.png",
-                                         "clusters.csv", "simulation.csv", kLock};
+                                         "clusters.csv", "simulation.csv", "dashboard.csv",
+                                         kLock};
 const std::set<std::string> kMethodFiles = {"heatmap.csv", "heatmap.png", "emd_matrix.csv",
                                             "emd_matrix.png"};
 const std::set<std::string> kNodeFiles = {
