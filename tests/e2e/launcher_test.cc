@@ -187,7 +187,11 @@ TEST(Launcher, SecurityTrueGivesEveryNodeAKeyAndTheEncryptedMeshExchangesModels)
     EXPECT_EQ(info.st_mode & 0777, 0600u) << id;
     std::string public_key = ReadText(keys + "/node-" + id + ".pub");
     public_key = public_key.substr(public_key.find('\n') + 1, 40);
-    EXPECT_NE(allowlist.find(public_key + "  # node-" + id), std::string::npos) << allowlist;
+    // Each key is bound to its node's id (issue 17, item 6), the key file's name as a comment.
+    EXPECT_NE(allowlist.find(public_key + " " + id + "  # node-" + id), std::string::npos)
+        << allowlist;
+    EXPECT_EQ(ReadText(node + "/node.log").find("bound to no node id"), std::string::npos)
+        << ReadText(node + "/node.log");
     std::string config = ReadText(node + "/node.toml");
     EXPECT_NE(config.find("[security]"), std::string::npos) << config;
     EXPECT_NE(ReadText(node + "/node.log").find("traffic is encrypted (CURVE)"), std::string::npos)
