@@ -187,7 +187,9 @@ TEST(Launcher, SecurityTrueGivesEveryNodeAKeyAndTheEncryptedMeshExchangesModels)
     EXPECT_EQ(info.st_mode & 0777, 0600u) << id;
     std::string public_key = ReadText(keys + "/node-" + id + ".pub");
     public_key = public_key.substr(public_key.find('\n') + 1, 40);
-    EXPECT_NE(allowlist.find(public_key + "  # node-" + id), std::string::npos) << allowlist;
+    // Protocol v2: each allowlisted key is bound to its node id ("KEY ID  # comment").
+    EXPECT_NE(allowlist.find(public_key + " " + id + "  # node-" + id), std::string::npos)
+        << allowlist;
     std::string config = ReadText(node + "/node.toml");
     EXPECT_NE(config.find("[security]"), std::string::npos) << config;
     EXPECT_NE(ReadText(node + "/node.log").find("traffic is encrypted (CURVE)"), std::string::npos)
