@@ -284,9 +284,11 @@ void Membership::Gossip(TimePoint now, topology::Rng& rng, Actions& out) {
 }
 
 void Membership::OnTick(TimePoint now, Actions& out) {
+  std::set<std::string> greeting;  // a Hello to them is in flight: they wait for its outcome
+  for (const auto& [id, sent] : hellos_) greeting.insert(sent.peer);
   std::vector<std::string> due;
   for (const auto& [peer, at] : next_hello_at_) {
-    if (now < at) continue;
+    if (now < at || greeting.contains(peer)) continue;
     due.push_back(peer);
     if (due.size() == kHellosPerTick) break;
   }
