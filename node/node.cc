@@ -1,5 +1,6 @@
 #include "node/node.h"
 
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -9,8 +10,8 @@
 #include <variant>
 
 #include "node/checkpoint.h"
+#include "node/http_server.h"
 #include "node/endpoint.h"
-#include "node/http_status.h"
 #include "node/learner_worker.h"
 #include "node/logging.h"
 #include "node/node_recorder.h"
@@ -118,7 +119,7 @@ class Node::Impl {
   std::unique_ptr<NodeStateMachine> machine;
   std::unique_ptr<Transport> transport;
   std::optional<NodeRecorder> recorder;
-  std::unique_ptr<HttpStatusServer> http;
+  std::unique_ptr<HttpServer> http;
   DecodeOptions decode_options;
   LearnerState learner_state;  // the state after the last computed round, for checkpoints
 
@@ -136,6 +137,7 @@ class Node::Impl {
 
   mutable std::mutex status_mu;
   std::string status_json = "{}";
+  NodeStatus status_snapshot;
   std::string metrics_text;
   NodeProgress progress;
   uint64_t refused_logged = 0;
@@ -276,11 +278,20 @@ class Node::Impl {
     NodeStatus status = TakeNodeStatus(
         *machine, transport->Stats(), config.id, transport->bound_endpoint(), config.rounds,
         std::string(NameOf(similarity::MetricKindNames(), config.metric)), Clock::now());
+    {
+      std::lock_guard<std::mutex> lock(status_mu);
+      status.val_loss = progress.completed_round >= 0 ? progress.last_val_loss : NAN;
+    }
+    if (http) {
+      status.http_requests = http->requests();
+      status.http_cpu_s = http->cpu_seconds();
+    }
     std::string json = node::StatusJson(status);
     std::string metrics = node::MetricsText(status);
     std::lock_guard<std::mutex> lock(status_mu);
     status_json = std::move(json);
     metrics_text = std::move(metrics);
+    status_snapshot = std::move(status);
   }
 
   // Logs connections the ZAP handler refused since the last such line, at most once a minute.
@@ -411,9 +422,22 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config, NodeOptions
   impl->recorder.emplace(std::move(*outputs), config.emd_enabled);
 
   if (config.http_port) {
-    auto http = HttpStatusServer::Start(
-        config.http_bind, *config.http_port, [raw] { return raw->Locked(raw->status_json); },
-        [raw] { return raw->Locked(raw->metrics_text); });
+    auto text = [](std::string content_type, std::string body) {
+      return HttpResponse{200, std::move(content_type), std::move(body)};
+    };
+    auto http = HttpServer::Start(
+        config.http_bind, *config.http_port,
+        {{"/",
+          [text](const HttpRequest&) {
+            return text("text/html; charset=utf-8", std::string(NodePageFile("node.html")));
+          }},
+         {"/status",
+          [raw, text](const HttpRequest&) {
+            return text("application/json", raw->Locked(raw->status_json));
+          }},
+         {"/metrics", [raw, text](const HttpRequest&) {
+            return text("text/plain; version=0.0.4", raw->Locked(raw->metrics_text));
+          }}});
     if (!http.ok()) return http.status().WithContext("http_port");
     impl->http = std::move(*http);
   }
@@ -489,6 +513,11 @@ NodeProgress Node::Progress() const {
 }
 
 std::string Node::StatusJson() const { return impl_->Locked(impl_->status_json); }
+
+NodeStatus Node::StatusSnapshot() const {
+  std::lock_guard<std::mutex> lock(impl_->status_mu);
+  return impl_->status_snapshot;
+}
 
 std::string Node::MetricsText() const { return impl_->Locked(impl_->metrics_text); }
 

@@ -19,6 +19,7 @@
 #include "node/config.h"
 #include "node/learner.h"
 #include "node/state_machine.h"
+#include "node/status_document.h"
 #include "node/transport.h"
 #include "protocol/messages.h"
 
@@ -93,6 +94,8 @@ class Node {
   // The /status document (JSON): id, round, peers with liveness, scores, probabilities, counters.
   // Thread-safe.
   std::string StatusJson() const;
+  // The same status as a typed snapshot (rebuilt at most twice a second). Thread-safe.
+  NodeStatus StatusSnapshot() const;
   // The /metrics document (Prometheus text format). Thread-safe.
   std::string MetricsText() const;
   // The HTTP port actually bound, or 0 when the endpoint is off.

@@ -2,7 +2,8 @@
 //
 //   meshlearn-launch SCENARIO.toml [--out DIR] [--in-process] [--nodes N] [--seed S]
 //                    [--set key=value ...] [--methods a,b] [--known-peers K] [--log-level LEVEL]
-//                    [--partition-only]
+//                    [--partition-only] [--dashboard PORT]
+//   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
 //
 // Exit codes: 0 all methods ran; 2 bad scenario or command line; 3 results were written but
 // some nodes failed (they are listed); 130 interrupted (results so far are written).
@@ -13,11 +14,15 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "node/logging.h"
 #include "node/process_limits.h"
+#include "tools/dashboard/live_dashboard.h"
 #include "tools/launch/experiment.h"
 #include "tools/launch/report.h"
 #include "tools/launch/scenario.h"
@@ -40,6 +45,9 @@ std::string NodeBinary() {
 
 int main(int argc, char** argv) {
   using namespace meshlearn;
+  if (argc >= 2 && std::string(argv[1]) == "serve") {
+    return dashboard::ServeCommand(argc - 1, argv + 1);
+  }
   CLI::App app{"meshlearn-launch: run a scenario with N local meshlearn nodes"};
   std::string scenario_path;
   launch::ScenarioOverrides overrides;
@@ -50,9 +58,9 @@ int main(int argc, char** argv) {
   app.add_option("scenario", scenario_path, "scenario file (TOML; see configs/README.md)")
       ->required();
   app.add_option("--out", options.out_dir, "output folder (default runs/<scenario name>)");
-  auto* in_process = app.add_flag(
-      "--in-process", options.in_process,
-      "run the nodes as threads of this process (same transport, loopback TCP)");
+  auto* in_process =
+      app.add_flag("--in-process", options.in_process,
+                   "run the nodes as threads of this process (same transport, loopback TCP)");
   app.add_flag("--simulate", options.simulate,
                "simulate the mesh in this process: the nodes' real logic on a virtual clock and "
                "the scenario's [network] model; deterministic")
@@ -71,6 +79,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--methods", only_methods, "run only these methods (names, comma-separated)")
       ->delimiter(',');
+  std::optional<uint16_t> dashboard_port;
+  std::string dashboard_bind = "127.0.0.1";
+  app.add_option("--dashboard", dashboard_port,
+                 "serve a live page of the run on this port (0: any free port)");
+  app.add_option("--dashboard-bind", dashboard_bind,
+                 "address of the page (default 127.0.0.1; see the README on SSH)");
   app.add_flag("--partition-only", partition_only,
                "write the shards (<out>/shards/client-<i>.shard) and clusters.csv, then exit");
   CLI11_PARSE(app, argc, argv);
@@ -110,13 +124,16 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
 
   if (scenario->has_network && !options.simulate) {
-    std::printf("meshlearn-launch: note: the scenario's [network] model applies to --simulate "
-                "only; real runs use the real network\n");
+    std::printf(
+        "meshlearn-launch: note: the scenario's [network] model applies to --simulate "
+        "only; real runs use the real network\n");
   }
   std::printf("meshlearn-launch: %s — %d nodes, %zu method(s), %s mode, %s, output in %s\n",
               scenario->name.c_str(), scenario->data.partition.num_clients,
               scenario->methods.size(),
-              options.simulate ? "simulated" : options.in_process ? "in-process" : "process",
+              options.simulate     ? "simulated"
+              : options.in_process ? "in-process"
+                                   : "process",
               scenario->security ? "CURVE-encrypted (keys in <method>/keys)" : "unencrypted",
               options.out_dir.c_str());
   std::fflush(stdout);
@@ -130,6 +147,27 @@ int main(int argc, char** argv) {
     std::printf("wrote %zu shards to %s/shards and %s/clusters.csv\n", partition->ids.size(),
                 options.out_dir.c_str(), options.out_dir.c_str());
     return 0;
+  }
+
+  std::unique_ptr<dashboard::LiveDashboard> board;
+  if (dashboard_port) {
+    dashboard::RunInfo info{scenario->name,
+                            options.simulate     ? "simulated"
+                            : options.in_process ? "in-process"
+                                                 : "process",
+                            options.out_dir,
+                            *partition,
+                            {}};
+    for (const launch::MethodSpec& m : scenario->methods) info.methods.push_back(m.name);
+    auto started = dashboard::LiveDashboard::Start(dashboard_bind, *dashboard_port, info);
+    if (!started.ok()) {
+      std::fprintf(stderr, "meshlearn-launch: %s\n", started.status().ToString().c_str());
+      return 2;
+    }
+    board = std::move(*started);
+    options.observer = board.get();
+    std::printf("dashboard: http://%s:%u/\n", dashboard_bind.c_str(), board->port());
+    std::fflush(stdout);
   }
 
   std::vector<launch::MethodRun> runs;
@@ -165,6 +203,11 @@ int main(int argc, char** argv) {
       summaries.back().cluster_round = (*policy)->mean_round;
     }
     failed_nodes += summaries.back().nodes_failed;
+    if (board) {
+      Status shown = board->model().ShowFinished(*run);
+      if (!shown.ok())
+        std::fprintf(stderr, "meshlearn-launch: dashboard: %s\n", shown.ToString().c_str());
+    }
     runs.push_back(std::move(*run));
   }
   if (runs.empty()) return 130;
@@ -203,6 +246,11 @@ int main(int argc, char** argv) {
                   options.in_process ? s.peak_pss_mib_max : s.peak_pss_mib_mean);
       break;
     }
+  }
+  if (board) {
+    std::printf("%s", dashboard::DescribeCosts(board->Costs()).c_str());
+    Status written = dashboard::WriteCostsCsv(options.out_dir + "/dashboard.csv", board->Costs());
+    if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
   }
   if (g_interrupt) return 130;
   return failed_nodes ? 3 : 0;

@@ -33,8 +33,8 @@ class SimMesh {
           ids_[i], "tcp://127.0.0.1:" + std::to_string(20000 + i), shards[i], dir_ + "/" + ids_[i]);
       c.rounds = rounds;
       c.peers_per_round = static_cast<int>(ids_.size()) - 1;  // everyone, every round
-      // Virtual time: the tests below size latencies and models against a 1 s deadline (the
-      // processes' tests need longer ones on a loaded machine; a simulation does not).
+      // The tests below reason in a 1 s deadline. Rationale: the e2e helper's deadline grew for
+      // loaded machines, but a simulation runs on a virtual clock that load cannot slow.
       c.round_deadline_s = 1;
       c.linger_s = 1;
       configs_.push_back(c);

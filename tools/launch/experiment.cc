@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "node/config.h"
 #include "node/curve_keys.h"
 #include "node/free_port.h"
+#include "node/http_server.h"
 #include "node/logging.h"
 #include "node/node.h"
 #include "training/readers.h"
@@ -78,14 +80,12 @@ class ProgressLine {
             const char* extra = nullptr) {
     if (!tty_ && elapsed - last_plain_ < 5) return;
     last_plain_ = elapsed;
-    int64_t lo = rounds_, hi = -1, sum = 0;
+    int64_t lo = rounds_, hi = -1;
     for (int64_t r : reached) {
       lo = std::min(lo, r);
       hi = std::max(hi, r);
-      sum += std::max<int64_t>(r, 0);
     }
-    double done = reached.empty() ? 0 : static_cast<double>(sum) / (reached.size() * (rounds_ + 1));
-    double eta = done > 0.02 ? elapsed * (1 - done) / done : NAN;
+    double eta = EstimateSecondsLeft(reached, rounds_, elapsed).value_or(NAN);
     char text[256];
     std::snprintf(text, sizeof(text),
                   "[%s] round %lld/%lld (nodes %lld..%lld)  mean val loss %.4g  %s elapsed %.0fs"
@@ -152,9 +152,12 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
 
 // Builds every node's config for `method`: fresh loopback ports, every node knowing all others,
 // and with scenario.security their keys.
-Result<std::vector<node::NodeConfig>> NodeConfigs(
-    const Scenario& scenario, const MethodSpec& method, const Partition& partition,
-    const std::string& dir, const std::string& log_level, int known_peers, bool simulate) {
+Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
+                                                  const MethodSpec& method,
+                                                  const Partition& partition,
+                                                  const std::string& dir,
+                                                  const std::string& log_level, int known_peers,
+                                                  bool simulate, bool http_ports) {
   std::vector<node::PeerAddress> addresses;
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     // A simulation binds nothing; its endpoints only name the nodes, and must not change between
@@ -193,6 +196,11 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(
     auto level = ParseLogLevel(log_level);
     if (!level.ok()) return level.status().WithContext("--log-level");
     config->log_level = *level;
+    if (http_ports) {
+      Result<uint16_t> http = node::FindFreeTcpPort("127.0.0.1");
+      if (!http.ok()) return http.status();
+      config->http_port = *http;
+    }
     configs.push_back(std::move(*config));
   }
   return configs;
@@ -261,6 +269,19 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
     }
     pids[i] = *pid;
   }
+  if (options.observer) {
+    std::vector<uint16_t> ports;
+    for (const node::NodeConfig& c : configs) ports.push_back(c.http_port.value_or(0));
+    options.observer->NodesStarted(run, [ports] {
+      std::vector<std::optional<node::NodeStatus>> statuses(ports.size());
+      for (size_t i = 0; i < ports.size(); ++i) {
+        auto json = node::HttpGet("127.0.0.1", ports[i], "/status", 1000);
+        auto status = json.ok() ? node::ParseStatusJson(*json) : json.status();
+        if (status.ok()) statuses[i] = std::move(*status);
+      }
+      return statuses;
+    });
+  }
   ProgressLine progress(run.method.name, rounds);
   auto start = SteadyClock::now();
   size_t running = pids.size();
@@ -304,11 +325,12 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
     if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   progress.Finish();
+  if (options.observer) options.observer->NodesStopped(run);
   return Status::Ok();
 }
 
 Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds,
-                    const std::atomic<bool>& interrupt, MethodRun& run) {
+                    RunObserver* observer, const std::atomic<bool>& interrupt, MethodRun& run) {
   std::vector<std::unique_ptr<node::Node>> nodes;
   for (size_t i = 0; i < configs.size(); ++i) {
     auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run.nodes[i].dir + "/node.log");
@@ -317,6 +339,13 @@ Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds
     auto node = node::Node::Create(configs[i], std::move(options));
     if (!node.ok()) return node.status().WithContext(configs[i].id);
     nodes.push_back(std::move(*node));
+  }
+  if (observer) {
+    observer->NodesStarted(run, [&nodes] {
+      std::vector<std::optional<node::NodeStatus>> statuses;
+      for (auto& n : nodes) statuses.emplace_back(n->StatusSnapshot());
+      return statuses;
+    });
   }
   std::vector<std::thread> threads;
   std::vector<Status> results(nodes.size());
@@ -348,6 +377,7 @@ Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds
   }
   for (auto& t : threads) t.join();
   progress.Finish();
+  if (observer) observer->NodesStopped(run);
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) {
       run.nodes[i].failure = results[i].ToString();
@@ -378,7 +408,21 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
   sim.seed = scenario.seed;
   sim.threads = options.threads;
   sim.interrupt = &interrupt;
+  // The dashboard reads the snapshot the simulation thread leaves at each progress report.
+  std::mutex latest_mutex;
+  std::vector<std::optional<node::NodeStatus>> latest(configs.size());
+  sim.with_status = options.observer != nullptr;
+  if (options.observer) {
+    options.observer->NodesStarted(run, [&] {
+      std::lock_guard<std::mutex> lock(latest_mutex);
+      return latest;
+    });
+  }
   sim.on_progress = [&](const sim::SimulationProgress& p) {
+    if (options.observer) {
+      std::lock_guard<std::mutex> lock(latest_mutex);
+      for (size_t i = 0; i < p.statuses.size() && i < latest.size(); ++i) latest[i] = p.statuses[i];
+    }
     char extra[96];
     std::snprintf(extra, sizeof(extra), "simulated %.1fs, %.0fk events/s", p.simulated_seconds,
                   p.real_seconds > 0 ? p.events / p.real_seconds / 1000 : 0.0);
@@ -386,6 +430,7 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
   };
   auto report = sim::Simulate(configs, sim);
   progress.Finish();
+  if (options.observer) options.observer->NodesStopped(run);
   if (!report.ok()) return report.status();
   run.interrupted = report->interrupted;
   for (size_t i = 0; i < report->failures.size(); ++i) {
@@ -399,6 +444,15 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
 }
 
 }  // namespace
+
+std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, int64_t rounds,
+                                          double elapsed) {
+  int64_t sum = 0;
+  for (int64_t r : reached) sum += std::max<int64_t>(r, 0);
+  double done = reached.empty() ? 0 : static_cast<double>(sum) / (reached.size() * (rounds + 1));
+  if (done <= 0.02) return std::nullopt;
+  return elapsed * (1 - done) / done;
+}
 
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir) {
   const DataSpec& d = scenario.data;
@@ -472,8 +526,9 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   run.dir = options.out_dir + "/" + Slug(method.name);
   std::error_code ec;
   std::filesystem::remove_all(run.dir, ec);
+  bool http_ports = options.observer && !options.simulate && !options.in_process;
   auto configs = NodeConfigs(scenario, method, partition, run.dir, options.log_level,
-                             options.known_peers, options.simulate);
+                             options.known_peers, options.simulate, http_ports);
   if (!configs.ok()) return configs.status();
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     NodeRun n;
@@ -481,15 +536,17 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
     n.cluster = partition.clusters[i];
     n.attacker = (*configs)[i].attack != node::AttackKind::kNone;
     n.dir = run.dir + "/node-" + n.id;
+    n.http_port = (*configs)[i].http_port.value_or(0);
     std::filesystem::create_directories(n.dir, ec);
     if (ec) return Status::IoError(n.dir + ": " + ec.message());
     run.nodes.push_back(std::move(n));
   }
   int64_t rounds = configs->front().rounds;
   auto start = SteadyClock::now();
-  Status status = options.simulate     ? RunSimulated(*configs, scenario, options, interrupt, run)
-                  : options.in_process ? RunInProcess(*configs, rounds, interrupt, run)
-                                       : RunProcesses(*configs, options, rounds, interrupt, run);
+  Status status = options.simulate ? RunSimulated(*configs, scenario, options, interrupt, run)
+                  : options.in_process
+                      ? RunInProcess(*configs, rounds, options.observer, interrupt, run)
+                      : RunProcesses(*configs, options, rounds, interrupt, run);
   run.wall_seconds = run.simulation ? run.simulation->simulated_seconds : SecondsSince(start);
   if (!status.ok()) return status;
   CollectRounds(run);
