@@ -9,6 +9,7 @@ constexpr auto kHelloRetryBase = std::chrono::seconds(1);
 constexpr auto kHelloRetryMax = std::chrono::seconds(30);
 constexpr auto kDeadBackoffMax = std::chrono::seconds(60);
 constexpr size_t kHellosPerTick = 2;
+constexpr auto kMeshAskPeriod = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -43,6 +44,16 @@ Hello Membership::OwnHello() const {
 bool Membership::HelloOutstanding() const {
   return std::any_of(hellos_.begin(), hellos_.end(),
                      [&](const auto& h) { return !hello_attempts_.count(h.second); });
+}
+
+size_t Membership::AdmittedPeers() const {
+  const auto& entries = peers_.Entries();
+  return static_cast<size_t>(std::count_if(entries.begin(), entries.end(),
+                                           [](const topology::PeerEntry& p) { return p.active; }));
+}
+
+bool Membership::MeshIncomplete() const {
+  return config_.mesh_size > 0 && AdmittedPeers() + 1 < static_cast<size_t>(config_.mesh_size);
 }
 
 std::optional<uint64_t> Membership::NonceOf(const std::string& peer) const {
@@ -101,6 +112,7 @@ void Membership::OnPeerList(InboundId inbound, const Envelope& env, const PeerLi
 
 void Membership::OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
                          TimePoint now) {
+  if (mesh_asks_.erase(request_id)) peer_lists_.insert(request_id);
   if (peer_lists_.erase(request_id)) {
     if (const auto* list = failure.ok() ? std::get_if<PeerList>(&reply->body) : nullptr) {
       Learn(list->peers, now);
@@ -162,6 +174,19 @@ void Membership::OnTick(TimePoint now, Actions& out) {
     if (due.size() == kHellosPerTick) break;
   }
   for (const std::string& peer : due) SendHello(peer, now, out);
+  if (MeshIncomplete() && now >= next_mesh_ask_at_) {
+    next_mesh_ask_at_ = now + kMeshAskPeriod;
+    for (const topology::PeerEntry& p : peers_.Entries()) {
+      if (!p.active) continue;
+      bool asking = std::any_of(mesh_asks_.begin(), mesh_asks_.end(),
+                                [&](const auto& ask) { return ask.second == p.id; });
+      if (asking) continue;
+      SendRequest request = node_.requests.Open(Part::kMembership, p, PeerList{KnownPeers()},
+                                                now + config_.hello_deadline);
+      mesh_asks_[request.request_id] = p.id;
+      out.push_back(std::move(request));
+    }
+  }
 }
 
 bool Membership::KeyAllowed(const std::string& public_key) const {
