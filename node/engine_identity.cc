@@ -8,7 +8,8 @@ namespace {
 constexpr NamedValue<EngineKind> kEngineKinds[] = {{"auto", EngineKind::kAuto},
                                                    {"slurm", EngineKind::kSlurm},
                                                    {"mpi", EngineKind::kMpi},
-                                                   {"kubernetes", EngineKind::kKubernetes}};
+                                                   {"kubernetes", EngineKind::kKubernetes},
+                                                   {"env", EngineKind::kEnv}};
 
 constexpr const char* kPlaceholders = "{rank}, {size}, {host}, {port}";
 
@@ -131,6 +132,22 @@ Result<EngineIdentity> Mpi(const EngineSettings& settings, const EngineEnvironme
   return id;
 }
 
+Result<EngineIdentity> FromMeshlearnVariables(const EngineSettings& settings,
+                                              const EngineEnvironment& env) {
+  auto ranked = RankedIdentity(EngineKind::kEnv, settings, env, "MESHLEARN_RANK", "MESHLEARN_SIZE");
+  if (!ranked.ok()) return ranked.status();
+  EngineIdentity id = *ranked;
+  const std::string* rank0 = Variable(env, "MESHLEARN_RANK0_HOST");
+  if (!rank0 || rank0->empty()) {
+    return Status::InvalidArgument(
+        "[engine] env: MESHLEARN_RANK0_HOST is not set (the host rank 0 runs on)");
+  }
+  id.rank0_host = *rank0;
+  const std::string* host = Variable(env, "MESHLEARN_HOST");
+  id.host = host && !host->empty() ? *host : env.host_name;
+  return id;
+}
+
 Result<EngineIdentity> Kubernetes(const EngineSettings& settings, const EngineEnvironment& env) {
   EngineIdentity id;
   id.kind = EngineKind::kKubernetes;
@@ -242,16 +259,20 @@ Result<EngineIdentity> ResolveEngineIdentity(const EngineSettings& settings,
       return Mpi(settings, env);
     case EngineKind::kKubernetes:
       return Kubernetes(settings, env);
+    case EngineKind::kEnv:
+      return FromMeshlearnVariables(settings, env);
     case EngineKind::kAuto:
       break;
   }
   if (Variable(env, "OMPI_COMM_WORLD_RANK")) return Mpi(settings, env);
   if (Variable(env, "SLURM_PROCID")) return Slurm(settings, env);
+  if (Variable(env, "MESHLEARN_RANK")) return FromMeshlearnVariables(settings, env);
   if (Variable(env, "KUBERNETES_SERVICE_HOST")) return Kubernetes(settings, env);
   return Status::InvalidArgument(
       "[engine] kind = \"auto\": no engine started this process: none of OMPI_COMM_WORLD_RANK "
-      "(Open MPI's mpirun), SLURM_PROCID (Slurm's srun) or KUBERNETES_SERVICE_HOST (a Kubernetes "
-      "pod) is set; start it through an engine, or set [engine] kind");
+      "(Open MPI's mpirun), SLURM_PROCID (Slurm's srun), MESHLEARN_RANK (kind \"env\") or "
+      "KUBERNETES_SERVICE_HOST (a Kubernetes pod) is set; start it through an engine, or set "
+      "[engine] kind");
 }
 
 Result<std::vector<std::string>> ExpandSlurmHostlist(std::string_view hostlist, size_t max_hosts) {

@@ -16,11 +16,15 @@
 //     "<name>-<ordinal>" and the ordinal is the rank; the size is the settings' `size` (the
 //     StatefulSet's replicas); this host is "<host name>.<service>" and rank 0's is
 //     "<name>-0.<service>".
+//   - env (any other launcher: compose, a shell loop, a scheduler of your own): rank
+//     MESHLEARN_RANK, size MESHLEARN_SIZE, rank 0's host MESHLEARN_RANK0_HOST, this host
+//     MESHLEARN_HOST (else the host name).
 //   - auto: Open MPI when OMPI_COMM_WORLD_RANK is set, else Slurm when SLURM_PROCID is set, else
-//     Kubernetes when KUBERNETES_SERVICE_HOST is set.
+//     env when MESHLEARN_RANK is set, else Kubernetes when KUBERNETES_SERVICE_HOST is set.
 //     Rationale: mpirun inside a Slurm allocation inherits the allocation's SLURM_* variables,
 //     so the variables of the launcher that started this very process win.
-// - Ports: rank r listens on `port` + r under slurm and mpi (ranks share hosts; on one host every
+// - Ports: rank r listens on `port` + r under slurm, mpi and env (ranks share hosts; on one host
+// every
 //   rank needs its own port), and on `port` under kubernetes (every pod has its own address).
 // - A process without a usable identity gets kInvalidArgument naming the variable looked for and
 //   what it held; a rank outside [0, size) is refused.
@@ -45,6 +49,7 @@ enum class EngineKind {
   kSlurm,       // "slurm": srun / sbatch
   kMpi,         // "mpi": Open MPI's mpirun
   kKubernetes,  // "kubernetes": a StatefulSet pod
+  kEnv,         // "env": MESHLEARN_RANK, MESHLEARN_SIZE, MESHLEARN_RANK0_HOST
 };
 
 // The config names of the engine kinds, in documentation order.

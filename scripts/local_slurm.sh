@@ -7,10 +7,9 @@
 #                                              named node1..nodeN, prints the env line to use it
 #   scripts/local_slurm.sh stop DIR            stops every daemon it started (by PID) and keeps DIR
 #
-# After `start`, run Slurm's clients with SLURM_CONF=DIR/slurm.conf (the start line prints it).
-# Every pretend host resolves to 127.0.0.1 through DIR/hosts with nss_wrapper: export
-# `LD_PRELOAD=libnss_wrapper.so NSS_WRAPPER_HOSTS=DIR/hosts` to jobs (the start line prints it) so
-# that nodes find each other by the host names Slurm gives them. Ports are free ones picked at
+# After `start`, `. DIR/env` exports what Slurm's clients and the jobs need: SLURM_CONF, and
+# LD_PRELOAD=libnss_wrapper.so with NSS_WRAPPER_HOSTS=DIR/hosts, through which every pretend host
+# resolves to 127.0.0.1, so that nodes find each other by the host names Slurm gives them. Ports are free ones picked at
 # start; several clusters can run side by side.
 # Needs: slurmctld slurmd slurm-client munge libnss-wrapper (scripts/setup.sh installs them).
 set -euo pipefail
@@ -124,4 +123,6 @@ wait_for 100 scontrol ping || { echo "local_slurm: slurmctld did not answer; see
 for i in $(seq "$hosts"); do slurmd -f "$dir/slurm.conf" -N "node$i"; done
 up() { [ "$(sinfo -h -t idle -o '%D' | awk '{s += $1} END {print s + 0}')" -ge "$hosts" ]; }
 wait_for 200 up || { echo "local_slurm: the slurmd did not register; see $dir/slurmd-*.log" >&2; stop; exit 1; }
-echo "local_slurm: $hosts hosts up: SLURM_CONF=$dir/slurm.conf LD_PRELOAD=$nss_wrapper NSS_WRAPPER_HOSTS=$dir/hosts"
+printf 'export SLURM_CONF=%s LD_PRELOAD=%s NSS_WRAPPER_HOSTS=%s\n' "$dir/slurm.conf" "$nss_wrapper" \
+  "$dir/hosts" >"$dir/env"
+echo "local_slurm: $hosts hosts up: SLURM_CONF=$dir/slurm.conf LD_PRELOAD=$nss_wrapper NSS_WRAPPER_HOSTS=$dir/hosts (. $dir/env exports them)"

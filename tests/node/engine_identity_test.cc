@@ -120,6 +120,25 @@ TEST(EngineIdentity, KubernetesTakesTheOrdinalOfTheHostName) {
   EXPECT_EQ(id->rank0_port, 5555);
 }
 
+TEST(EngineIdentity, EnvReadsMeshlearnVariablesForAnyOtherLauncher) {
+  auto id = ResolveEngineIdentity(Settings(EngineKind::kAuto, 7000),
+                                  Env({{"MESHLEARN_RANK", "2"},
+                                       {"MESHLEARN_SIZE", "3"},
+                                       {"MESHLEARN_RANK0_HOST", "10.1.2.3"},
+                                       {"MESHLEARN_HOST", "box2"}}));
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(id->kind, EngineKind::kEnv);
+  EXPECT_EQ(id->rank, 2);
+  EXPECT_EQ(id->size, 3);
+  EXPECT_EQ(id->host, "box2");
+  EXPECT_EQ(id->port, 7002);
+  EXPECT_EQ(id->rank0_host, "10.1.2.3");
+  auto missing = ResolveEngineIdentity(Settings(EngineKind::kEnv),
+                                       Env({{"MESHLEARN_RANK", "0"}, {"MESHLEARN_SIZE", "3"}}));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("MESHLEARN_RANK0_HOST is not set"), std::string::npos);
+}
+
 // Each case: the engine, its environment, and what the refusal must name.
 struct Refusal {
   EngineKind kind;
@@ -132,6 +151,8 @@ TEST(EngineIdentity, ARankWithoutUsableIdentityIsRefusedNamingTheVariable) {
   std::vector<Refusal> cases = {
       {EngineKind::kAuto, {}, "vm", "OMPI_COMM_WORLD_RANK"},
       {EngineKind::kAuto, {}, "vm", "SLURM_PROCID"},
+      {EngineKind::kAuto, {}, "vm", "MESHLEARN_RANK"},
+      {EngineKind::kEnv, {{"MESHLEARN_RANK", "1"}}, "vm", "MESHLEARN_SIZE is not set"},
       {EngineKind::kSlurm, {{"SLURM_NTASKS", "3"}}, "vm", "SLURM_PROCID is not set"},
       {EngineKind::kSlurm,
        {{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "3"}},
