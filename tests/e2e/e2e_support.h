@@ -150,7 +150,9 @@ inline std::vector<std::string> WriteSyntheticShards(const std::string& dir, int
   return paths;
 }
 
-// A node config for the synthetic problem with test-friendly timing.
+// A node config for the synthetic problem with test-friendly timing. The round deadline is short
+// enough for a test to see a dead peer skipped within seconds, and long enough that a loaded
+// machine does not make live peers miss it.
 inline node::NodeConfig SyntheticNodeConfig(const std::string& id, const std::string& listen,
                                             const std::string& shard, const std::string& out) {
   node::NodeConfig c;
@@ -164,8 +166,8 @@ inline node::NodeConfig SyntheticNodeConfig(const std::string& id, const std::st
   c.metric = similarity::MetricKind::kCosWeights;
   c.tau = 140;
   c.peers_per_round = 1;
-  c.round_deadline_s = 1;
-  c.linger_s = 1;
+  c.round_deadline_s = 4;
+  c.linger_s = 2;
   return c;
 }
 

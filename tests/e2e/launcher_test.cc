@@ -11,8 +11,11 @@ namespace {
 
 using std::chrono::seconds;
 
-// 6 nodes in 2 synthetic clusters of 3, two methods.
-std::string WriteScenario(const std::string& dir, int rounds, double min_round_s) {
+// 6 nodes in 2 synthetic clusters of 3, two methods. The round deadline is generous unless a
+// test needs a dead peer noticed quickly: on a loaded machine a 2 s deadline marks live peers
+// dead, and then the samples (and the sync run's sequence) depend on the machine's speed.
+std::string WriteScenario(const std::string& dir, int rounds, double min_round_s,
+                          double round_deadline_s = 30) {
   std::filesystem::create_directories(dir);
   std::string path = dir + "/scenario.toml";
   std::ofstream(path) << "name = \"e2e\"\nseed = 3\n"
@@ -23,8 +26,8 @@ std::string WriteScenario(const std::string& dir, int rounds, double min_round_s
                          "[node.training]\noptimizer = \"sgd\"\nlearning_rate = 0.003\nrounds = "
                       << rounds
                       << "\n[node.learning]\npeers_per_round = 2\n"
-                         "[node.round]\nround_deadline_s = 2\nlinger_s = 0.5\nmin_round_s = "
-                      << min_round_s
+                         "[node.round]\nlinger_s = 5\nround_deadline_s = "
+                      << round_deadline_s << "\nmin_round_s = " << min_round_s
                       << "\n[[methods]]\nname = \"random\"\nlearning = { sampler = \"random\" }\n"
                          "[[methods]]\nname = \"cos_weights\"\n"
                          "learning = { metric = \"cos_weights\", tau = 140 }\n";
@@ -60,7 +63,15 @@ void ExpectCompleteRun(const std::string& out, int rounds) {
     double total = 0;
     for (size_t r = 0; r < 6; ++r) {
       EXPECT_EQ(heatmap->at(r, r), 0) << "a node never samples itself";
-      for (size_t c = 0; c < 6; ++c) total += heatmap->at(r, c);
+      // Each cell is what the row's node sampled, round by round, in its rounds.csv.
+      std::vector<double> tally(6, 0);
+      for (const auto& row : Rounds(dir + "/node-" + std::to_string(r))) {
+        for (const auto& peer : row.peers) tally[std::stoul(peer)] += 1;
+      }
+      for (size_t c = 0; c < 6; ++c) {
+        EXPECT_EQ(heatmap->at(r, c), tally[c]) << method << " heatmap cell " << r << "," << c;
+        total += heatmap->at(r, c);
+      }
     }
     EXPECT_EQ(total, 6.0 * rounds * 2) << "every node samples 2 peers in every round >= 1";
     EXPECT_TRUE(IsPng(dir + "/heatmap.png"));
@@ -190,7 +201,8 @@ pid_t FindNodeProcess(const std::string& needle) {
 TEST(Launcher, NodeKilledMidRunIsReportedAndTheOthersResultsAreWritten) {
   std::string dir = ::testing::TempDir() + "/e2e_launch_kill";
   std::filesystem::remove_all(dir);
-  std::string scenario = WriteScenario(dir, 20, 0.15);
+  // A 2 s deadline: the survivors must notice the dead node within the run.
+  std::string scenario = WriteScenario(dir, 20, 0.15, 2);
   std::string out = dir + "/out";
   auto launcher = ChildProcess::Start({MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--set",
                                        "methods=[{name=\"random\", "
