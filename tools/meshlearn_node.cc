@@ -107,6 +107,12 @@ int main(int argc, char** argv) {
   meshlearn::Status status = (*node)->Run();
   signals_context.stop();
   signal_thread.join();
+  // The node has stopped: a second SIGTERM (an engine signals the rank's whole process group,
+  // and its rank script passes the signal on too) must not kill it while it shuts down.
+  boost::system::error_code ignored;
+  signals.clear(ignored);
+  std::signal(SIGTERM, SIG_IGN);
+  std::signal(SIGINT, SIG_IGN);
   if (!status.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s\n", status.ToString().c_str());
     return 1;

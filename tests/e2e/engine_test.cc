@@ -337,6 +337,37 @@ TEST_F(Engines, CtrlCCancelsTheSbatchJobAndTheResultsSoFarAreWritten) {
   }
 }
 
+TEST_F(Engines, CtrlCStopsTheMpirunRanksCleanly) {
+  std::string scenario = WriteScenario(dir_, 6, 200, 0.2);
+  std::string out = dir_ + "/out";
+  auto launcher = ChildProcess::Start(
+      {MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--engine", "mpirun", "--bind", "127.0.0.1"},
+      dir_ + "/launch.log");
+  ASSERT_TRUE(launcher.has_value());
+  auto node_dir = [&](int i) { return out + "/cos_weights/node-" + std::to_string(i); };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (int i = 0; i < 6; ++i) {
+          if (LastRound(node_dir(i)) < 2) return false;
+        }
+        return true;
+      },
+      seconds(300)))
+      << ReadText(dir_ + "/launch.log");
+  launcher->Signal(SIGINT);
+  auto status = launcher->Wait(seconds(300));
+  std::string log = ReadText(dir_ + "/launch.log");
+  EXPECT_TRUE(ExitedWith(status, 130)) << log;
+  EXPECT_EQ(log.find("nodes failed"), std::string::npos) << log;
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(ReadText(node_dir(i) + "/exit_status"), "0\n") << i << " stopped cleanly";
+    EXPECT_NE(ReadText(node_dir(i) + "/node.log").find("stopped after round"), std::string::npos);
+    EXPECT_LT(Rounds(node_dir(i)).size(), 201u) << i << " stopped early";
+  }
+  EXPECT_EQ(FindRank(out + "/cos_weights/node-template.toml", "OMPI_COMM_WORLD_RANK", 0), -1);
+  EXPECT_NE(ReadText(out + "/summary.csv").find("\"cos_weights\",mse"), std::string::npos);
+}
+
 TEST_F(Engines, TheReportOfNodesStartedByHandNeedsNoLauncherFiles) {
   // Two nodes run by hand from one template, as an operator would with any engine: here the
   // "engine" is two shells that set SLURM_* themselves.

@@ -39,14 +39,21 @@ std::string RankScript(const std::string& node_binary, const std::string& templa
          dir +
          "/node-'\"$rank\"\n"
          "mkdir -p \"$dir\"\n"
+         "if [ -n \"${SLURM_JOB_ID:-}\" ]; then echo \"$SLURM_JOB_ID\" >'" +
+         dir +
+         "/slurm_job_id'; fi\n"
          "'" +
          node_binary + "' --config '" + template_path +
          "' >>\"$dir/node.log\" 2>&1 &\n"
          "node=$!\n"
-         "trap 'kill -TERM $node 2>/dev/null' TERM INT\n"
-         "wait $node\n"
-         "status=$?\n"
-         "while kill -0 $node 2>/dev/null; do wait $node; status=$?; done\n"
+         "# A wait cut short by a signal returns 128 + n; wait again for the node's own status.\n"
+         "trap 'signalled=1; kill -TERM $node 2>/dev/null' TERM INT\n"
+         "while :; do\n"
+         "  signalled=0\n"
+         "  wait $node\n"
+         "  status=$?\n"
+         "  [ $signalled = 1 ] || break\n"
+         "done\n"
          "echo $status >\"$dir/exit_status\"\n"
          "exit $status\n";
 }
@@ -71,8 +78,12 @@ std::string DescribeRankExit(int status) {
   return "exited with code " + std::to_string(status);
 }
 
-// The job id sbatch --parsable printed ("1234" or "1234;cluster" on a line of its own).
-std::string BatchJobId(const std::string& engine_log) {
+// The Slurm job id: the one a rank wrote to <dir>/slurm_job_id, else the one sbatch --parsable
+// printed ("1234" or "1234;cluster" on a line of its own); "" when neither is there yet.
+std::string SlurmJobId(const std::string& dir, const std::string& engine_log) {
+  std::ifstream from_rank(dir + "/slurm_job_id");
+  std::string id;
+  if (from_rank >> id) return id;
   std::ifstream in(engine_log);
   for (std::string line; std::getline(in, line);) {
     line = line.substr(0, line.find(';'));
@@ -162,7 +173,10 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
     argv = {"srun", ntasks, "--kill-on-bad-exit=0",
             "--job-name=meshlearn-" + Slug(run.method.name)};
   } else {
-    argv = {"mpirun", "-np", std::to_string(n), "--hostfile", hostfile};
+    // Rationale: mpirun follows its SIGTERM with SIGKILL after 1 s by default; the ranks need
+    // longer to stop cleanly and record their exit status.
+    argv = {"mpirun", "-np",   std::to_string(n),           "--hostfile",
+            hostfile, "--mca", "odls_base_sigkill_timeout", "30"};
     if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   }
   argv.insert(argv.end(), options.engine_args.begin(), options.engine_args.end());
@@ -191,18 +205,20 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
     if (interrupt && stop_requested_at < 0) {
       stop_requested_at = elapsed;
       run.interrupted = true;
-      if (options.slurm_batch) {
-        std::string job = BatchJobId(engine_log);
-        if (!job.empty()) RunQuietly({"scancel", "--signal=TERM", job}, engine_log);
+      // Rationale: srun answers SIGTERM by killing the step; scancel --signal=TERM lets the
+      // ranks stop cleanly. mpirun passes SIGTERM on to the ranks.
+      std::string job =
+          options.engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      if (!job.empty()) {
+        RunQuietly({"scancel", "--signal=TERM", job}, engine_log);
       } else {
         ::kill(*pid, SIGTERM);
       }
     }
     if (stop_requested_at >= 0 && elapsed - stop_requested_at > kStopGraceSeconds) {
-      if (options.slurm_batch) {
-        std::string job = BatchJobId(engine_log);
-        if (!job.empty()) RunQuietly({"scancel", job}, engine_log);
-      }
+      std::string job =
+          options.engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      if (!job.empty()) RunQuietly({"scancel", job}, engine_log);
       ::kill(-*pid, SIGKILL);
     }
     int dead = 0;
