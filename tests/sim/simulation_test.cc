@@ -33,6 +33,10 @@ class SimMesh {
           ids_[i], "tcp://127.0.0.1:" + std::to_string(20000 + i), shards[i], dir_ + "/" + ids_[i]);
       c.rounds = rounds;
       c.peers_per_round = static_cast<int>(ids_.size()) - 1;  // everyone, every round
+      // The virtual clock makes a short deadline safe; the network cases below are built on 1 s
+      // (SyntheticNodeConfig's is longer for real runs on a loaded machine).
+      c.round_deadline_s = 1;
+      c.linger_s = 1;
       configs_.push_back(c);
     }
     for (node::NodeConfig& c : configs_) {
