@@ -15,7 +15,7 @@ packages=(
   dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch
   clang libclang-rt-14-dev iproute2 procps
   slurmctld slurmd slurm-client munge libnss-wrapper openmpi-bin
-  podman runc debootstrap podman-compose python3-kubernetes
+  podman runc debootstrap python3-kubernetes
 )
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 

@@ -1,7 +1,11 @@
 #!/usr/bin/python3
-"""The container image builds (scripts/image.sh, cached after the first time) and three containers
-of deploy/compose/compose.yaml train together: every node finishes its rounds and receives models
-from its peers, and the launcher's report reads their run folder.
+"""The container image builds (scripts/image.sh, cached after the first time) and the three
+containers of deploy/compose/compose.yaml train together: every node finishes its rounds and
+receives models from its peers, and the launcher's report reads their run folder.
+
+Each service of compose.yaml runs with `podman run` built from its definition (image,
+network_mode, environment, volumes, command): Debian 12's podman-compose 1.0.3 adds a network to
+every service, which podman refuses next to network_mode: host.
 
     /usr/bin/python3 tests/deploy/container_test.py
 
@@ -17,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMAGE = "localhost/meshlearn:latest"
@@ -55,8 +61,28 @@ def rounds(path):
     return rows
 
 
+def service_commands(compose_path, project):
+    """One `podman run -d` per service of the compose file at `compose_path`."""
+    with open(compose_path, encoding="utf-8") as f:
+        compose = yaml.safe_load(f)
+    base = os.path.dirname(compose_path)
+    commands = {}
+    for name, service in compose["services"].items():
+        args = ["podman", "run", "-d", "--name", f"{project}_{name}",
+                "--network", service.get("network_mode", "none")]
+        for key, value in service.get("environment", {}).items():
+            args += ["-e", f"{key}={value}"]
+        for volume in service.get("volumes", []):
+            source, rest = volume.split(":", 1)
+            args += ["-v", os.path.normpath(os.path.join(base, source)) + ":" + rest]
+        args.append(service["image"])
+        args += service["command"]
+        commands[name] = args
+    return commands
+
+
 def main():
-    for tool in ("podman", "podman-compose"):
+    for tool in ("podman",):
         if shutil.which(tool) is None:
             print(f"SKIPPED: {tool} is not installed (scripts/setup.sh installs it)")
             return SKIP
@@ -94,10 +120,11 @@ def main():
         if partition.returncode != 0:
             failures.append("partition in a container failed: " + partition.stdout + partition.stderr)
             return 1
-        up = run(["podman-compose", "-p", project, "-f", compose, "up", "-d"])
-        if up.returncode != 0:
-            failures.append("podman-compose up failed: " + up.stdout + up.stderr)
-            return 1
+        for name, command in service_commands(compose, project).items():
+            started_service = run(command)
+            if started_service.returncode != 0:
+                failures.append(f"service {name} did not start: " + started_service.stderr)
+                return 1
         deadline = time.time() + 600
         node_dirs = [os.path.join(work, "run", "mesh", f"node-{i}") for i in range(3)]
         while time.time() < deadline:
@@ -106,7 +133,7 @@ def main():
             time.sleep(1)
         for i, d in enumerate(node_dirs):
             rows = rounds(os.path.join(d, "rounds.csv"))
-            logs = run(["podman", "logs", f"{project}_node{i}_1"])
+            logs = run(["podman", "logs", f"{project}_node{i}"])
             if len(rows) != 9:
                 failures.append(f"node {i}: {len(rows)} of 9 rounds after 600 s; log:\n"
                                 + logs.stdout[-2000:] + logs.stderr[-2000:])
@@ -114,9 +141,8 @@ def main():
             answered = sum(int(r[8]) for r in rows[1:])
             if answered == 0:
                 failures.append(f"node {i} received no model from its peers")
-            with open(os.path.join(d, "node.log"), encoding="utf-8") as f:
-                node_log = f.read()
-            if f"env rank {i} of 3" not in logs.stdout + logs.stderr:
+            node_log = logs.stdout + logs.stderr
+            if f"env rank {i} of 3" not in node_log:
                 failures.append(f"node {i} did not take rank {i} from its environment:\n" + logs.stdout)
             if i != 0 and "peer 0 joined" not in node_log:
                 failures.append(f"node {i} never met rank 0:\n" + node_log[-2000:])
@@ -129,7 +155,8 @@ def main():
         else:
             print(report.stdout[report.stdout.find("Test MSE"):].split("summary:")[0])
     finally:
-        run(["podman-compose", "-p", project, "-f", compose, "down"], timeout=300)
+        for i in range(3):
+            run(["podman", "rm", "-f", f"{project}_node{i}"], timeout=300)
         if not failures:
             shutil.rmtree(work, ignore_errors=True)
         for failure in failures:
