@@ -6,6 +6,7 @@
 // file, the line, the key, the value and what is allowed. A config never half-loads.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,9 +42,11 @@ struct PeerAddress {
 // "Reliability and security"). The key files are read when the node starts
 // (node/curve_keys.h, LoadNodeKeys), not when the config is parsed.
 struct SecurityConfig {
-  std::string secret_key_file;            // required: this node's secret key (meshlearn-keygen)
-  std::vector<std::string> allowed_keys;  // Z85 public keys admitted, inline
-  std::string allowed_keys_file;          // more of them, one per line (node/curve_keys.h)
+  std::string secret_key_file;  // required: this node's secret key (meshlearn-keygen)
+  // Z85 public keys admitted, inline; an entry may add the node id the key is bound to after a
+  // space ("<key> <node id>", as in an allowlist file line, node/curve_keys.h).
+  std::vector<std::string> allowed_keys;
+  std::string allowed_keys_file;  // more of them, one per line (node/curve_keys.h)
   bool operator==(const SecurityConfig&) const = default;
 };
 
@@ -179,11 +182,15 @@ struct NodeKeys {
   std::string public_key;                 // derived from the secret key
   std::string secret_key;                 // from security.secret_key_file
   std::vector<std::string> allowed_keys;  // allowed_keys, then allowed_keys_file's; no repeats
+  // The node id each bound key belongs to: from the allowlist's "<key> <node id>" entries and the
+  // [[peers]] entries' public_key. A key missing here may be used by any node id.
+  std::map<std::string, std::string> key_ids;
 };
 
 // Reads the key files of `config.security` (which must be set). Errors name the file and say
 // what is wrong: kNotFound (missing), kIoError (unreadable), kInvalidArgument (malformed, a secret
-// key file accessible by others, an empty allowlist, or a [[peers]] key not on the allowlist).
+// key file accessible by others, an empty allowlist, a [[peers]] key not on the allowlist, or a
+// key bound to two node ids).
 Result<NodeKeys> LoadNodeKeys(const NodeConfig& config);
 
 }  // namespace meshlearn::node

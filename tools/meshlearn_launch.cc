@@ -2,9 +2,10 @@
 //
 //   meshlearn-launch SCENARIO.toml [--out DIR] [--in-process] [--nodes N] [--seed S]
 //                    [--set key=value ...] [--methods a,b] [--known-peers K] [--log-level LEVEL]
-//                    [--partition-only] [--engine local|slurm|mpirun [--slurm-batch]
-//                    [--hostfile FILE] [--bind ADDRESS] [-- ENGINE ARGS...]]
+//                    [--partition-only] [--dashboard PORT] [--engine local|slurm|mpirun
+//                    [--slurm-batch] [--hostfile FILE] [--bind ADDRESS] [-- ENGINE ARGS...]]
 //   meshlearn-launch report RUN_DIR
+//   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
 //
 // Exit codes: 0 all methods ran; 2 bad scenario or command line; 3 results were written but
 // some nodes failed (they are listed); 130 interrupted (results so far are written).
@@ -16,11 +17,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "node/logging.h"
 #include "node/process_limits.h"
+#include "tools/dashboard/live_dashboard.h"
 #include "tools/launch/experiment.h"
 #include "tools/launch/report.h"
 #include "tools/launch/run_report.h"
@@ -67,6 +72,9 @@ int Report(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace meshlearn;
   if (argc >= 2 && std::string(argv[1]) == "report") return Report(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "serve") {
+    return dashboard::ServeCommand(argc - 1, argv + 1);
+  }
   CLI::App app{"meshlearn-launch: run a scenario with N local meshlearn nodes"};
   std::string scenario_path;
   launch::ScenarioOverrides overrides;
@@ -98,6 +106,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--methods", only_methods, "run only these methods (names, comma-separated)")
       ->delimiter(',');
+  std::optional<uint16_t> dashboard_port;
+  std::string dashboard_bind = "127.0.0.1";
+  app.add_option("--dashboard", dashboard_port,
+                 "serve a live page of the run on this port (0: any free port)");
+  app.add_option("--dashboard-bind", dashboard_bind,
+                 "address of the page (default 127.0.0.1; see the README on SSH)");
   app.add_flag("--partition-only", partition_only,
                "write the shards (<out>/shards/client-<i>.shard) and clusters.csv, then exit");
   std::map<std::string, launch::Engine> engines;
@@ -121,6 +135,13 @@ int main(int argc, char** argv) {
   if (options.engine != launch::Engine::kLocal && options.simulate) {
     std::fprintf(stderr, "meshlearn-launch: --engine %s and --simulate exclude each other\n",
                  std::string(NameOf(launch::EngineNames(), options.engine)).c_str());
+    return 2;
+  }
+  if (options.engine != launch::Engine::kLocal && dashboard_port) {
+    std::fprintf(stderr,
+                 "meshlearn-launch: --dashboard shows local runs only; for an engine run, "
+                 "watch the run folder with 'meshlearn-launch serve RUN_DIR --dashboard PORT' "
+                 "when it is done\n");
     return 2;
   }
   if (options.engine == launch::Engine::kLocal && !options.engine_args.empty()) {
@@ -192,7 +213,30 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  std::unique_ptr<dashboard::LiveDashboard> board;
+  if (dashboard_port) {
+    dashboard::RunInfo info{scenario->name,
+                            options.simulate     ? "simulated"
+                            : options.in_process ? "in-process"
+                                                 : "process",
+                            options.out_dir,
+                            *partition,
+                            {}};
+    for (const launch::MethodSpec& m : scenario->methods) info.methods.push_back(m.name);
+    auto started = dashboard::LiveDashboard::Start(dashboard_bind, *dashboard_port, info);
+    if (!started.ok()) {
+      std::fprintf(stderr, "meshlearn-launch: %s\n", started.status().ToString().c_str());
+      return 2;
+    }
+    board = std::move(*started);
+    options.observer = board.get();
+    std::printf("dashboard: http://%s:%u/\n", dashboard_bind.c_str(), board->port());
+    std::fflush(stdout);
+  }
+
   std::vector<launch::MethodRun> runs;
+  std::vector<launch::MethodSummary> summaries;
+  int failed_nodes = 0;
   for (const launch::MethodSpec& method : scenario->methods) {
     if (g_interrupt) break;
     auto run = launch::RunMethod(*scenario, method, *partition, options, g_interrupt);
@@ -201,14 +245,17 @@ int main(int argc, char** argv) {
                    run.status().ToString().c_str());
       return 2;
     }
+    summaries.push_back(launch::ReportMethod(*run, *partition, scenario->name));
+    failed_nodes += summaries.back().nodes_failed;
+    if (board) {
+      Status shown = board->model().ShowFinished(*run);
+      if (!shown.ok())
+        std::fprintf(stderr, "meshlearn-launch: dashboard: %s\n", shown.ToString().c_str());
+    }
     runs.push_back(std::move(*run));
   }
   if (runs.empty()) return 130;
-
-  std::vector<launch::MethodSummary> summaries =
-      launch::WriteRunReport(options.out_dir, scenario->name, *partition, runs);
-  int failed_nodes = 0;
-  for (const launch::MethodSummary& s : summaries) failed_nodes += s.nodes_failed;
+  launch::ReportRun(options.out_dir, scenario->name, *partition, runs, summaries);
   if (options.simulate) {
     Status written = launch::WriteSimulationCsv(options.out_dir + "/simulation.csv", runs);
     if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
@@ -224,6 +271,11 @@ int main(int argc, char** argv) {
                   options.in_process ? s.peak_pss_mib_max : s.peak_pss_mib_mean);
       break;
     }
+  }
+  if (board) {
+    std::printf("%s", dashboard::DescribeCosts(board->Costs()).c_str());
+    Status written = dashboard::WriteCostsCsv(options.out_dir + "/dashboard.csv", board->Costs());
+    if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
   }
   if (g_interrupt) return 130;
   return failed_nodes ? 3 : 0;

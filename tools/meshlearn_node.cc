@@ -8,13 +8,13 @@
 // resolved config is written to <output_dir>/node.toml.
 // Exit codes: 0 finished or stopped cleanly; 1 the node failed while running; 2 bad config,
 // missing or bad key file, or bad command line (the message names the file, key and value).
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdio>
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 
 #include "base/atomic_file.h"
 #include "node/config.h"
@@ -80,21 +80,22 @@ int main(int argc, char** argv) {
   if (auto files = meshlearn::node::RaiseOpenFileLimit(); !files.ok()) {
     std::fprintf(stderr, "warning: %s\n", files.status().ToString().c_str());
   }
+  // Signals are taken by one thread with sigwait: SIGINT and SIGTERM ask the node to stop after
+  // the current step; SIGUSR1, sent by main when Run() returned, ends the thread. They are blocked
+  // before the node starts its threads, so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
   auto node = meshlearn::node::Node::Create(*config);
   if (!node.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
                  node.status().ToString().c_str());
     return 2;
   }
-
-  // Signals are handled on an Asio thread that asks the node to stop after the current step.
-  boost::asio::io_context signals_context;
-  boost::asio::signal_set signals(signals_context, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& error, int) {
-    if (!error) (*node)->Stop();
-  });
-  std::thread signal_thread([&] { signals_context.run(); });
-
   if (loaded->engine) {
     std::string resolved = config->output_dir + "/node.toml";
     meshlearn::Status written =
@@ -104,15 +105,15 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  std::thread signal_thread([&] {
+    for (int signal = 0; sigwait(&signals, &signal) == 0 && signal != SIGUSR1;) {
+      (*node)->Stop();
+    }
+  });
+
   meshlearn::Status status = (*node)->Run();
-  signals_context.stop();
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
   signal_thread.join();
-  // The node has stopped: a second SIGTERM (an engine signals the rank's whole process group,
-  // and its rank script passes the signal on too) must not kill it while it shuts down.
-  boost::system::error_code ignored;
-  signals.clear(ignored);
-  std::signal(SIGTERM, SIG_IGN);
-  std::signal(SIGINT, SIG_IGN);
   if (!status.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s\n", status.ToString().c_str());
     return 1;

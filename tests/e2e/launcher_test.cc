@@ -101,6 +101,30 @@ TEST(Launcher, SmallScenarioWritesEveryOutputWithNodeProcesses) {
   EXPECT_NE(log.find("heatmap.png"), std::string::npos);
 }
 
+// --dashboard follows threads and simulations too, and reports what it cost (dashboard.csv).
+// The page itself is tested in a browser (tests/browser/dashboard_test.py).
+TEST(Launcher, DashboardFollowsThreadsAndSimulationsAndReportsItsCost) {
+  for (const std::string mode : {"--in-process", "--simulate"}) {
+    std::string dir =
+        LaunchSmallScenario("e2e_launch_dashboard" + mode, {mode, "--dashboard", "0"});
+    std::string log = ReadText(dir + "/launch.log");
+    EXPECT_NE(log.find("dashboard: http://127.0.0.1:"), std::string::npos) << log;
+    std::string csv = ReadText(dir + "/out/dashboard.csv");
+    std::vector<std::string> lines;
+    for (size_t at = 0, end; (end = csv.find('\n', at)) != std::string::npos; at = end + 1) {
+      lines.push_back(csv.substr(at, end - at));
+    }
+    ASSERT_EQ(lines.size(), 3u) << mode << ": a header and a row per method:\n" << csv;
+    for (const std::string method : {"random", "cos_weights"}) {
+      EXPECT_NE(log.find("dashboard (" + method + "): "), std::string::npos) << log;
+    }
+    if (mode == "--in-process") {  // seconds long: polled at least once (a simulation may not be)
+      std::string polls = lines[1].substr(lines[1].rfind(',', lines[1].rfind(',') - 1) + 1);
+      EXPECT_GE(std::stoi(polls), 1) << lines[1];
+    }
+  }
+}
+
 TEST(Launcher, SmallScenarioWritesEveryOutputWithThreads) {
   LaunchSmallScenario("e2e_launch_threads", {"--in-process"});
 }

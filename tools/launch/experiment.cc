@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "node/config.h"
 #include "node/curve_keys.h"
 #include "node/free_port.h"
+#include "node/http_server.h"
 #include "node/logging.h"
 #include "node/node.h"
 #include "tools/launch/engine_run.h"
@@ -50,7 +52,8 @@ double PssMib(pid_t pid) {
 }
 
 // With scenario.security: writes a key pair per node ("<dir>/keys/node-<id>.key" and ".pub") and
-// "<dir>/keys/allowed_keys" holding every node's public key, fills `addresses`' keys, and returns
+// "<dir>/keys/allowed_keys" holding every node's public key bound to its id, fills `addresses`'
+// keys, and returns
 // the [security] section of node `i`'s config. Without: nothing.
 Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
     const Scenario& scenario, const std::string& dir, std::vector<node::PeerAddress>& addresses) {
@@ -65,9 +68,10 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
     auto pair = node::GenerateCurveKeyPair();
     if (!pair.ok()) return pair.status();
     std::string name = "node-" + address.id;
-    MESHLEARN_RETURN_IF_ERROR(node::WriteKeyPairFiles(keys_dir, name, *pair, /*overwrite=*/true));
+    MESHLEARN_RETURN_IF_ERROR(
+        node::WriteKeyPairFiles(keys_dir, name, *pair, /*overwrite=*/true, address.id));
     address.public_key = pair->public_key;
-    allowlist.push_back({pair->public_key, name});
+    allowlist.push_back({pair->public_key, address.id, name});
   }
   std::string allowlist_path = keys_dir + "/allowed_keys";
   MESHLEARN_RETURN_IF_ERROR(node::WritePublicKeysFile(
@@ -82,9 +86,12 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
 
 // Builds every node's config for `method`: fresh loopback ports, every node knowing all others,
 // and with scenario.security their keys.
-Result<std::vector<node::NodeConfig>> NodeConfigs(
-    const Scenario& scenario, const MethodSpec& method, const Partition& partition,
-    const std::string& dir, const std::string& log_level, int known_peers, bool simulate) {
+Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
+                                                  const MethodSpec& method,
+                                                  const Partition& partition,
+                                                  const std::string& dir,
+                                                  const std::string& log_level, int known_peers,
+                                                  bool simulate, bool http_ports) {
   std::vector<node::PeerAddress> addresses;
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     // A simulation binds nothing; its endpoints only name the nodes, and must not change between
@@ -123,6 +130,11 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(
     auto level = ParseLogLevel(log_level);
     if (!level.ok()) return level.status().WithContext("--log-level");
     config->log_level = *level;
+    if (http_ports) {
+      Result<uint16_t> http = node::FindFreeTcpPort("127.0.0.1");
+      if (!http.ok()) return http.status();
+      config->http_port = *http;
+    }
     configs.push_back(std::move(*config));
   }
   return configs;
@@ -151,6 +163,19 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
       return pid.status();
     }
     pids[i] = *pid;
+  }
+  if (options.observer) {
+    std::vector<uint16_t> ports;
+    for (const node::NodeConfig& c : configs) ports.push_back(c.http_port.value_or(0));
+    options.observer->NodesStarted(run, [ports] {
+      std::vector<std::optional<node::NodeStatus>> statuses(ports.size());
+      for (size_t i = 0; i < ports.size(); ++i) {
+        auto json = node::HttpGet("127.0.0.1", ports[i], "/status", 1000);
+        auto status = json.ok() ? node::ParseStatusJson(*json) : json.status();
+        if (status.ok()) statuses[i] = std::move(*status);
+      }
+      return statuses;
+    });
   }
   ProgressLine progress(run.method.name, rounds);
   auto start = SteadyClock::now();
@@ -187,11 +212,12 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
     if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   progress.Finish();
+  if (options.observer) options.observer->NodesStopped(run);
   return Status::Ok();
 }
 
 Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds,
-                    const std::atomic<bool>& interrupt, MethodRun& run) {
+                    RunObserver* observer, const std::atomic<bool>& interrupt, MethodRun& run) {
   std::vector<std::unique_ptr<node::Node>> nodes;
   for (size_t i = 0; i < configs.size(); ++i) {
     auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run.nodes[i].dir + "/node.log");
@@ -200,6 +226,13 @@ Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds
     auto node = node::Node::Create(configs[i], std::move(options));
     if (!node.ok()) return node.status().WithContext(configs[i].id);
     nodes.push_back(std::move(*node));
+  }
+  if (observer) {
+    observer->NodesStarted(run, [&nodes] {
+      std::vector<std::optional<node::NodeStatus>> statuses;
+      for (auto& n : nodes) statuses.emplace_back(n->StatusSnapshot());
+      return statuses;
+    });
   }
   std::vector<std::thread> threads;
   std::vector<Status> results(nodes.size());
@@ -231,6 +264,7 @@ Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds
   }
   for (auto& t : threads) t.join();
   progress.Finish();
+  if (observer) observer->NodesStopped(run);
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) {
       run.nodes[i].failure = results[i].ToString();
@@ -261,7 +295,21 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
   sim.seed = scenario.seed;
   sim.threads = options.threads;
   sim.interrupt = &interrupt;
+  // The dashboard reads the snapshot the simulation thread leaves at each progress report.
+  std::mutex latest_mutex;
+  std::vector<std::optional<node::NodeStatus>> latest(configs.size());
+  sim.with_status = options.observer != nullptr;
+  if (options.observer) {
+    options.observer->NodesStarted(run, [&] {
+      std::lock_guard<std::mutex> lock(latest_mutex);
+      return latest;
+    });
+  }
   sim.on_progress = [&](const sim::SimulationProgress& p) {
+    if (options.observer) {
+      std::lock_guard<std::mutex> lock(latest_mutex);
+      for (size_t i = 0; i < p.statuses.size() && i < latest.size(); ++i) latest[i] = p.statuses[i];
+    }
     char extra[96];
     std::snprintf(extra, sizeof(extra), "simulated %.1fs, %.0fk events/s", p.simulated_seconds,
                   p.real_seconds > 0 ? p.events / p.real_seconds / 1000 : 0.0);
@@ -269,6 +317,7 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
   };
   auto report = sim::Simulate(configs, sim);
   progress.Finish();
+  if (options.observer) options.observer->NodesStopped(run);
   if (!report.ok()) return report.status();
   run.interrupted = report->interrupted;
   for (size_t i = 0; i < report->failures.size(); ++i) {
@@ -284,6 +333,15 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
 }  // namespace
 
 NameTable<Engine> EngineNames() { return kEngines; }
+
+std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, int64_t rounds,
+                                          double elapsed) {
+  int64_t sum = 0;
+  for (int64_t r : reached) sum += std::max<int64_t>(r, 0);
+  double done = reached.empty() ? 0 : static_cast<double>(sum) / (reached.size() * (rounds + 1));
+  if (done <= 0.02) return std::nullopt;
+  return elapsed * (1 - done) / done;
+}
 
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir) {
   const DataSpec& d = scenario.data;
@@ -357,8 +415,10 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   run.dir = options.out_dir + "/" + Slug(method.name);
   std::error_code ec;
   std::filesystem::remove_all(run.dir, ec);
+  bool http_ports = options.observer && !options.simulate && !options.in_process &&
+                    options.engine == Engine::kLocal;
   auto configs = NodeConfigs(scenario, method, partition, run.dir, options.log_level,
-                             options.known_peers, options.simulate);
+                             options.known_peers, options.simulate, http_ports);
   if (!configs.ok()) return configs.status();
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     NodeRun n;
@@ -366,6 +426,7 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
     n.cluster = partition.clusters[i];
     n.attacker = (*configs)[i].attack != node::AttackKind::kNone;
     n.dir = run.dir + "/node-" + n.id;
+    n.http_port = (*configs)[i].http_port.value_or(0);
     std::filesystem::create_directories(n.dir, ec);
     if (ec) return Status::IoError(n.dir + ": " + ec.message());
     run.nodes.push_back(std::move(n));
@@ -374,9 +435,10 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   auto start = SteadyClock::now();
   Status status = options.engine != Engine::kLocal
                       ? RunOnEngine(scenario, configs->front(), options, interrupt, run)
-                  : options.simulate   ? RunSimulated(*configs, scenario, options, interrupt, run)
-                  : options.in_process ? RunInProcess(*configs, rounds, interrupt, run)
-                                       : RunProcesses(*configs, options, rounds, interrupt, run);
+                  : options.simulate ? RunSimulated(*configs, scenario, options, interrupt, run)
+                  : options.in_process
+                      ? RunInProcess(*configs, rounds, options.observer, interrupt, run)
+                      : RunProcesses(*configs, options, rounds, interrupt, run);
   run.wall_seconds = run.simulation ? run.simulation->simulated_seconds : SecondsSince(start);
   if (!status.ok()) return status;
   CollectRounds(run);

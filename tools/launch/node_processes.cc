@@ -83,14 +83,12 @@ void ProgressLine::Show(const std::vector<int64_t>& reached, double mean_val_los
                         double elapsed, const char* extra) {
   if (!tty_ && elapsed - last_plain_ < 5) return;
   last_plain_ = elapsed;
-  int64_t lo = rounds_, hi = -1, sum = 0;
+  int64_t lo = rounds_, hi = -1;
   for (int64_t r : reached) {
     lo = std::min(lo, r);
     hi = std::max(hi, r);
-    sum += std::max<int64_t>(r, 0);
   }
-  double done = reached.empty() ? 0 : static_cast<double>(sum) / (reached.size() * (rounds_ + 1));
-  double eta = done > 0.02 ? elapsed * (1 - done) / done : NAN;
+  double eta = EstimateSecondsLeft(reached, rounds_, elapsed).value_or(NAN);
   char text[256];
   std::snprintf(text, sizeof(text),
                 "[%s] round %lld/%lld (nodes %lld..%lld)  mean val loss %.4g  %s elapsed %.0fs"

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "tools/launch/experiment.h"
+#include "tools/plot/matrix_csv.h"
 
 namespace meshlearn::launch {
 
@@ -22,6 +23,7 @@ struct MethodSummary {
   double overhead = 0;  // mean share of node wall time outside training/evaluation
   int nodes = 0;
   int nodes_failed = 0;
+  int nodes_alone = 0;           // nodes whose log ends saying they never reached a peer
   int attackers = 0;             // nodes that served poisoned models; left out of the metrics
   double peak_pss_mib_mean = 0;  // process mode: mean over nodes of their peak PSS
   double peak_pss_mib_max = 0;   // process mode: largest node; in-process: the whole process
@@ -50,6 +52,19 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
 
 // Writes "<run.dir>/heatmap.csv" (ordered by cluster) and "<run.dir>/heatmap.png".
 Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std::string& title);
+
+// The test metric of a round in the unit the tables use: accuracy in percent, or the MSE.
+double Metric(const node::RoundRow& row, bool classification);
+
+// What the EMD exchange of a method found.
+struct EmdMatrix {
+  plot::LabeledMatrix matrix;  // EMD_ij in partition order; NaN where not measured
+  std::vector<int> found;      // the clusters found (identical mutual neighbourhoods), per node
+  double ari = 0;              // adjusted Rand index of `found` against the ground truth
+};
+
+// Reads the emd.csv files the nodes of `run` wrote so far; nullopt when none did.
+std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& partition);
 
 // When the nodes of `run` wrote emd.csv: writes "<run.dir>/emd_matrix.csv" (entry (i, j) =
 // EMD_ij, empty when not measured) and emd_matrix.png, finds clusters as identical mutual

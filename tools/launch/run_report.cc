@@ -119,33 +119,34 @@ MethodRun ReadMethod(const fs::path& dir, const std::string& name, const Partiti
 
 }  // namespace
 
-std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std::string& title,
-                                          const Partition& partition,
-                                          const std::vector<MethodRun>& runs) {
-  std::vector<MethodSummary> summaries;
-  for (const MethodRun& run : runs) {
-    Status heatmap = WriteHeatmap(run, partition, title + " — " + run.method.name);
-    if (!heatmap.ok()) {
-      std::fprintf(stderr, "meshlearn-launch: heatmap of '%s': %s\n", run.method.name.c_str(),
-                   heatmap.ToString().c_str());
-    }
-    summaries.push_back(Summarize(run, partition));
-    auto ari = WriteEmdMatrix(run, partition);
-    if (!ari.ok()) {
-      std::fprintf(stderr, "meshlearn-launch: EMD matrix of '%s': %s\n", run.method.name.c_str(),
-                   ari.status().ToString().c_str());
-    } else {
-      summaries.back().ari = *ari;
-    }
-    auto policy = ReadPolicyClusters(run, partition);
-    if (!policy.ok()) {
-      std::fprintf(stderr, "meshlearn-launch: clusters of '%s': %s\n", run.method.name.c_str(),
-                   policy.status().ToString().c_str());
-    } else if (*policy) {
-      summaries.back().ari = (*policy)->ari;
-      summaries.back().cluster_round = (*policy)->mean_round;
-    }
+MethodSummary ReportMethod(const MethodRun& run, const Partition& partition,
+                           const std::string& title) {
+  Status heatmap = WriteHeatmap(run, partition, title + " — " + run.method.name);
+  if (!heatmap.ok()) {
+    std::fprintf(stderr, "meshlearn-launch: heatmap of '%s': %s\n", run.method.name.c_str(),
+                 heatmap.ToString().c_str());
   }
+  MethodSummary summary = Summarize(run, partition);
+  auto ari = WriteEmdMatrix(run, partition);
+  if (!ari.ok()) {
+    std::fprintf(stderr, "meshlearn-launch: EMD matrix of '%s': %s\n", run.method.name.c_str(),
+                 ari.status().ToString().c_str());
+  } else {
+    summary.ari = *ari;
+  }
+  auto policy = ReadPolicyClusters(run, partition);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "meshlearn-launch: clusters of '%s': %s\n", run.method.name.c_str(),
+                 policy.status().ToString().c_str());
+  } else if (*policy) {
+    summary.ari = (*policy)->ari;
+    summary.cluster_round = (*policy)->mean_round;
+  }
+  return summary;
+}
+
+void ReportRun(const std::string& out_dir, const std::string& title, const Partition& partition,
+               const std::vector<MethodRun>& runs, const std::vector<MethodSummary>& summaries) {
   Status curves = WriteCurves(out_dir + "/curves.png", runs, partition, title);
   if (!curves.ok())
     std::fprintf(stderr, "meshlearn-launch: curves: %s\n", curves.ToString().c_str());
@@ -163,6 +164,14 @@ std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std:
                   run.dir.c_str());
     }
   }
+}
+
+std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std::string& title,
+                                          const Partition& partition,
+                                          const std::vector<MethodRun>& runs) {
+  std::vector<MethodSummary> summaries;
+  for (const MethodRun& run : runs) summaries.push_back(ReportMethod(run, partition, title));
+  ReportRun(out_dir, title, partition, runs, summaries);
   return summaries;
 }
 

@@ -13,9 +13,19 @@
 
 namespace meshlearn::launch {
 
-// Writes the report of `runs` over `partition` into `out_dir` (titles start with `title`), prints
-// the table and the paths of what it wrote, and returns every method's summary. A file that
-// cannot be written is reported on stderr; the rest is still written.
+// Writes the files of one method's report into `run.dir` (heatmap.csv and .png; emd_matrix.csv
+// and .png when its nodes ran the EMD exchange) and returns its summary, with the ARI of the EMD
+// exchange or of a clustering policy when there is one. Titles start with `title`. A file that
+// cannot be written is reported on stderr.
+MethodSummary ReportMethod(const MethodRun& run, const Partition& partition,
+                           const std::string& title);
+
+// Writes the run's files into `out_dir` (curves.png, summary.csv) from `runs` and their
+// `summaries`, and prints the table and the paths of what was written.
+void ReportRun(const std::string& out_dir, const std::string& title, const Partition& partition,
+               const std::vector<MethodRun>& runs, const std::vector<MethodSummary>& summaries);
+
+// ReportMethod for every run, then ReportRun; returns the summaries.
 std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std::string& title,
                                           const Partition& partition,
                                           const std::vector<MethodRun>& runs);
