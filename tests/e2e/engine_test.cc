@@ -25,9 +25,11 @@ constexpr double kPacedRoundS = 0.5;
 
 // 9 nodes in 3 synthetic clusters (or `clients` nodes in clusters of 3), sync, cos_weights.
 // `deadline_s`: the round deadline. Runs compared for equality give live peers a generous one:
-// under load a short deadline marks live peers dead and changes the samples.
+// under load a short deadline marks live peers dead and changes the samples. `linger_s`: how long
+// a finished node keeps serving; runs compared for equality linger long enough that no node
+// leaves (and says Goodbye, which takes it out of its peers' sampling) while another still runs.
 std::string WriteScenario(const std::string& dir, int clients, int rounds, double min_round_s,
-                          double deadline_s = 5) {
+                          double deadline_s = 5, double linger_s = 1) {
   std::filesystem::create_directories(dir);
   std::string path = dir + "/scenario.toml";
   std::string sizes = clients == 9 ? "[3, 3, 3]" : "[3, 3]";
@@ -41,7 +43,8 @@ std::string WriteScenario(const std::string& dir, int clients, int rounds, doubl
                       << rounds
                       << "\n[node.learning]\npeers_per_round = 2\n"
                          "[node.round]\nround_deadline_s = "
-                      << deadline_s << "\nlinger_s = 1\nmin_round_s = " << min_round_s
+                      << deadline_s << "\nlinger_s = " << linger_s
+                      << "\nmin_round_s = " << min_round_s
                       << "\n[[methods]]\nname = \"cos_weights\"\n"
                          "learning = { metric = \"cos_weights\", tau = 140 }\n";
   return path;
@@ -204,7 +207,7 @@ class Engines : public ::testing::Test {
 TEST_F(Engines, NineNodesOverThreeSlurmHostsMatchTheLocalRunAndTheReportRebuilds) {
   SlurmCluster slurm(SlurmDir());
   ASSERT_TRUE(slurm.up()) << slurm.start_output();
-  std::string scenario = WriteScenario(dir_, 9, 6, kPacedRoundS, 60);
+  std::string scenario = WriteScenario(dir_, 9, 6, kPacedRoundS, 60, 10);
   std::string local = dir_ + "/local", engine = dir_ + "/slurm-run";
   EXPECT_TRUE(ExitedWith(Launch({scenario, "--out", local}, dir_ + "/local.log"), 0))
       << ReadText(dir_ + "/local.log");
@@ -250,7 +253,7 @@ TEST_F(Engines, NineNodesOverThreeSlurmHostsMatchTheLocalRunAndTheReportRebuilds
 }
 
 TEST_F(Engines, NineNodesThroughMpirunMatchTheLocalRun) {
-  std::string scenario = WriteScenario(dir_, 9, 6, kPacedRoundS, 60);
+  std::string scenario = WriteScenario(dir_, 9, 6, kPacedRoundS, 60, 10);
   std::string local = dir_ + "/local", engine = dir_ + "/mpi-run";
   EXPECT_TRUE(ExitedWith(Launch({scenario, "--out", local}, dir_ + "/local.log"), 0))
       << ReadText(dir_ + "/local.log");
