@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/named_value.h"
 #include "base/status.h"
 #include "node/outputs.h"
 #include "node/status_document.h"
@@ -28,6 +29,16 @@ struct Partition {
 // Loads the scenario's dataset from its package location or files, partitions it, and writes the
 // shards and "<out_dir>/clusters.csv" (node,cluster). Errors name the file or key at fault.
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir);
+
+// Where the nodes of a method run.
+enum class Engine {
+  kLocal,   // "local": processes, threads or a simulation on this machine
+  kSlurm,   // "slurm": srun (or sbatch) starts the ranks
+  kMpirun,  // "mpirun": Open MPI's mpirun starts the ranks
+};
+
+// The names of the engines (--engine), in documentation order.
+NameTable<Engine> EngineNames();
 
 struct MethodRun;
 
@@ -59,6 +70,12 @@ struct RunOptions {
   // deterministic). Large in-process runs need a small value: a node greeting all others at
   // once costs about 3 descriptors per pair.
   int known_peers = 0;
+  // Engine runs (tools/launch/engine_run.h).
+  Engine engine = Engine::kLocal;
+  std::vector<std::string> engine_args;  // passed to srun, sbatch or mpirun
+  bool slurm_batch = false;              // slurm: submit with sbatch --wait instead of srun
+  std::string hostfile;                  // mpirun: the hostfile (default: localhost slots=N)
+  std::string bind = "0.0.0.0";          // the address the ranks listen on
   // Sees each method's nodes while they run; with processes, every node then also serves
   // /status on a free loopback port (its config's http_port).
   RunObserver* observer = nullptr;
