@@ -7,6 +7,7 @@
 
 #include <toml++/toml.h>
 
+#include "node/config_toml.h"
 #include "node/curve_keys.h"
 #include "node/endpoint.h"
 #include "node/toml_reader.h"
@@ -37,10 +38,11 @@ constexpr NamedValue<AttackKind> kAttackKinds[] = {{"none", AttackKind::kNone},
                                                    {"sign_flip", AttackKind::kSignFlip},
                                                    {"noise", AttackKind::kNoise}};
 
-// Reads the endpoint `key` of `t` into `out`; it must pass CheckTcpEndpoint (`listening`: the
-// node's own, which may use any interface or port).
-Status Endpoint(TableReader& t, const char* key, std::string* out, bool listening) {
-  return t.Read(key, true, [&](const toml::node& n) -> Status {
+// Reads the endpoint `key` of `t` into `out` (`required`: refuse a missing key); it must pass
+// CheckTcpEndpoint (`listening`: the node's own, which may use any interface or port).
+Status Endpoint(TableReader& t, const char* key, std::string* out, bool listening,
+                bool required = true) {
+  return t.Read(key, required, [&](const toml::node& n) -> Status {
     auto v = n.value<std::string>();
     if (!n.is_string() || !v) return t.Fail(key, n, "must be a string");
     std::string problem = TcpEndpointProblem(*v, listening);
@@ -131,6 +133,9 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   TableReader top(root, name, "");
   MESHLEARN_RETURN_IF_ERROR(NodeId(top, "id", &c.id));
   MESHLEARN_RETURN_IF_ERROR(Endpoint(top, "listen", &c.listen, /*listening=*/true));
+  MESHLEARN_RETURN_IF_ERROR(
+      Endpoint(top, "advertise", &c.advertise, /*listening=*/false, /*required=*/false));
+  MESHLEARN_RETURN_IF_ERROR(top.Integer("mesh_size", &c.mesh_size, 0, 1000000));
   MESHLEARN_RETURN_IF_ERROR(top.Choice("log_level", &c.log_level, LogLevelNames()));
   MESHLEARN_RETURN_IF_ERROR(top.Integer("seed", &c.seed, 0, INT64_MAX));
   MESHLEARN_RETURN_IF_ERROR(top.Integer("threads", &c.threads, 1, 256));
@@ -229,10 +234,11 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   MESHLEARN_RETURN_IF_ERROR(top.RejectUnknown());
 
   // Cross-key rules.
-  if (c.peers.empty()) {
+  if (c.peers.empty() && c.mesh_size == 0) {
     return Status::InvalidArgument(name +
                                    ": at least one [[peers]] entry (id and address) is "
-                                   "required; the rest of the mesh is learned by gossip");
+                                   "required; the rest of the mesh is learned by gossip (or set "
+                                   "'mesh_size', and the peers greet this node)");
   }
   std::set<std::string> seen;
   for (const PeerAddress& p : c.peers) {
@@ -283,18 +289,26 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
 
 NameTable<AttackKind> AttackKindNames() { return kAttackKinds; }
 
-Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& name) {
-  toml::table root;
+Result<toml::table> ParseTomlText(const std::string& text, const std::string& name) {
   try {
-    root = toml::parse(text, name);
+    return toml::parse(text, name);
   } catch (const toml::parse_error& e) {
     return Status::InvalidArgument(name + ":" + std::to_string(e.source().begin.line) + ":" +
                                    std::to_string(e.source().begin.column) +
                                    ": TOML syntax error: " + std::string(e.description()));
   }
+}
+
+Result<NodeConfig> ParseNodeConfigTable(const toml::table& root, const std::string& name) {
   NodeConfig config;
   MESHLEARN_RETURN_IF_ERROR(ParseTables(root, name, config));
   return config;
+}
+
+Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& name) {
+  auto root = ParseTomlText(text, name);
+  if (!root.ok()) return root.status();
+  return ParseNodeConfigTable(*root, name);
 }
 
 Result<NodeConfig> LoadNodeConfig(const std::string& path) {
@@ -309,8 +323,10 @@ Result<NodeConfig> LoadNodeConfig(const std::string& path) {
 std::string RenderNodeConfig(const NodeConfig& c) {
   std::ostringstream out;
   out.precision(17);
-  out << "id = " << Quote(c.id) << "\nlisten = " << Quote(c.listen)
-      << "\nlog_level = " << QuotedName(LogLevelNames(), c.log_level) << "\nseed = " << c.seed
+  out << "id = " << Quote(c.id) << "\nlisten = " << Quote(c.listen) << "\n";
+  if (!c.advertise.empty()) out << "advertise = " << Quote(c.advertise) << "\n";
+  if (c.mesh_size > 0) out << "mesh_size = " << c.mesh_size << "\n";
+  out << "log_level = " << QuotedName(LogLevelNames(), c.log_level) << "\nseed = " << c.seed
       << "\nthreads = " << c.threads << "\noutput_dir = " << Quote(c.output_dir) << "\n";
   if (c.http_port) out << "http_port = " << *c.http_port << "\n";
   out << "http_bind = " << Quote(c.http_bind) << "\n";

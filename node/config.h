@@ -65,9 +65,16 @@ NameTable<AttackKind> AttackKindNames();
 // no code past the parser compares a config string.
 struct NodeConfig {
   // Top level.
-  std::string id;                  // required: unique node id
-  std::string listen;              // required: "tcp://<ip>:<port>"
-  std::vector<PeerAddress> peers;  // [[peers]]: at least one
+  std::string id;      // required: unique node id
+  std::string listen;  // required: "tcp://<ip>:<port>"
+  // The endpoint peers are told to reach this node at ("tcp://<host>:<port>"); empty: the bound
+  // listen endpoint. Needed when `listen` binds every interface (0.0.0.0).
+  std::string advertise;
+  std::vector<PeerAddress> peers;  // [[peers]]: at least one, unless mesh_size is set
+  // The number of nodes in the mesh, this one included; 0: unknown. When set, round 1 waits
+  // for the full mesh (node/round_driver.h) and [[peers]] may be empty (the node waits to be
+  // greeted). Engine templates set it from the world size.
+  int mesh_size = 0;
   spdlog::level::level_enum log_level = spdlog::level::info;
   uint64_t seed = 1;                  // shared by the mesh: the initial model
   int threads = 1;                    // torch compute threads of this node

@@ -14,6 +14,7 @@ constexpr auto kHelloRetryMax = std::chrono::seconds(30);
 constexpr auto kDeadBackoffMax = std::chrono::seconds(60);
 constexpr auto kGoodbyeDeadlineMax = std::chrono::seconds(2);
 constexpr size_t kHellosPerTick = 2;
+constexpr auto kMeshAskPeriod = std::chrono::seconds(1);
 // Failed greetings after which a candidate that is not from the config is forgotten.
 constexpr int kCandidateAttempts = 2;
 
@@ -64,6 +65,12 @@ bool Membership::HelloOutstanding() const {
     const topology::PeerEntry* entry = peers_.Find(h.second.peer);
     return entry && entry->pinned && !hello_attempts_.count(h.second.peer);
   });
+}
+
+size_t Membership::AdmittedPeers() const { return peers_.verified(); }
+
+bool Membership::MeshIncomplete() const {
+  return config_.mesh_size > 0 && AdmittedPeers() + 1 < static_cast<size_t>(config_.mesh_size);
 }
 
 std::optional<uint64_t> Membership::NonceOf(const std::string& peer) const {
@@ -164,6 +171,7 @@ void Membership::OnGoodbye(InboundId inbound, const Envelope& env, const Goodbye
 
 void Membership::OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
                          TimePoint now) {
+  if (mesh_asks_.erase(request_id)) peer_lists_.insert(request_id);
   if (goodbyes_.erase(request_id)) return;
   if (peer_lists_.erase(request_id)) {
     if (const auto* list = failure.ok() ? std::get_if<PeerList>(&reply->body) : nullptr) {
@@ -299,6 +307,19 @@ void Membership::OnTick(TimePoint now, Actions& out) {
       continue;
     }
     SendHello({peer, entry->endpoint, entry->public_key}, now, out);
+  }
+  if (MeshIncomplete() && now >= next_mesh_ask_at_) {
+    next_mesh_ask_at_ = now + kMeshAskPeriod;
+    for (const topology::PeerEntry& p : peers_.Entries()) {
+      if (!p.active || p.left) continue;
+      bool asking = std::any_of(mesh_asks_.begin(), mesh_asks_.end(),
+                                [&](const auto& ask) { return ask.second == p.id; });
+      if (asking) continue;
+      SendRequest request = node_.requests.Open(Part::kMembership, p, PeerList{KnownPeers()},
+                                                now + config_.hello_deadline);
+      mesh_asks_[request.request_id] = p.id;
+      out.push_back(std::move(request));
+    }
   }
 }
 

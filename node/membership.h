@@ -43,6 +43,12 @@
 //   Rationale: gossip can teach a node a hundred peers at once; greeting them all opens a
 //   connection each (about 3 descriptors with the peer's end), and 100 nodes in one process doing
 //   so together exceeded 20,000 descriptors.
+// - With a mesh size N (a node started by an engine knows it), the mesh is incomplete while
+//   fewer than N - 1 peers are verified. Meanwhile, once a second, the node sends its PeerList to
+//   every verified peer without a PeerList of ours in flight; this draws no random number.
+//   Rationale: such a node starts knowing only rank 0; the round driver waits for the full mesh
+//   before round 1, so that sync runs sample as in a launch where every node knows every other,
+//   and the number of draws from the sampling generator must not depend on how long that took.
 // - Goodbye. A node that leaves (Leave) sends Goodbye to every verified peer that has not left and
 //   announced protocol version kGoodbyeVersion or later. A Goodbye received from a verified peer
 //   marks it left: it is not sampled from then on, until it greets us again.
@@ -77,6 +83,7 @@ struct MembershipConfig {
   int dead_after_failures = 3;
   Clock::duration dead_backoff = std::chrono::seconds(10);  // first backoff of a dead peer
   std::vector<PeerAddress> initial_peers;
+  int mesh_size = 0;  // > 0: the number of nodes in the mesh, this one included
   // CURVE: this node's Z85 public key (sent in Hello and PeerList) and the allowlist of peer
   // keys. Without an allowlist (plain text) every peer is accepted and keys are only relayed.
   std::string public_key;
@@ -135,6 +142,13 @@ class Membership {
 
   // True while a first Hello to a configured peer is unanswered.
   bool HelloOutstanding() const;
+  // True while a mesh size is set and fewer than mesh size - 1 peers are admitted.
+  bool MeshIncomplete() const;
+  // Verified peers (those that answered our Hello), left ones included.
+  size_t AdmittedPeers() const;
+  // The configured mesh size (0: not known).
+  int mesh_size() const { return config_.mesh_size; }
+  // The Hello nonce of `peer`, once it greeted us or answered our Hello.
   // True while a Goodbye of Leave() is unanswered.
   bool GoodbyesOutstanding() const { return !goodbyes_.empty(); }
   // The Hello nonce of `peer`, once it is verified.
@@ -181,6 +195,8 @@ class Membership {
   std::map<std::string, PeerHello> hellos_of_;  // verified peers' Hello fields
   std::set<std::string> address_warned_;        // peers whose bad address was logged
   MembershipCounters counters_;
+  std::map<uint64_t, std::string> mesh_asks_;  // PeerList requests while the mesh is incomplete
+  TimePoint next_mesh_ask_at_{};
 };
 
 }  // namespace meshlearn::node

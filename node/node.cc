@@ -61,6 +61,7 @@ StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& lear
   m.dead_after_failures = config.dead_after_failures;
   m.dead_backoff = deadline;
   m.initial_peers = config.peers;
+  m.mesh_size = config.mesh_size;
   if (keys) {
     m.public_key = keys->public_key;
     m.allowed_keys.emplace(keys->allowed_keys.begin(), keys->allowed_keys.end());
@@ -420,8 +421,10 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config, NodeOptions
   impl->decode_options.expected_layout = &impl->learner->Layout();
 
   impl->machine = std::make_unique<NodeStateMachine>(
-      MachineConfigOf(config, *impl->learner, impl->transport->bound_endpoint(), keys,
-                      std::random_device{}()),
+      MachineConfigOf(
+          config, *impl->learner,
+          config.advertise.empty() ? impl->transport->bound_endpoint() : config.advertise, keys,
+          std::random_device{}()),
       std::move(*sampler), impl->log);
 
   auto resumed = impl->ResumeFromCheckpoint();

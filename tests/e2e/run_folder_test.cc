@@ -136,7 +136,7 @@ TEST(RunFolder, TheManifestRecordsTheScenarioVersionsHostTimesAndStatus) {
   EXPECT_EQ(command,
             (std::vector<std::string>{MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--simulate",
                                       "--set", "node.learning.peers_per_round=1"}));
-  EXPECT_EQ(Text(m, "launches[0].mode"), "simulate");
+  EXPECT_EQ(Text(m, "launches[0].mode"), "simulated");
   EXPECT_EQ(Text(m, "launches[0].status"), "complete");
   // Built from a git checkout: the version names the commit.
   EXPECT_EQ(Text(m, "launches[0].version").rfind("0.1.0+git.", 0), 0u)

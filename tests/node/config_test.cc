@@ -53,6 +53,8 @@ TEST(Config, RenderedConfigParsesBackEqual) {
   c->signature_k = 3;
   c->signature_threshold = 0.23;
   c->signature_max_samples = 600;
+  c->advertise = "tcp://box-1:5555";
+  c->mesh_size = 9;
   auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(*c);
   EXPECT_EQ(RenderNodeConfig(*again), RenderNodeConfig(*c));
@@ -67,6 +69,25 @@ TEST(Config, RenderedConfigParsesBackEqual) {
   EXPECT_EQ(again->signature_k, 3);
   EXPECT_EQ(again->signature_threshold, 0.23);
   EXPECT_EQ(again->signature_max_samples, 600);
+  EXPECT_EQ(again->advertise, "tcp://box-1:5555");
+  EXPECT_EQ(again->mesh_size, 9);
+}
+
+TEST(Config, AMeshSizeLetsANodeStartWithoutPeersAndAdvertiseIsAnEndpoint) {
+  const char* alone = "id = \"a\"\nlisten = \"tcp://0.0.0.0:1\"\n[data]\nshard = \"x\"\n";
+  EXPECT_NE(ParseError(alone).message().find("or set 'mesh_size'"), std::string::npos);
+  auto waiting = ParseNodeConfig(std::string("mesh_size = 4\n") + alone, "node.toml");
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  EXPECT_TRUE(waiting->peers.empty());
+  EXPECT_TRUE(waiting->advertise.empty()) << "default: the bound endpoint";
+  EXPECT_NE(ParseError(std::string("advertise = \"box-1\"\n") + kMinimal)
+                .message()
+                .find("'advertise' = 'box-1' must look like"),
+            std::string::npos);
+  EXPECT_NE(ParseError(std::string("advertise = \"tcp://box-1:*\"\n") + kMinimal)
+                .message()
+                .find("'advertise' = 'tcp://box-1:*'"),
+            std::string::npos);
 }
 
 TEST(Config, UnknownKeyIsRejectedWithItsNameAndLine) {

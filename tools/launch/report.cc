@@ -83,7 +83,12 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   s.in_cluster = samples ? static_cast<double>(in_cluster) / samples : NAN;
   s.peak_pss_mib_mean = s.nodes ? pss / s.nodes : 0;
   if (run.process_peak_pss_mib > 0) s.peak_pss_mib_max = run.process_peak_pss_mib;
-  s.status = run.interrupted ? kInterrupted : s.nodes_failed ? kFailed : kComplete;
+  // A method read back from its folder (meshlearn-launch report) knows no Ctrl-C: nodes that
+  // stopped before the last round without failing were interrupted.
+  s.status = run.interrupted                                     ? kInterrupted
+             : s.nodes_failed                                    ? kFailed
+             : run.rounds > 0 && s.first_node_round < run.rounds ? kInterrupted
+                                                                 : kComplete;
   return s;
 }
 

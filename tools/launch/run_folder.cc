@@ -186,8 +186,8 @@ Status DeleteRunFiles(const std::string& dir, const Manifest* previous,
 
 }  // namespace
 
-Result<RunFolder> RunFolder::Claim(const std::string& dir, ExistingRun existing, Manifest fresh,
-                                   std::vector<std::string>* notes) {
+Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, ExistingRun existing,
+                                                 Manifest fresh, std::vector<std::string>* notes) {
   std::error_code ec;
   const bool dir_existed = fs::exists(dir, ec);
   fs::create_directories(dir, ec);
@@ -203,14 +203,14 @@ Result<RunFolder> RunFolder::Claim(const std::string& dir, ExistingRun existing,
                                ": another meshlearn-launch is running in " + dir +
                                "; wait for it to end, or choose another --out");
   }
-  auto refuse = [&](Status why) -> Result<RunFolder> {
+  auto refuse = [&](Status why) -> Result<ClaimedRunFolder> {
     if (!lock_existed) fs::remove(lock_path, ec);
     if (!dir_existed) fs::remove(dir, ec);
     return why;
   };
-  auto claim = [&](Manifest manifest) -> Result<RunFolder> {
+  auto claim = [&](Manifest manifest) -> Result<ClaimedRunFolder> {
     MESHLEARN_RETURN_IF_ERROR(lock->RecordPid());
-    RunFolder folder(dir, std::move(*lock), std::move(manifest));
+    ClaimedRunFolder folder(dir, std::move(*lock), std::move(manifest));
     MESHLEARN_RETURN_IF_ERROR(folder.Write());
     return folder;
   };
@@ -305,12 +305,12 @@ Result<RunFolder> RunFolder::Claim(const std::string& dir, ExistingRun existing,
   return claim(std::move(fresh));
 }
 
-Status RunFolder::Record(const MethodRecord& method) {
+Status ClaimedRunFolder::Record(const MethodRecord& method) {
   manifest_.SetMethod(method);
   return Write();
 }
 
-Status RunFolder::Finish(const std::string& status) {
+Status ClaimedRunFolder::Finish(const std::string& status) {
   manifest_.status = status;
   manifest_.ended = NowUtc();
   if (!manifest_.launches.empty()) {
@@ -320,7 +320,7 @@ Status RunFolder::Finish(const std::string& status) {
   return Write();
 }
 
-Status RunFolder::Write() const {
+Status ClaimedRunFolder::Write() const {
   return WriteFileAtomically(dir_ + "/" + kManifest, RenderManifest(manifest_));
 }
 

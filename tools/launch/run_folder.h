@@ -37,7 +37,7 @@ enum class ExistingRun {
 };
 
 // A run folder claimed by this launch. Move-only; the lock is released when it goes.
-class RunFolder {
+class ClaimedRunFolder {
  public:
   // Claims `dir` (created if missing) for a launch whose manifest, were the run new, is `fresh`
   // (scenario, seed, nodes, libraries, host and this launch filled in), following the rules
@@ -47,8 +47,8 @@ class RunFolder {
   // kInvalidArgument (a non-empty folder without --resume or --force, another scenario on
   // --resume, no meshlearn run to replace or resume) and kIoError (the folder cannot be created
   // or written, with the system's reason).
-  static Result<RunFolder> Claim(const std::string& dir, ExistingRun existing, Manifest fresh,
-                                 std::vector<std::string>* notes);
+  static Result<ClaimedRunFolder> Claim(const std::string& dir, ExistingRun existing,
+                                        Manifest fresh, std::vector<std::string>* notes);
 
   // The manifest as it stands.
   const Manifest& manifest() const { return manifest_; }
@@ -60,7 +60,7 @@ class RunFolder {
   Status Finish(const std::string& status);
 
  private:
-  RunFolder(std::string dir, FileLock lock, Manifest manifest)
+  ClaimedRunFolder(std::string dir, FileLock lock, Manifest manifest)
       : dir_(std::move(dir)), lock_(std::move(lock)), manifest_(std::move(manifest)) {}
   Status Write() const;
 
