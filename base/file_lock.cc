@@ -28,7 +28,11 @@ Result<FileLock> FileLock::Acquire(const std::string& path, bool record_pid) {
   if (fd < 0) return Status::IoError(path + ": cannot create: " + std::strerror(errno));
   struct flock whole = WholeFile();
   if (::fcntl(fd, F_OFD_SETLK, &whole) != 0) {
+    const int error = errno;
     ::close(fd);
+    if (error != EAGAIN && error != EACCES) {
+      return Status::IoError(path + ": cannot lock: " + std::strerror(error));
+    }
     pid_t holder = Holder(path);
     return Status::Unavailable(path + " is locked" +
                                (holder > 0 ? " by process " + std::to_string(holder)

@@ -22,8 +22,8 @@ class FileLock {
   // Creates `path` if missing, locks it and, when `record_pid`, writes this process's id into it
   // (else RecordPid() does, later). kUnavailable when it is held already (by another process or
   // another FileLock of this one), with "by process N" in the message when the holder recorded
-  // its id; kIoError naming the file when it cannot be created or written (with the system's
-  // reason).
+  // its id; kIoError naming the file when it cannot be created, locked (a file system without
+  // locks) or written, with the system's reason.
   static Result<FileLock> Acquire(const std::string& path, bool record_pid = true);
 
   // Writes this process's id into the locked file, replacing what it held.

@@ -75,12 +75,15 @@ class ManifestReader {
     }
     return Status::Ok();
   }
-  // Calls `read` with a reader of every table of array `key` ([[key]]); an absent array is empty.
+  // Calls `read` with a reader of every table of array `key` ([[key]]); an absent array is empty,
+  // as is "key = []" (a run whose first method is under way records none yet).
   Status Tables(const char* key, const std::function<Status(ManifestReader&)>& read) {
     const toml::node* n = table_.get(key);
     if (!n) return Status::Ok();
     const toml::array* a = n->as_array();
-    if (!a || !a->is_array_of_tables()) return Missing(key, "an array of tables");
+    if (!a || (!a->empty() && !a->is_array_of_tables())) {
+      return Missing(key, "an array of tables");
+    }
     for (size_t i = 0; i < a->size(); ++i) {
       ManifestReader sub(*a->get(i)->as_table(), name_,
                          Qualified(key) + "[" + std::to_string(i) + "]");

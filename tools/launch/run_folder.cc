@@ -21,11 +21,14 @@ constexpr const char* kLock = "launch.lock";
 const std::set<std::string> kRunFiles = {kManifest,      "summary.csv",    "curves.png",
                                          "clusters.csv", "simulation.csv", "dashboard.csv",
                                          kLock};
-const std::set<std::string> kMethodFiles = {"heatmap.csv", "heatmap.png", "emd_matrix.csv",
-                                            "emd_matrix.png"};
+// Engine runs (tools/launch/engine_run.cc) add the method's hostfile, node-template.toml, rank.sh,
+// job.sh, engine.log and slurm_job_id, and each node's exit_status.
+const std::set<std::string> kMethodFiles = {
+    "heatmap.csv",        "heatmap.png", "emd_matrix.csv", "emd_matrix.png", "hostfile",
+    "node-template.toml", "rank.sh",     "job.sh",         "engine.log",     "slurm_job_id"};
 const std::set<std::string> kNodeFiles = {
-    "node.toml",   "node.log", "rounds.csv",    "comm.csv",       "scores.csv",
-    "cluster.csv", "emd.csv",  "signature.csv", "checkpoint.bin", "node.lock"};
+    "node.toml", "node.log",      "rounds.csv",     "comm.csv",  "scores.csv", "cluster.csv",
+    "emd.csv",   "signature.csv", "checkpoint.bin", "node.lock", "exit_status"};
 
 // `name` without a trailing ".tmp".
 std::string Untemp(const std::string& name) {
