@@ -288,6 +288,21 @@ TEST(RunFolder, ANodeKilledAndRestartedByHandIsNotCountedAsFailed) {
       << ReadText(dir + "/launch.log");
   pid_t pid = FindNodeProcess(victim + "/node.toml");
   ASSERT_GT(pid, 0);
+  // The other nodes are paused (SIGSTOP) from the kill until the restarted node holds its
+  // folder, so that the run cannot end before the restart however slowly it starts; they go on
+  // (SIGCONT) on every path out of this test.
+  std::vector<pid_t> others;
+  for (int i : {0, 1, 2, 3, 5}) {
+    others.push_back(FindNodeProcess(out + "/random/node-" + std::to_string(i) + "/node.toml"));
+    ASSERT_GT(others.back(), 0) << "node " << i << " is not running";
+  }
+  struct Resume {
+    const std::vector<pid_t>& pids;
+    ~Resume() {
+      for (pid_t p : pids) ::kill(p, SIGCONT);
+    }
+  } resume_others{others};
+  for (pid_t p : others) ::kill(p, SIGSTOP);
   ::kill(pid, SIGKILL);
   ASSERT_TRUE(WaitFor(
       [&] { return ReadText(dir + "/launch.log").find("node 4 died") != std::string::npos; },
@@ -296,6 +311,11 @@ TEST(RunFolder, ANodeKilledAndRestartedByHandIsNotCountedAsFailed) {
   auto restarted = ChildProcess::Start({MESHLEARN_NODE_BIN, "--config", victim + "/node.toml"},
                                        dir + "/restarted.log");
   ASSERT_TRUE(restarted.has_value());
+  ASSERT_TRUE(
+      WaitFor([&] { return node::NodeFolderLockHolder(victim) == restarted->pid(); }, seconds(300)))
+      << "the restarted node never locked " << victim << ":\n"
+      << ReadText(dir + "/restarted.log");
+  for (pid_t p : others) ::kill(p, SIGCONT);
 
   auto status = launcher->Wait(seconds(300));
   std::string log = ReadText(dir + "/launch.log");
