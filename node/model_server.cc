@@ -5,8 +5,10 @@
 namespace meshlearn::node {
 namespace {
 
-// Snapshots kept for sync-mode requests of an older round (see the specification).
-constexpr size_t kSnapshotHistory = 4;
+// The bytes of a snapshot's floats.
+size_t FloatBytes(const Snapshot& s) {
+  return (s.weights.size() + (s.update ? s.update->size() : 0)) * sizeof(float);
+}
 
 }  // namespace
 
@@ -14,8 +16,12 @@ ModelServer::ModelServer(ServingConfig config, RequestBook& requests)
     : config_(std::move(config)), requests_(requests) {}
 
 void ModelServer::Publish(Snapshot snapshot) {
+  history_bytes_ += FloatBytes(snapshot);
   history_.push_back(std::move(snapshot));
-  while (history_.size() > kSnapshotHistory) history_.pop_front();
+  while (history_.size() > kMinSnapshotHistory && history_bytes_ > config_.history_bytes) {
+    history_bytes_ -= FloatBytes(history_.front());
+    history_.pop_front();
+  }
 }
 
 FloatArray ModelServer::RoundZeroWeights() const {

@@ -6,9 +6,11 @@
 // Specification.
 // - A published snapshot is immutable: model weights, round, train-set size, the node's score
 //   row, the early-stopped flag and, with a clustering policy, the local update that produced
-//   the weights. The last kSnapshotHistory snapshots are kept.
-//   Rationale: sampled peers lag by at most a round or two when every node waits for its peers;
-//   each kept snapshot costs one model.
+//   the weights. The newest snapshots are kept: at least kMinSnapshotHistory of them, and more
+//   while all kept snapshots' floats (weights and updates) fit in ServingConfig::history_bytes.
+//   Rationale: in sync mode a peer that lags (a slow start, a loaded host) asks for an older
+//   round, and only a kept snapshot of that round keeps the run deterministic; small models can
+//   afford every round, large ones the last few.
 // - GetModel is answered from the snapshots: in sync mode (wait = true) with the oldest kept
 //   snapshot of round >= min_round, so that a fast peer returns exactly the round asked for and
 //   runs stay deterministic; otherwise with the latest. With with_update the reply carries the
@@ -37,7 +39,11 @@ struct ServingConfig {
   ParamLayout layout;       // the layout every served model carries
   uint64_t train_size = 0;  // n_i, sent with the model (FedAvg weights)
   Clock::duration hold_limit = std::chrono::seconds(10);  // how long a GetModel may be held
+  size_t history_bytes = size_t{16} << 20;  // the kept snapshots' budget (see the specification)
 };
+
+// The fewest snapshots kept, whatever their size.
+inline constexpr size_t kMinSnapshotHistory = 4;
 
 // One published snapshot (see the specification).
 struct Snapshot {
@@ -89,6 +95,7 @@ class ModelServer {
   ServingConfig config_;
   RequestBook& requests_;
   std::deque<Snapshot> history_;  // oldest first
+  size_t history_bytes_ = 0;      // the floats of history_'s weights and updates, in bytes
   std::vector<Held> held_;
   uint64_t held_requests_expired_ = 0;
 };

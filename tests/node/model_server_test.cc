@@ -101,10 +101,11 @@ TEST(ModelServer, SyncRequestForAnOlderRoundGetsThatRoundsSnapshot) {
   EXPECT_EQ(std::get<Model>(async[0].message.body).round, 3);
 }
 
-// The part alone, without the router.
-TEST(ModelServer, KeepsTheLastFourSnapshotsAndRoundZeroForTheEmbeddingWhileItIsKept) {
+// The part alone, without the router: a budget for two snapshots still keeps the last four.
+TEST(ModelServer, KeepsAtLeastTheLastFourSnapshotsAndRoundZeroForTheEmbeddingWhileItIsKept) {
   RequestBook requests("me", QuietLogger());
-  ModelServer server(ServingConfig{kLayout, 50, seconds(10)}, requests);
+  const size_t one_snapshot = kLayout.total_floats() * sizeof(float);
+  ModelServer server(ServingConfig{kLayout, 50, seconds(10), 2 * one_snapshot}, requests);
   EXPECT_FALSE(server.HavePublished());
   EXPECT_EQ(server.RoundZeroWeights().size(), 0u);
   for (int round = 0; round <= 4; ++round) {
@@ -118,6 +119,25 @@ TEST(ModelServer, KeepsTheLastFourSnapshotsAndRoundZeroForTheEmbeddingWhileItIsK
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(std::get<Model>(std::get<SendReply>(out[0]).message.body).round, 1)
       << "the oldest kept snapshot of round >= 0";
+}
+
+// Within the budget every round is kept: a peer that lags by many rounds (a slow start on a
+// loaded host) still gets exactly the round it asks for in sync mode.
+TEST(ModelServer, KeepsEveryRoundThatFitsTheBudgetForALaggingPeer) {
+  RequestBook requests("me", QuietLogger());
+  const size_t one_snapshot = kLayout.total_floats() * sizeof(float);
+  ModelServer server(ServingConfig{kLayout, 50, seconds(10), 20 * one_snapshot}, requests);
+  for (int round = 0; round <= 29; ++round) {
+    server.Publish(Snapshot{round, Outcome(round).published_weights, false, {}, std::nullopt});
+  }
+  auto served = [&](int64_t min_round) {
+    Actions out;
+    server.OnGetModel(1, From("a", 2, Ping{}).envelope, GetModel{min_round, true}, {}, false, out);
+    return std::get<Model>(std::get<SendReply>(out.at(0)).message.body).round;
+  };
+  EXPECT_EQ(served(12), 12) << "a peer 17 rounds behind gets the round it asked for";
+  EXPECT_EQ(served(10), 10) << "the oldest round that fits the budget of 20 snapshots";
+  EXPECT_EQ(served(9), 10) << "round 9 is beyond the budget: the oldest kept one";
 }
 
 }  // namespace
