@@ -19,6 +19,11 @@ std::string Where(const std::string& name, const toml::node& n) {
   return TableReader(toml::table{}, name, "").Where(n);
 }
 
+// Whether the value of table key `key` is written out as is, never a template: Z85 public keys
+// use '{' and '}' among their characters, so "{1}" or "{ab}" in a key is data, not a
+// placeholder.
+bool HoldsLiteral(std::string_view key) { return key == "public_key"; }
+
 // Fills the placeholders of every string under `n` (keys' dotted names in `path`).
 Status FillTree(toml::node& n, const std::string& path, const std::string& name,
                 const EngineIdentity& identity) {
@@ -30,6 +35,7 @@ Status FillTree(toml::node& n, const std::string& path, const std::string& name,
     text->get() = *filled;
   } else if (auto* table = n.as_table()) {
     for (auto&& [key, value] : *table) {
+      if (HoldsLiteral(key.str())) continue;
       std::string child =
           path.empty() ? std::string(key.str()) : path + "." + std::string(key.str());
       MESHLEARN_RETURN_IF_ERROR(FillTree(value, child, name, identity));
@@ -54,6 +60,7 @@ Status RejectPlaceholders(const toml::node& n, const std::string& path, const st
     }
   } else if (const auto* table = n.as_table()) {
     for (auto&& [key, value] : *table) {
+      if (HoldsLiteral(key.str())) continue;
       std::string child =
           path.empty() ? std::string(key.str()) : path + "." + std::string(key.str());
       MESHLEARN_RETURN_IF_ERROR(RejectPlaceholders(value, child, name));

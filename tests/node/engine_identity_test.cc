@@ -312,5 +312,26 @@ TEST(NodeTemplate, APlainConfigWithAPlaceholderIsRefused) {
   EXPECT_NE(loaded.status().message().find("no [engine] section"), std::string::npos);
 }
 
+// A Z85 public key may hold "{1}" (the launcher's security e2e test once drew one): it is data,
+// in a plain config and in a template alike.
+TEST(NodeTemplate, APublicKeyWithBracesIsNotAPlaceholder) {
+  const std::string key = "MP&Pp{YAMww{1}1(%%&UZQ+GBeqMpJCeynbRVBgH";
+  const std::string peer =
+      "[[peers]]\nid = \"b\"\naddress = \"tcp://127.0.0.1:2\"\npublic_key = \"" + key + "\"\n";
+  std::string plain = "id = \"a\"\nlisten = \"tcp://127.0.0.1:1\"\n[data]\nshard = \"s\"\n" + peer;
+  auto loaded = ParseNodeConfigOrTemplate(plain, "n.toml", [](const EngineSettings&) {
+    return Result<EngineEnvironment>(EngineEnvironment{});
+  });
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->config.peers.size(), 1u);
+  EXPECT_EQ(loaded->config.peers[0].public_key, key);
+
+  auto rank = ParseNodeConfigOrTemplate(std::string(kTemplate) + peer, "t.toml", SlurmRank(4));
+  ASSERT_TRUE(rank.ok()) << rank.status().ToString();
+  bool found = false;
+  for (const PeerAddress& p : rank->config.peers) found |= p.id == "b" && p.public_key == key;
+  EXPECT_TRUE(found) << "the template's seed peer keeps its key as written";
+}
+
 }  // namespace
 }  // namespace meshlearn::node
