@@ -10,9 +10,12 @@
 namespace meshlearn::launch {
 namespace {
 
-// A 4-node synthetic scenario with `network` appended.
+// A 4-node synthetic scenario with `network` appended, in a file of the running test's own (ctest
+// runs the tests of this file side by side).
 Result<Scenario> WithNetwork(const std::string& network) {
-  std::string path = ::testing::TempDir() + "/scenario_network.toml";
+  std::string path = ::testing::TempDir() + "/" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                     ".scenario_network.toml";
   std::ofstream(path) << "name = \"net\"\n[data]\ndataset = \"synthetic\"\nclients = 4\n"
                          "[node.model]\narchitecture = \"linear\"\n"
                       << network;
