@@ -1,5 +1,6 @@
 #include "similarity/emd.h"
 
+#include <immintrin.h>
 #include <lemon/network_simplex.h>
 #include <lemon/static_graph.h>
 
@@ -10,6 +11,8 @@
 #include <mutex>
 #include <string>
 #include <utility>
+
+#include "similarity/assignment.h"
 
 namespace meshlearn::similarity {
 namespace {
@@ -54,45 +57,66 @@ Status CheckPair(const PointSet& a, const PointSet& b) {
   return Status::Ok();
 }
 
-// Writes out[i * n_b + j] = a_i · b_j for the rows of a (n_a × d, row-major) and b_t = b transposed
-// (d × n_b, row-major). Tiles of 4 rows of a by 8 columns of b keep 32 sums in registers over the
-// whole k loop, so the inner loop loads b_t once per 4 rows and stores nothing; the edges, where a
-// tile does not fit, sum in the same order (k ascending from 0.0), so every entry has the same bits
-// whichever path computed it.
-// Rationale for target_clones: the cost matrix is a large part of an exact EMD at n = 512
-// (DESIGN.md "Performance targets"); AVX2 doubles the vector width where the CPU has it, chosen at
-// load time, without -march flags. The clones do the same additions in the same order (ISO C++
-// mode does not contract to FMA), so every machine computes the same bits.
-__attribute__((target_clones("avx2", "default"))) void DotProducts(const double* a, size_t n_a,
-                                                                   const double* b_t, size_t n_b,
-                                                                   size_t d, double* out) {
-  constexpr size_t kRows = 4, kColumns = 8;
-  const size_t full_rows = n_a - n_a % kRows, full_columns = n_b - n_b % kColumns;
-  for (size_t i = 0; i < full_rows; i += kRows) {
-    for (size_t j = 0; j < full_columns; j += kColumns) {
-      double sums[kRows][kColumns] = {};
+// Writes out[i * n_b + j] = a_i · b_j for the rows of a (n_a × d, row-major) and b (n_b × d,
+// row-major): the n_a × n_b matrix product a bᵀ. Every entry is summed in the same order
+// (k ascending from 0.0, a multiply then an add, never fused), so every path below gives the same
+// bits on every machine.
+// Rationale for the AVX2 path: the cost matrix is a large part of an exact EMD at n = 512
+// (DESIGN.md "Performance targets"). GCC 12's vectoriser made the AVX2 clone of a plain tiled
+// loop more than ten times slower than its SSE2 build here; the explicit 4 × 8 kernel below
+// keeps its 32 sums in eight registers over the whole k loop and computes the product in under
+// 2 ms at n = 512, d = 115 (issue 19). It is chosen at run time, so no -march flag is needed.
+// a_i · b_j in the common order.
+double DotProduct(const double* a, size_t i, const double* b, size_t j, size_t d) {
+  double sum = 0;
+  for (size_t k = 0; k < d; ++k) sum += a[i * d + k] * b[j * d + k];
+  return sum;
+}
+
+// The 4 × 8 AVX2 tiles of the product for the first n_a − n_a % 4 rows and n_b − n_b % 8
+// columns; the rest is left to DotProduct(). `panels` holds b in blocks of 8 rows, each
+// block stored k-major (d × 8), so each k step loads 8 consecutive values.
+__attribute__((target("avx2"))) void DotProductsAvx2(const double* a, size_t n_a,
+                                                     const double* panels, size_t n_b, size_t d,
+                                                     double* out) {
+  const size_t full_rows = n_a - n_a % 4, full_columns = n_b - n_b % 8;
+  for (size_t j = 0; j < full_columns; j += 8) {
+    const double* panel = panels + j * d;
+    for (size_t i = 0; i < full_rows; i += 4) {
+      __m256d s[4][2];
+      for (auto& row : s) row[0] = row[1] = _mm256_setzero_pd();
+      const double* rows = a + i * d;
       for (size_t k = 0; k < d; ++k) {
-        const double* column = b_t + k * n_b + j;
-        for (size_t r = 0; r < kRows; ++r) {
-          const double x = a[(i + r) * d + k];
-          for (size_t c = 0; c < kColumns; ++c) sums[r][c] += x * column[c];
+        const __m256d low = _mm256_loadu_pd(panel + k * 8);
+        const __m256d high = _mm256_loadu_pd(panel + k * 8 + 4);
+        for (size_t r = 0; r < 4; ++r) {
+          const __m256d x = _mm256_broadcast_sd(rows + r * d + k);
+          s[r][0] = _mm256_add_pd(s[r][0], _mm256_mul_pd(x, low));
+          s[r][1] = _mm256_add_pd(s[r][1], _mm256_mul_pd(x, high));
         }
       }
-      for (size_t r = 0; r < kRows; ++r) {
-        for (size_t c = 0; c < kColumns; ++c) out[(i + r) * n_b + j + c] = sums[r][c];
+      for (size_t r = 0; r < 4; ++r) {
+        _mm256_storeu_pd(out + (i + r) * n_b + j, s[r][0]);
+        _mm256_storeu_pd(out + (i + r) * n_b + j + 4, s[r][1]);
       }
     }
   }
-  const auto edge = [&](size_t i, size_t j) {
-    double sum = 0;
-    for (size_t k = 0; k < d; ++k) sum += a[i * d + k] * b_t[k * n_b + j];
-    out[i * n_b + j] = sum;
-  };
-  for (size_t i = 0; i < full_rows; ++i) {
-    for (size_t j = full_columns; j < n_b; ++j) edge(i, j);
+}
+
+void DotProducts(const double* a, size_t n_a, const double* b, size_t n_b, size_t d, double* out) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const size_t full_rows = avx2 ? n_a - n_a % 4 : 0, full_columns = avx2 ? n_b - n_b % 8 : 0;
+  if (full_rows > 0 && full_columns > 0) {
+    std::vector<double> panels(full_columns * d);
+    for (size_t j = 0; j < full_columns; ++j) {
+      for (size_t k = 0; k < d; ++k) panels[(j / 8) * 8 * d + k * 8 + j % 8] = b[j * d + k];
+    }
+    DotProductsAvx2(a, n_a, panels.data(), n_b, d, out);
   }
-  for (size_t i = full_rows; i < n_a; ++i) {
-    for (size_t j = 0; j < n_b; ++j) edge(i, j);
+  for (size_t i = 0; i < n_a; ++i) {
+    for (size_t j = i < full_rows ? full_columns : 0; j < n_b; ++j) {
+      out[i * n_b + j] = DotProduct(a, i, b, j, d);
+    }
   }
 }
 
@@ -175,7 +199,14 @@ class TransportNetwork {
   std::unique_ptr<Simplex> simplex_;
 };
 
-// "exact": LEMON's network simplex on TransportNetwork.
+// "exact": for two sets of the same size, the optimal plan of uniform weights is a permutation
+// (Birkhoff–von Neumann: the plan is n × doubly stochastic, and its polytope's vertices are the
+// permutation matrices), so W is the least-cost assignment's cost over n, found by Jonker and
+// Volgenant's algorithm (similarity/assignment.h). Other sizes go to LEMON's network simplex on
+// TransportNetwork.
+// Rationale: the exchange measures sets of the same size whenever both sides embed the same
+// number of samples, and the assignment solver takes about a quarter of the network simplex's
+// time at n = 512 (issue 19; `meshlearn-bench --benchmark_filter=Emd`).
 // The network of the last shape is kept between calls. Rationale: building it touches ~16 MB at
 // 512 × 512 (fresh pages, a third of the solve time); the exchange computes EMD_ij and ref_i on
 // sets of the same size, so the second call and every later peer reuse it. Calls are serialised
@@ -187,6 +218,11 @@ class ExactEmdSolver final : public EmdSolver {
   Result<double> Distance(const PointSet& a, const PointSet& b) const override {
     Result<std::vector<double>> cost = CosineCostMatrix(a, b);
     if (!cost.ok()) return cost.status();
+    if (a.rows == b.rows) {
+      Result<Assignment> matching = MinCostAssignment(*cost, a.rows, b.rows);
+      if (!matching.ok()) return matching.status().WithContext("emd");
+      return std::max(0.0, matching->total_cost / static_cast<double>(a.rows));
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     if (network_ == nullptr || network_->rows_a() != a.rows || network_->rows_b() != b.rows) {
       network_.reset();  // free the old network before allocating the new one
@@ -289,13 +325,8 @@ Result<std::vector<double>> CosineCostMatrix(const PointSet& a, const PointSet& 
   Result<std::vector<double>> unit_b = UnitRows(b, "b");
   if (!unit_b.ok()) return unit_b.status();
   const size_t n_a = a.rows, n_b = b.rows, d = a.cols;
-  // b transposed (d × n_b), so the inner loop runs over contiguous j and vectorises.
-  std::vector<double> b_t(d * n_b);
-  for (size_t j = 0; j < n_b; ++j) {
-    for (size_t k = 0; k < d; ++k) b_t[k * n_b + j] = (*unit_b)[j * d + k];
-  }
   std::vector<double> cost(n_a * n_b);
-  DotProducts(unit_a->data(), n_a, b_t.data(), n_b, d, cost.data());
+  DotProducts(unit_a->data(), n_a, unit_b->data(), n_b, d, cost.data());
   for (double& c : cost) c = 1 - c;
   return cost;
 }

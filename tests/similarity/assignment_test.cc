@@ -1,4 +1,4 @@
-// The Hungarian method (similarity/assignment.h): hand-checked matrices, brute force over all
+// The assignment solver (similarity/assignment.h): hand-checked matrices, brute force over all
 // permutations, rectangular shapes and bad input.
 
 #include "similarity/assignment.h"
