@@ -38,6 +38,7 @@ void EmdExchange::OnRoundStart(int64_t round, TimePoint now, Actions& out) {
     for (const topology::PeerEntry& p : peers.Entries()) {
       if (peers.IsSamplable(p.id, now) && membership_.NonceOf(p.id)) queue_.push_back(p.id);
     }
+    started_at_ = now;
     node_.log.info("EMD exchange with {} peers", queue_.size());
   }
   SendRequests(now, out);
@@ -89,6 +90,7 @@ void EmdExchange::SendRequests(TimePoint now, Actions& out) {
                                 deadline + config_.round_deadline),
             pending, out);
       ++jobs_running_;
+      measuring_.insert(peer);
       out.push_back(
           StartOwnProjection{OwnProjectionJob{peer, seed, config_.max_samples, std::move(target)}});
       continue;
@@ -101,7 +103,9 @@ void EmdExchange::SendRequests(TimePoint now, Actions& out) {
     Pending pending{Kind::kEmbed, peer};
     pending.projection_seed = seed;
     Track(node_.requests.Open(Part::kEmd, *entry, std::move(request), deadline), pending, out);
+    measuring_.insert(peer);
   }
+  DecideWhenMeasured(now, out);  // peers that left the queue without a request
 }
 
 const topology::PeerEntry* EmdExchange::PickWitness(const std::string& peer, TimePoint now) {
@@ -141,6 +145,7 @@ void EmdExchange::OnReply(uint64_t request_id, const Result<Message>& reply,
         if (failure.ok())
           failure = Status::Malformed("EmbedRequest was not answered with EmbedReply");
         node_.log.warn("EMD exchange with {} failed: {}", pending.peer, failure.ToString());
+        AbandonMeasure(pending.peer, now, out);
         return;
       }
       ++jobs_running_;
@@ -179,6 +184,7 @@ void EmdExchange::OnReply(uint64_t request_id, const Result<Message>& reply,
       }
       if (!result) {
         node_.log.warn("witnessed EMD with {} failed: {}", pending.peer, failure.ToString());
+        AbandonMeasure(pending.peer, now, out);
         return;
       }
       CompleteMeasure(pending.peer, result->emd, pending.reference, reply->envelope.sender, now,
@@ -193,6 +199,7 @@ void EmdExchange::OnEmdDone(const EmdJob& job, const Result<EmdMeasure>& result,
   --jobs_running_;
   if (!result.ok()) {
     node_.log.warn("EMD with {} failed: {}", job.peer, result.status().ToString());
+    AbandonMeasure(job.peer, now, out);
     return;
   }
   CompleteMeasure(job.peer, result->emd, result->reference, "", now, out);
@@ -205,6 +212,7 @@ void EmdExchange::OnOwnProjectionDone(const OwnProjectionJob& job,
   if (!result.ok()) {
     node_.log.warn("could not project our rows for the EMD with {}: {}", job.peer,
                    result.status().ToString());
+    AbandonMeasure(job.peer, now, out);
     return;
   }
   WitnessRows rows;
@@ -223,15 +231,16 @@ void EmdExchange::OnOwnProjectionDone(const OwnProjectionJob& job,
 
 void EmdExchange::CompleteMeasure(const std::string& peer, double emd, double reference,
                                   const std::string& witness, TimePoint now, Actions& out) {
+  measuring_.erase(peer);
   EmdRow& row = rows_[peer];
   row.peer = peer;
   row.emd = emd;
   row.reference = reference;
   row.witness = witness;
-  row.accepted = similarity::AcceptPeer(emd, reference, config_.epsilon);
-  node_.log.info("EMD to {}: {:.4f} (reference {:.4f}{}{}): {}", peer, emd, reference,
-                 witness.empty() ? "" : ", witnessed by ", witness,
-                 *row.accepted ? "accepted" : "rejected");
+  row.measured_round = node_.requests.round() + 1;
+  row.measured_seconds = Seconds(now - started_at_);
+  node_.log.info("EMD to {}: {:.4f} (reference {:.4f}{}{})", peer, emd, reference,
+                 witness.empty() ? "" : ", witnessed by ", witness);
   if (config_.metric) {
     similarity::MetricInput input;
     input.exchanged_score = emd - reference;
@@ -241,13 +250,59 @@ void EmdExchange::CompleteMeasure(const std::string& peer, double emd, double re
     } else {
       node_.log.warn("EMD score of {} unusable: {}", peer, score.status().ToString());
     }
+    ApplyDecision(peer);  // the score goes to the sampler at once, whatever the decision
   }
+  if (config_.epsilon) {
+    Decide(peer, *config_.epsilon, now, out);
+  } else {
+    ++revision_;
+    DecideWhenMeasured(now, out);
+  }
+}
+
+void EmdExchange::AbandonMeasure(const std::string& peer, TimePoint now, Actions& out) {
+  measuring_.erase(peer);
+  DecideWhenMeasured(now, out);
+}
+
+void EmdExchange::DecideWhenMeasured(TimePoint now, Actions& out) {
+  if (config_.epsilon || !queue_.empty() || !measuring_.empty()) return;
+  // ref_i differs a little with each pair's projection; the floor takes its mean.
+  std::vector<double> excess;
+  double reference = 0;
+  for (const auto& [peer, row] : rows_) {
+    if (!row.emd) continue;
+    excess.push_back(*row.emd - *row.reference);
+    reference += *row.reference;
+  }
+  if (excess.empty()) return;
+  reference /= static_cast<double>(excess.size());
+  const double epsilon = similarity::AutomaticEpsilon(excess, reference);
+  node_.log.info("automatic epsilon {:.5f} over {} measured peers", epsilon, excess.size());
+  for (const auto& [peer, row] : rows_) {
+    if (row.emd) Decide(peer, epsilon, now, out);
+  }
+}
+
+void EmdExchange::Decide(const std::string& peer, double epsilon, TimePoint now, Actions& out) {
+  EmdRow& row = rows_[peer];
+  const bool accepted = similarity::AcceptPeer(*row.emd, *row.reference, epsilon);
+  const bool changed = row.accepted != accepted;
+  row.accepted = accepted;
+  row.epsilon = epsilon;
+  if (!changed) return;
+  node_.log.info("EMD to {}: excess {:.4f} against epsilon {:.4f}: {}", peer,
+                 *row.emd - *row.reference, epsilon, accepted ? "accepted" : "rejected");
   if (const topology::PeerEntry* entry = membership_.peers().Find(peer)) {
-    Track(node_.requests.Open(Part::kEmd, *entry, EmdDecision{*row.accepted, emd, reference},
+    Track(node_.requests.Open(Part::kEmd, *entry, EmdDecision{accepted, *row.emd, *row.reference},
                               now + config_.round_deadline),
           Pending{Kind::kDecision, peer}, out);
   }
-  ApplyDecision(peer);
+  if (config_.metric) {
+    ++revision_;  // the score reached the sampler with the measurement
+  } else {
+    ApplyDecision(peer);
+  }
 }
 
 void EmdExchange::ApplyDecision(const std::string& peer) {

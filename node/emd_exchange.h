@@ -17,8 +17,13 @@
 //   (node/emd_witness.h); j forwards it to i as its answer.
 //   Rationale: the paper's server, which never learns R, becomes a peer; the seed travels only
 //   between i and j.
-// - i accepts j when EMD_ij − ref_i < epsilon and sends j its decision (EmdDecision); the edge
-//   holds when both accept. Every change of a row bumps revision() (emd.csv follows it).
+// - i accepts j when EMD_ij − ref_i < ε and sends j its decision (EmdDecision); the edge holds
+//   when both accept. Every change of a row bumps revision() (emd.csv follows it).
+//   - A fixed ε (`epsilon` set): i decides each peer as soon as it has measured it.
+//   - Automatic ε (`epsilon` empty): i decides once the exchange it started has measured or given
+//     up on every queued peer, with ε = similarity::AutomaticEpsilon over the excess values of
+//     every peer it has measured, and sends each peer whose decision is new or changed.
+//     Rationale: the largest gap of a row needs the whole row.
 // - Scores: with `metric` the exchange scores j as s_ij = −max(0, EMD_ij − ref_i) (the `emd`
 //   metric) and sets it in the sampler at once; with `cluster_sampler` it sets +1 / −1 for a
 //   mutual / one-sided edge once both decisions are known. ScoreOf() hands the same s_ij to the
@@ -36,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,7 +60,7 @@ namespace meshlearn::node {
 // What the EMD exchange needs to know about its node ([emd] of the node config).
 struct EmdExchangeConfig {
   bool enabled = false;
-  double epsilon = 0.1;
+  std::optional<double> epsilon = 0.1;  // empty: automatic (see the specification)
   uint32_t max_samples = 512;
   int64_t refresh = 0;           // 0: once after round 0; R: also every R rounds
   int peers_per_round = 0;       // 0: every queued peer at once
@@ -73,7 +79,12 @@ struct EmdRow {
   std::optional<double> reference;    // ref_i
   std::optional<bool> accepted;       // our decision: EMD_ij - ref_i < epsilon
   std::optional<bool> peer_accepted;  // the peer's decision about us
-  std::string witness;                // the peer that measured emd (witness mode), else empty
+  std::optional<double> epsilon;      // the ε of our decision
+  // When our measurement completed: the round then in progress, and the seconds since the
+  // exchange started (the round start that queued the peer).
+  std::optional<int64_t> measured_round;
+  std::optional<double> measured_seconds;
+  std::string witness;  // the peer that measured emd (witness mode), else empty
   // The edge holds when both sides accept.
   bool mutual() const { return accepted.value_or(false) && peer_accepted.value_or(false); }
 };
@@ -142,9 +153,16 @@ class EmdExchange {
   bool Refused(InboundId inbound, const Envelope& env, TimePoint now, Actions& out);
   void SendRequests(TimePoint now, Actions& out);
   void Track(SendRequest request, Pending pending, Actions& out);
-  // Records i's measurement of `peer`, decides, and sends the decision to the peer.
+  // Records i's measurement of `peer`; with a fixed ε decides and sends the decision to the peer.
   void CompleteMeasure(const std::string& peer, double emd, double reference,
                        const std::string& witness, TimePoint now, Actions& out);
+  // The measurement of `peer` ended without a value.
+  void AbandonMeasure(const std::string& peer, TimePoint now, Actions& out);
+  // Automatic ε: once nothing is queued or being measured, decides every measured peer and sends
+  // the decisions that are new or changed.
+  void DecideWhenMeasured(TimePoint now, Actions& out);
+  // Sets our decision about `peer` with `epsilon`; sends it when it is new or changed.
+  void Decide(const std::string& peer, double epsilon, TimePoint now, Actions& out);
   void ApplyDecision(const std::string& peer);
   // A WitnessRows request to `witness`, with the hold limit as deadline.
   SendRequest RequestToWitness(const PeerInfo& witness, WitnessRows rows, TimePoint now);
@@ -162,6 +180,8 @@ class EmdExchange {
   std::map<std::string, EmdRow> rows_;    // by peer
   std::map<std::string, double> scores_;  // s_ij of the `emd` metric, by peer
   std::vector<std::string> queue_;        // peers still to exchange with
+  std::set<std::string> measuring_;       // peers whose measurement is under way
+  TimePoint started_at_{};                // when the peers were last queued
   int jobs_running_ = 0;                  // learner jobs of the requester and responder roles
   uint64_t revision_ = 0;
 };

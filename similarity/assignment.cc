@@ -1,5 +1,6 @@
 #include "similarity/assignment.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -239,9 +240,103 @@ class JonkerVolgenant {
   std::vector<int> previous_row_;
 };
 
-}  // namespace
+// The capacitated assignment (MinCostCapacitatedAssignment): n = k · m rows of an n × m row-major
+// matrix, each column taking k of them. Column potentials v ≤ 0 stay 0 until a column is full;
+// every matched row's column minimises its reduced cost c_ij − v_j (as in JonkerVolgenant).
+class CapacitatedAssignment {
+ public:
+  CapacitatedAssignment(const double* c, size_t n, size_t m, size_t k)
+      : c_(c), n_(n), m_(m), k_(k), column_of_row_(n, -1), rows_of_column_(m), v_(m, 0.0) {}
 
-Result<Assignment> MinCostAssignment(std::span<const double> cost, size_t rows, size_t cols) {
+  Result<std::vector<int>> Solve() {
+    // With v = 0 a row may take its cheapest column while it has room.
+    std::vector<size_t> waiting;
+    for (size_t i = 0; i < n_; ++i) {
+      const double* row = c_ + i * m_;
+      const size_t cheapest = static_cast<size_t>(std::min_element(row, row + m_) - row);
+      if (rows_of_column_[cheapest].size() < k_) {
+        Place(i, cheapest);
+      } else {
+        waiting.push_back(i);
+      }
+    }
+    for (size_t i : waiting) MESHLEARN_RETURN_IF_ERROR(Augment(i));
+    return std::move(column_of_row_);
+  }
+
+ private:
+  double at(size_t i, size_t j) const { return c_[i * m_ + j]; }
+
+  void Place(size_t row, size_t column) {
+    column_of_row_[row] = static_cast<int>(column);
+    rows_of_column_[column].push_back(static_cast<int>(row));
+  }
+
+  // Places the unmatched row `start` by a shortest augmenting path: Dijkstra over the columns,
+  // where reaching a full column j at distance μ leads on through each of its rows r to every
+  // column j' at μ + (c_rj' − v_j') − (c_rj − v_j).
+  Status Augment(size_t start) {
+    distance_.assign(m_, 0.0);
+    previous_row_.assign(m_, static_cast<int>(start));
+    ready_.assign(m_, 0);
+    scanned_.clear();
+    for (size_t j = 0; j < m_; ++j) distance_[j] = at(start, j) - v_[j];
+    size_t end = m_;
+    double minimum = 0;
+    while (end == m_) {
+      size_t next = m_;
+      for (size_t j = 0; j < m_; ++j) {
+        if (!ready_[j] && (next == m_ || distance_[j] < distance_[next])) next = j;
+      }
+      if (next == m_) return Status::Internal("assignment: no augmenting path found");
+      minimum = distance_[next];
+      if (rows_of_column_[next].size() < k_) {
+        end = next;
+        break;
+      }
+      ready_[next] = 1;
+      scanned_.push_back(next);
+      for (int r : rows_of_column_[next]) {
+        const auto row = static_cast<size_t>(r);
+        const double offset = minimum - (at(row, next) - v_[next]);
+        for (size_t j = 0; j < m_; ++j) {
+          if (ready_[j]) continue;
+          const double d = at(row, j) - v_[j] + offset;
+          if (d < distance_[j]) {
+            distance_[j] = d;
+            previous_row_[j] = r;
+          }
+        }
+      }
+    }
+    for (size_t j : scanned_) v_[j] += distance_[j] - minimum;
+    // Along the path each row moves to the column that led to it; the first row is `start`.
+    size_t column = end;
+    for (;;) {
+      const auto row = static_cast<size_t>(previous_row_[column]);
+      const int left = column_of_row_[row];
+      Place(row, column);
+      if (row == start) break;
+      std::vector<int>& old = rows_of_column_[static_cast<size_t>(left)];
+      old.erase(std::find(old.begin(), old.end(), static_cast<int>(row)));
+      column = static_cast<size_t>(left);
+    }
+    return Status::Ok();
+  }
+
+  const double* c_;
+  size_t n_, m_, k_;
+  std::vector<int> column_of_row_;
+  std::vector<std::vector<int>> rows_of_column_;
+  std::vector<double> v_;
+  std::vector<double> distance_;  // scratch of Augment()
+  std::vector<int> previous_row_;
+  std::vector<char> ready_;
+  std::vector<size_t> scanned_;
+};
+
+// The input checks shared by both entry points (header specification).
+Status CheckCosts(std::span<const double> cost, size_t rows, size_t cols) {
   if (rows == 0 || cols == 0) {
     return Status::InvalidArgument("assignment: empty cost matrix (" + std::to_string(rows) +
                                    " x " + std::to_string(cols) + ")");
@@ -264,6 +359,13 @@ Result<Assignment> MinCostAssignment(std::span<const double> cost, size_t rows, 
                                      std::to_string(k / cols));
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Assignment> MinCostAssignment(std::span<const double> cost, size_t rows, size_t cols) {
+  MESHLEARN_RETURN_IF_ERROR(CheckCosts(cost, rows, cols));
   Assignment result;
   if (rows <= cols) {
     auto matched = JonkerVolgenant(cost.data(), rows, cols).Solve();
@@ -283,6 +385,22 @@ Result<Assignment> MinCostAssignment(std::span<const double> cost, size_t rows, 
   for (size_t i = 0; i < rows; ++i) {
     if (result.column_of_row[i] >= 0) result.total_cost += cost[i * cols + result.column_of_row[i]];
   }
+  return result;
+}
+
+Result<Assignment> MinCostCapacitatedAssignment(std::span<const double> cost, size_t rows,
+                                                size_t cols, size_t capacity) {
+  MESHLEARN_RETURN_IF_ERROR(CheckCosts(cost, rows, cols));
+  if (capacity == 0 || rows != capacity * cols) {
+    return Status::InvalidArgument("assignment: " + std::to_string(rows) + " rows cannot fill " +
+                                   std::to_string(cols) + " columns of capacity " +
+                                   std::to_string(capacity) + " exactly");
+  }
+  Assignment result;
+  auto matched = CapacitatedAssignment(cost.data(), rows, cols, capacity).Solve();
+  if (!matched.ok()) return matched.status();
+  result.column_of_row = std::move(matched).value();
+  for (size_t i = 0; i < rows; ++i) result.total_cost += cost[i * cols + result.column_of_row[i]];
   return result;
 }
 

@@ -58,4 +58,18 @@ struct Assignment {
 // specification, or kInvalidArgument / kNonFinite / kTooMany for bad input.
 Result<Assignment> MinCostAssignment(std::span<const double> cost, size_t rows, size_t cols);
 
+// The assignment with column capacities: every row goes to one column and each column takes
+// exactly `capacity` rows, rows = capacity · cols (capacity ≥ 1), at the least total cost. This is
+// the transportation problem between rows of mass 1/rows and columns of mass 1/cols (an optimal
+// transport plan between uniform sets whose sizes divide, similarity/emd.h); its optimal flow is
+// integral. Returns column_of_row (every row matched) and the total; the same input errors as
+// MinCostAssignment, and kInvalidArgument when rows ≠ capacity · cols.
+// The algorithm: rows take their cheapest column while it has room, then every row left is placed
+// by a shortest augmenting path over reduced costs (Dijkstra over the columns; a full column is
+// crossed through any of its rows), as in MinCostAssignment. Rationale: the exchange's EMD between
+// 500 training and 100 validation rows took the network simplex 150 times the time of a 100 × 100
+// assignment (issue 19).
+Result<Assignment> MinCostCapacitatedAssignment(std::span<const double> cost, size_t rows,
+                                                size_t cols, size_t capacity);
+
 }  // namespace meshlearn::similarity

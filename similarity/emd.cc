@@ -202,11 +202,13 @@ class TransportNetwork {
 // "exact": for two sets of the same size, the optimal plan of uniform weights is a permutation
 // (Birkhoff–von Neumann: the plan is n × doubly stochastic, and its polytope's vertices are the
 // permutation matrices), so W is the least-cost assignment's cost over n, found by Jonker and
-// Volgenant's algorithm (similarity/assignment.h). Other sizes go to LEMON's network simplex on
+// Volgenant's algorithm (similarity/assignment.h). When one size divides the other (n = k · m),
+// the optimal flow is integral too: each of the n points goes whole to one of the m, each of which
+// takes k, a capacitated assignment. Other sizes go to LEMON's network simplex on
 // TransportNetwork.
-// Rationale: the exchange measures sets of the same size whenever both sides embed the same
-// number of samples, and the assignment solver takes about a quarter of the network simplex's
-// time at n = 512 (issue 19; `meshlearn-bench --benchmark_filter=Emd`).
+// Rationale: the exchange measures sets whose sizes divide (similarity/emd.h, node/learner.h),
+// and the assignment solvers take a fraction of the network simplex's time (issue 19:
+// `meshlearn-bench --benchmark_filter=Emd`).
 // The network of the last shape is kept between calls. Rationale: building it touches ~16 MB at
 // 512 × 512 (fresh pages, a third of the solve time); the exchange computes EMD_ij and ref_i on
 // sets of the same size, so the second call and every later peer reuse it. Calls are serialised
@@ -222,6 +224,23 @@ class ExactEmdSolver final : public EmdSolver {
       Result<Assignment> matching = MinCostAssignment(*cost, a.rows, b.rows);
       if (!matching.ok()) return matching.status().WithContext("emd");
       return std::max(0.0, matching->total_cost / static_cast<double>(a.rows));
+    }
+    if (a.rows % b.rows == 0 || b.rows % a.rows == 0) {
+      // Each point of the larger set carries 1/n of the mass; each of the smaller set takes the
+      // mass of n / n_small of them.
+      const bool a_larger = a.rows > b.rows;
+      const size_t large = a_larger ? a.rows : b.rows, small = a_larger ? b.rows : a.rows;
+      std::vector<double> transposed;
+      if (!a_larger) {
+        transposed.resize(cost->size());
+        for (size_t i = 0; i < a.rows; ++i) {
+          for (size_t j = 0; j < b.rows; ++j) transposed[j * a.rows + i] = (*cost)[i * b.rows + j];
+        }
+      }
+      Result<Assignment> matching =
+          MinCostCapacitatedAssignment(a_larger ? *cost : transposed, large, small, large / small);
+      if (!matching.ok()) return matching.status().WithContext("emd");
+      return std::max(0.0, matching->total_cost / static_cast<double>(large));
     }
     std::lock_guard<std::mutex> lock(mutex_);
     if (network_ == nullptr || network_->rows_a() != a.rows || network_->rows_b() != b.rows) {

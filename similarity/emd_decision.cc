@@ -2,11 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 namespace meshlearn::similarity {
 
 bool AcceptPeer(double emd_ij, double reference_i, double epsilon) {
   return emd_ij - reference_i < epsilon;
+}
+
+double AutomaticEpsilon(std::span<const double> excess, double reference_i) {
+  std::vector<double> sorted;
+  for (double x : excess) {
+    if (std::isfinite(x)) sorted.push_back(x);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  double epsilon = -std::numeric_limits<double>::infinity(), widest = -1;
+  for (size_t k = 0; k + 1 < sorted.size(); ++k) {
+    if (sorted[k + 1] - sorted[k] > widest) {
+      widest = sorted[k + 1] - sorted[k];
+      epsilon = (sorted[k] + sorted[k + 1]) / 2;
+    }
+  }
+  const double floor = std::isfinite(reference_i) ? kAutomaticEpsilonFloor * reference_i : 0.0;
+  return std::max(epsilon, floor);
 }
 
 double EmdScore(double excess) { return -std::max(0.0, excess); }

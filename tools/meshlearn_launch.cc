@@ -149,12 +149,14 @@ int main(int argc, char** argv) {
                    heatmap.ToString().c_str());
     }
     summaries.push_back(launch::Summarize(*run, *partition));
-    auto ari = launch::WriteEmdMatrix(*run, *partition);
-    if (!ari.ok()) {
+    auto exchange = launch::WriteEmdMatrix(*run, *partition);
+    if (!exchange.ok()) {
       std::fprintf(stderr, "meshlearn-launch: EMD matrix of '%s': %s\n", method.name.c_str(),
-                   ari.status().ToString().c_str());
-    } else {
-      summaries.back().ari = *ari;
+                   exchange.status().ToString().c_str());
+    } else if (*exchange) {
+      summaries.back().ari = (*exchange)->ari;
+      summaries.back().exchange_seconds = (*exchange)->seconds;
+      summaries.back().exchange_rounds = (*exchange)->rounds;
     }
     auto policy = launch::ReadPolicyClusters(*run, *partition);
     if (!policy.ok()) {

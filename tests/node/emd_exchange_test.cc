@@ -100,6 +100,48 @@ TEST(EmdExchange, MutualAcceptanceMakesTheEdgeAndTheClusterSamplerUsesOnlyIt) {
   EXPECT_DOUBLE_EQ(m->sampler().Find("b")->probability, 0.0);
 }
 
+TEST(EmdExchange, AutomaticEpsilonDecidesEveryPeerOnceAllAreMeasured) {
+  auto config = MachineConfig("me", kPeers, 5);  // peers a, b, c
+  config.emd.enabled = true;
+  config.emd.cluster_sampler = true;
+  config.emd.epsilon = std::nullopt;
+  config.membership.nonce = config.emd.nonce = 1000;
+  auto m = MakeMachine(config, topology::SamplerKind::kEmdCluster);
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  std::map<std::string, uint64_t> request_of;
+  for (const auto& r : All<SendRequest>(m->OnComputeDone(Outcome(0), t0))) {
+    if (std::holds_alternative<EmbedRequest>(r.message.body)) request_of[r.peer] = r.request_id;
+  }
+  ASSERT_EQ(request_of.size(), 3u);
+  EmbedReply reply;
+  reply.rows = 1;
+  reply.cols = 2;
+  reply.embeddings = FloatArray::Own({1, 0});
+  const auto measure = [&](const std::string& peer, double emd) {
+    auto jobs = All<StartEmd>(m->OnReply(request_of[peer], From(peer, 1, reply), t0));
+    EXPECT_EQ(jobs.size(), 1u);
+    return All<SendRequest>(m->OnEmdDone(jobs[0].job, EmdMeasure{emd, 0.03}, t0));
+  };
+  // a is close (excess 0.001) and b far (0.02): no decision while c is still outstanding.
+  EXPECT_TRUE(measure("a", 0.031).empty());
+  EXPECT_TRUE(measure("b", 0.05).empty());
+  EXPECT_FALSE(m->EmdRows()[0].accepted.has_value());
+  // c fails: a and b are decided at once, epsilon in the gap (0.001 + 0.02) / 2.
+  auto decisions = All<SendRequest>(
+      m->OnReply(request_of["c"], Result<Message>(Status::Timeout("no reply")), t0));
+  ASSERT_EQ(decisions.size(), 2u);
+  for (const SendRequest& d : decisions) {
+    EXPECT_EQ(std::get<EmdDecision>(d.message.body).accepted, d.peer == "a") << d.peer;
+  }
+  std::vector<EmdRow> rows = m->EmdRows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(*rows[0].accepted);
+  EXPECT_FALSE(*rows[1].accepted);
+  EXPECT_NEAR(*rows[0].epsilon, 0.0105, 1e-12);
+  EXPECT_NEAR(*rows[1].epsilon, 0.0105, 1e-12);
+}
+
 TEST(EmdExchange, FinishedNodeLingersOnlyWhileItsExchangeIsInFlight) {
   auto config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}, 0);
   config.emd.enabled = true;

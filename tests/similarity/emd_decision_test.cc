@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 namespace meshlearn::similarity {
 namespace {
@@ -24,6 +25,28 @@ TEST(AcceptPeerTest, NanRejects) {
   EXPECT_FALSE(AcceptPeer(NAN, 0.1));
   EXPECT_FALSE(AcceptPeer(0.1, NAN));
   EXPECT_FALSE(AcceptPeer(0.1, 0.1, NAN));
+}
+
+TEST(AutomaticEpsilonTest, SitsInTheLargestGapOfTheSortedExcess) {
+  // Three peers near 0 (one cluster), three far: the largest gap is 0.003 -> 0.012.
+  const std::vector<double> excess = {0.012, -0.001, 0.003, 0.015, 0.001, 0.020};
+  EXPECT_DOUBLE_EQ(AutomaticEpsilon(excess, 0.01), (0.003 + 0.012) / 2);
+  // The gap does not depend on the order nor on the scale of the values.
+  const std::vector<double> scaled = {0.12, 0.03, 0.15, 0.20, -0.01, 0.01};
+  EXPECT_DOUBLE_EQ(AutomaticEpsilon(scaled, 0.1), (0.03 + 0.12) / 2);
+  // Non-finite values are left out.
+  const std::vector<double> with_nan = {0.012, NAN, 0.003, INFINITY, 0.001};
+  EXPECT_DOUBLE_EQ(AutomaticEpsilon(with_nan, 0.01), (0.003 + 0.012) / 2);
+}
+
+TEST(AutomaticEpsilonTest, TheFloorKeepsARowOfOneDistributionWhole) {
+  // Noise only: the largest gap (0.001 -> 0.003) lies below the floor 0.25 * 0.02 = 0.005.
+  const std::vector<double> noise = {0.001, 0.003, 0.0035, -0.0005};
+  EXPECT_DOUBLE_EQ(AutomaticEpsilon(noise, 0.02), kAutomaticEpsilonFloor * 0.02);
+  for (double x : noise) EXPECT_TRUE(AcceptPeer(x, 0, AutomaticEpsilon(noise, 0.02)));
+  // Fewer than two values have no gap: the floor.
+  EXPECT_DOUBLE_EQ(AutomaticEpsilon(std::vector<double>{0.5}, 0.02), 0.005);
+  EXPECT_DOUBLE_EQ(AutomaticEpsilon(std::vector<double>{}, 0.02), 0.005);
 }
 
 TEST(EmdScoreTest, IsMinusThePositiveExcess) {

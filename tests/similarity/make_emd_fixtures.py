@@ -31,6 +31,10 @@ CASES = [
     # validation-set size, and a cloud of repeated points, whose costs tie by the hundred.
     ("equal_n100_d115", 100, 100, 115, 0.1, None),
     ("equal_repeated", 60, 60, 4, 0.0, "repeat"),
+    # One size divides the other: the capacitated assignment, either way round (the exchange's
+    # 500 training rows against 100 validation rows of 58 projected columns).
+    ("divisible_500_100", 500, 100, 58, 0.1, None),
+    ("divisible_100_300", 100, 300, 16, 0.2, None),
 ]
 
 

@@ -26,6 +26,13 @@ std::string Fixed(double value, int digits) {
   return text;
 }
 
+// "first-last" (or "r" for a single round) of an exchange's rounds.
+std::string ExchangeRounds(const std::pair<int64_t, int64_t>& rounds) {
+  return rounds.first == rounds.second
+             ? std::to_string(rounds.first)
+             : std::to_string(rounds.first) + "-" + std::to_string(rounds.second);
+}
+
 }  // namespace
 
 MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
@@ -85,7 +92,7 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   csv << "method,metric";
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
-         "peak_pss_mib_max,ari,cluster_round,attackers\n";
+         "peak_pss_mib_max,ari,cluster_round,attackers,exchange_s,exchange_rounds\n";
   for (const MethodSummary& s : summaries) {
     csv << '"' << s.name << "\"," << s.metric;
     for (double v : s.per_cluster) csv << ',' << v;
@@ -95,7 +102,11 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
     if (s.ari) csv << *s.ari;
     csv << ',';
     if (s.cluster_round) csv << *s.cluster_round;
-    csv << ',' << s.attackers << '\n';
+    csv << ',' << s.attackers << ',';
+    if (s.exchange_seconds) csv << *s.exchange_seconds;
+    csv << ',';
+    if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
+    csv << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -122,6 +133,10 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
   bool any_round = std::any_of(summaries.begin(), summaries.end(),
                                [](const MethodSummary& s) { return s.cluster_round.has_value(); });
   if (any_round) out << pad("clustered@", 12);
+  bool any_exchange = std::any_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
+    return s.exchange_seconds.has_value();
+  });
+  if (any_exchange) out << pad("exchange", 18);
   out << "\n";
   for (const MethodSummary& s : summaries) {
     out << s.name << std::string(name_width - s.name.size(), ' ');
@@ -130,6 +145,12 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
         << pad(Fixed(s.wall_seconds, 0) + "s", 8) << pad(Fixed(100 * s.overhead, 1) + "%", 10);
     if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
     if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
+    if (any_exchange) {
+      out << pad(s.exchange_seconds ? Fixed(*s.exchange_seconds, 1) + "s rounds " +
+                                          ExchangeRounds(*s.exchange_rounds)
+                                    : "-",
+                 18);
+    }
     if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
     if (s.attackers) out << "  (" << s.attackers << " attackers not counted)";
     out << "\n";
@@ -151,7 +172,9 @@ Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std:
   return plot::RenderHeatmapPng(ordered, run.dir + "/heatmap.png", options);
 }
 
-Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partition& partition) {
+Result<std::optional<ExchangeFigures>> WriteEmdMatrix(const MethodRun& run,
+                                                      const Partition& partition) {
+  ExchangeFigures figures;
   size_t n = partition.ids.size();
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < n; ++i) index[partition.ids[i]] = i;
@@ -175,9 +198,18 @@ Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partiti
       size_t j = index[cells[0]];
       if (!cells[1].empty()) matrix.values[i * n + j] = std::strtod(cells[1].c_str(), nullptr);
       accepted[i][j] = cells[5] == "1";
+      // measured_round, measured_s (columns 9 and 10; absent in files of older nodes).
+      if (cells.size() >= 10 && !cells[8].empty() && !cells[9].empty()) {
+        const int64_t round = std::strtoll(cells[8].c_str(), nullptr, 10);
+        const double seconds = std::strtod(cells[9].c_str(), nullptr);
+        figures.seconds = std::max(figures.seconds.value_or(0.0), seconds);
+        figures.rounds = figures.rounds ? std::make_pair(std::min(figures.rounds->first, round),
+                                                         std::max(figures.rounds->second, round))
+                                        : std::make_pair(round, round);
+      }
     }
   }
-  if (!any) return std::optional<double>();
+  if (!any) return std::optional<ExchangeFigures>();
   std::map<std::string, int> clusters;
   for (size_t i = 0; i < n; ++i) clusters[partition.ids[i]] = partition.clusters[i];
   plot::LabeledMatrix ordered = plot::OrderByClusters(matrix, clusters);
@@ -190,7 +222,8 @@ Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partiti
   options.clusters = &clusters;
   MESHLEARN_RETURN_IF_ERROR(plot::RenderHeatmapPng(ordered, run.dir + "/emd_matrix.png", options));
   std::vector<int> found = similarity::ClustersFromNeighbourhoods(accepted);
-  return std::optional<double>(similarity::AdjustedRandIndex(partition.clusters, found));
+  figures.ari = similarity::AdjustedRandIndex(partition.clusters, found);
+  return std::optional<ExchangeFigures>(figures);
 }
 
 Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
@@ -276,7 +309,8 @@ double RealOverCompute(const sim::SimulationReport& r) {
 Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>& runs) {
   std::ostringstream csv;
   csv << "method,simulated_s,real_s,events,events_per_s,messages,jobs,compute_s,threads,"
-         "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node\n";
+         "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node,"
+         "exchange_compute_s\n";
   for (const MethodRun& run : runs) {
     if (!run.simulation) continue;
     const sim::SimulationReport& r = *run.simulation;
@@ -285,7 +319,7 @@ Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>&
         << r.events << ',' << (r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ','
         << r.messages << ',' << r.jobs << ',' << r.compute_seconds << ',' << r.threads << ','
         << RealOverCompute(r) << ',' << run.nodes.size() << ',' << run.simulation_peak_rss_mib
-        << ',' << run.simulation_peak_rss_mib / nodes << '\n';
+        << ',' << run.simulation_peak_rss_mib / nodes << ',' << r.exchange_compute_seconds << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -302,7 +336,13 @@ std::string DescribeSimulation(const MethodRun& run) {
                 r.real_seconds > 0 ? r.events / r.real_seconds / 1000 : 0.0,
                 run.simulation_peak_rss_mib,
                 run.simulation_peak_rss_mib / std::max<size_t>(run.nodes.size(), 1));
-  return text;
+  std::string line = text;
+  if (r.exchange_compute_seconds > 0) {
+    std::snprintf(text, sizeof(text), "; the EMD exchange's jobs took %.1f s of the %.1f s compute",
+                  r.exchange_compute_seconds, r.compute_seconds);
+    line += text;
+  }
+  return line;
 }
 
 }  // namespace meshlearn::launch

@@ -2,8 +2,10 @@
 // Results of a launcher run: the paper-style table (file 004, Tables 2/3), summary.csv, the
 // per-method heatmaps and the curves picture.
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -27,6 +29,18 @@ struct MethodSummary {
   double peak_pss_mib_max = 0;   // process mode: largest node; in-process: the whole process
   std::optional<double> ari;     // EMD exchange or clustering policy: ARI of the found clusters
   std::optional<double> cluster_round;  // clustering policy: mean round the nodes last clustered
+  // EMD exchange: the longest time a node took from the start of its exchange to its last
+  // measurement, and the first and last round in which measurements completed.
+  std::optional<double> exchange_seconds;
+  std::optional<std::pair<int64_t, int64_t>> exchange_rounds;
+};
+
+// What the nodes of a run found and recorded in the EMD exchange (WriteEmdMatrix).
+struct ExchangeFigures {
+  double ari = 0;  // of the clusters found as identical mutual neighbourhoods
+  // Over every measurement of every node (emd.csv measured_s and measured_round), when recorded.
+  std::optional<double> seconds;
+  std::optional<std::pair<int64_t, int64_t>> rounds;
 };
 
 // What the clustering policies (samplers louvain and temperature) found.
@@ -54,8 +68,10 @@ Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std:
 // When the nodes of `run` wrote emd.csv: writes "<run.dir>/emd_matrix.csv" (entry (i, j) =
 // EMD_ij, empty when not measured) and emd_matrix.png, finds clusters as identical mutual
 // neighbourhoods (file 000; DESIGN.md "EMD embedding exchange", step 5) and returns the adjusted
-// Rand index against the ground truth. Returns nullopt when no node took part in the exchange.
-Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partition& partition);
+// Rand index against the ground truth, with how long the exchange ran and in which rounds.
+// Returns nullopt when no node took part in the exchange.
+Result<std::optional<ExchangeFigures>> WriteEmdMatrix(const MethodRun& run,
+                                                      const Partition& partition);
 
 // When nodes of `run` wrote cluster.csv (samplers louvain and temperature): each node's final
 // partition of the peers it clustered is scored by ARI against their true clusters (issue 9: "ARI
