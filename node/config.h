@@ -105,8 +105,8 @@ struct NodeConfig {
 
   // [emd]: the EMD embedding exchange (DESIGN.md "EMD embedding exchange").
   bool emd_enabled = false;
-  // Accept j when EMD_ij - ref_i < epsilon; empty ("auto"): each node chooses its epsilon from
-  // its measurements (similarity::AutomaticEpsilon).
+  // Accept j when EMD_ij - ref_i < epsilon; empty ("auto"): each node decides with the automatic
+  // rule over its measurements (similarity::AutomaticThreshold).
   std::optional<double> emd_epsilon;
   similarity::EmdSolverKind emd_solver = similarity::EmdSolverKind::kExact;
   int emd_max_samples = 512;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 namespace meshlearn::similarity {
@@ -11,21 +10,20 @@ bool AcceptPeer(double emd_ij, double reference_i, double epsilon) {
   return emd_ij - reference_i < epsilon;
 }
 
-double AutomaticEpsilon(std::span<const double> excess, double reference_i) {
-  std::vector<double> sorted;
-  for (double x : excess) {
-    if (std::isfinite(x)) sorted.push_back(x);
+double AutomaticThreshold(std::span<const double> ratios) {
+  std::vector<double> logs;
+  for (double r : ratios) {
+    if (std::isfinite(r) && r > 0) logs.push_back(std::log(r));
   }
-  std::sort(sorted.begin(), sorted.end());
-  double epsilon = -std::numeric_limits<double>::infinity(), widest = -1;
-  for (size_t k = 0; k + 1 < sorted.size(); ++k) {
-    if (sorted[k + 1] - sorted[k] > widest) {
-      widest = sorted[k + 1] - sorted[k];
-      epsilon = (sorted[k] + sorted[k + 1]) / 2;
+  std::sort(logs.begin(), logs.end());
+  double threshold = 0, widest = -1;
+  for (size_t k = 0; k + 1 < logs.size(); ++k) {
+    if (logs[k + 1] - logs[k] > widest) {
+      widest = logs[k + 1] - logs[k];
+      threshold = std::exp((logs[k] + logs[k + 1]) / 2);
     }
   }
-  const double floor = std::isfinite(reference_i) ? kAutomaticEpsilonFloor * reference_i : 0.0;
-  return std::max(epsilon, floor);
+  return std::max(threshold, kAutomaticRatioFloor);
 }
 
 double EmdScore(double excess) { return -std::max(0.0, excess); }

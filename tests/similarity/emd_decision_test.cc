@@ -27,26 +27,28 @@ TEST(AcceptPeerTest, NanRejects) {
   EXPECT_FALSE(AcceptPeer(0.1, 0.1, NAN));
 }
 
-TEST(AutomaticEpsilonTest, SitsInTheLargestGapOfTheSortedExcess) {
-  // Three peers near 0 (one cluster), three far: the largest gap is 0.003 -> 0.012.
-  const std::vector<double> excess = {0.012, -0.001, 0.003, 0.015, 0.001, 0.020};
-  EXPECT_DOUBLE_EQ(AutomaticEpsilon(excess, 0.01), (0.003 + 0.012) / 2);
-  // The gap does not depend on the order nor on the scale of the values.
-  const std::vector<double> scaled = {0.12, 0.03, 0.15, 0.20, -0.01, 0.01};
-  EXPECT_DOUBLE_EQ(AutomaticEpsilon(scaled, 0.1), (0.03 + 0.12) / 2);
-  // Non-finite values are left out.
-  const std::vector<double> with_nan = {0.012, NAN, 0.003, INFINITY, 0.001};
-  EXPECT_DOUBLE_EQ(AutomaticEpsilon(with_nan, 0.01), (0.003 + 0.012) / 2);
+TEST(AutomaticThresholdTest, SitsInTheLargestGapOfTheSortedLogRatios) {
+  // Three peers near rho = 1 (one cluster), then clusters at 2.0-2.4 and 4.0-4.4: on a linear
+  // scale the widest gap (2.4 -> 4.0) would cut off the far cluster; on the log scale the widest
+  // is 1.1 -> 2.0, the own cluster's.
+  const std::vector<double> ratios = {2.0, 0.9, 4.4, 1.1, 2.4, 1.0, 4.0};
+  EXPECT_NEAR(AutomaticThreshold(ratios), std::sqrt(1.1 * 2.0), 1e-12);
+  // The threshold scales with the ratios, and order does not matter.
+  const std::vector<double> scaled = {8.8, 2.0, 4.0, 2.2, 1.8, 4.8, 8.0};
+  EXPECT_NEAR(AutomaticThreshold(scaled), std::sqrt(2.2 * 4.0), 1e-12);
+  // Non-finite and non-positive values are left out.
+  const std::vector<double> with_bad = {2.0, NAN, 0.9, INFINITY, 1.1, 0.0, -3.0};
+  EXPECT_NEAR(AutomaticThreshold(with_bad), std::sqrt(1.1 * 2.0), 1e-12);
 }
 
-TEST(AutomaticEpsilonTest, TheFloorKeepsARowOfOneDistributionWhole) {
-  // Noise only: the largest gap (0.001 -> 0.003) lies below the floor 0.25 * 0.02 = 0.005.
-  const std::vector<double> noise = {0.001, 0.003, 0.0035, -0.0005};
-  EXPECT_DOUBLE_EQ(AutomaticEpsilon(noise, 0.02), kAutomaticEpsilonFloor * 0.02);
-  for (double x : noise) EXPECT_TRUE(AcceptPeer(x, 0, AutomaticEpsilon(noise, 0.02)));
+TEST(AutomaticThresholdTest, TheFloorKeepsARowOfOneDistributionWhole) {
+  // Noise only: the widest log gap (0.8 -> 1.05) lies below the floor.
+  const std::vector<double> noise = {0.8, 1.05, 1.1, 1.2};
+  EXPECT_DOUBLE_EQ(AutomaticThreshold(noise), kAutomaticRatioFloor);
+  for (double r : noise) EXPECT_LT(r, AutomaticThreshold(noise));
   // Fewer than two values have no gap: the floor.
-  EXPECT_DOUBLE_EQ(AutomaticEpsilon(std::vector<double>{0.5}, 0.02), 0.005);
-  EXPECT_DOUBLE_EQ(AutomaticEpsilon(std::vector<double>{}, 0.02), 0.005);
+  EXPECT_DOUBLE_EQ(AutomaticThreshold(std::vector<double>{3.0}), kAutomaticRatioFloor);
+  EXPECT_DOUBLE_EQ(AutomaticThreshold(std::vector<double>{}), kAutomaticRatioFloor);
 }
 
 TEST(EmdScoreTest, IsMinusThePositiveExcess) {
