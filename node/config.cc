@@ -7,8 +7,11 @@
 
 #include <toml++/toml.h>
 
+#include "node/config_toml.h"
 #include "node/curve_keys.h"
+#include "node/endpoint.h"
 #include "node/toml_reader.h"
+#include "protocol/wire_text.h"
 
 namespace meshlearn::node {
 namespace {
@@ -35,23 +38,29 @@ constexpr NamedValue<AttackKind> kAttackKinds[] = {{"none", AttackKind::kNone},
                                                    {"sign_flip", AttackKind::kSignFlip},
                                                    {"noise", AttackKind::kNoise}};
 
-// kInvalidArgument unless `endpoint` reads "tcp://<host>:<port>".
-Status CheckEndpoint(const std::string& file, const std::string& key, const std::string& endpoint) {
-  const std::string prefix = "tcp://";
-  size_t colon = endpoint.rfind(':');
-  bool ok = endpoint.rfind(prefix, 0) == 0 && colon != std::string::npos && colon > prefix.size() &&
-            colon + 1 < endpoint.size();
-  if (ok) {
-    std::string port = endpoint.substr(colon + 1);
-    ok = port == "*" || (port.find_first_not_of("0123456789") == std::string::npos &&
-                         port.size() <= 5 && std::stoi(port) <= 65535);
-  }
-  if (!ok) {
-    return Status::InvalidArgument(file + ": '" + key + "' = \"" + endpoint +
-                                   "\" must look like \"tcp://<ip>:<port>\", e.g. "
-                                   "\"tcp://127.0.0.1:5555\"");
-  }
-  return Status::Ok();
+// Reads the endpoint `key` of `t` into `out` (`required`: refuse a missing key); it must pass
+// CheckTcpEndpoint (`listening`: the node's own, which may use any interface or port).
+Status Endpoint(TableReader& t, const char* key, std::string* out, bool listening,
+                bool required = true) {
+  return t.Read(key, required, [&](const toml::node& n) -> Status {
+    auto v = n.value<std::string>();
+    if (!n.is_string() || !v) return t.Fail(key, n, "must be a string");
+    std::string problem = TcpEndpointProblem(*v, listening);
+    if (!problem.empty()) return t.Fail(key, n, problem);
+    *out = *v;
+    return Status::Ok();
+  });
+}
+
+// Reads the node id `key` of `t` into `out` (protocol/wire_text.h, kNodeIdRule).
+Status NodeId(TableReader& t, const char* key, std::string* out) {
+  return t.Read(key, true, [&](const toml::node& n) -> Status {
+    auto v = n.value<std::string>();
+    if (!n.is_string() || !v) return t.Fail(key, n, "must be a string");
+    if (!IsNodeId(*v)) return t.Fail(key, n, std::string("is not a node id: ") + kNodeIdRule);
+    *out = *v;
+    return Status::Ok();
+  });
 }
 
 constexpr const char* kPublicKeyRule =
@@ -67,14 +76,36 @@ Status PublicKey(TableReader& t, const char* key, std::string* out) {
   });
 }
 
-// Reads the array of Z85 CURVE public keys `key` of `t` into `out`.
+// An inline allowlist entry: "<key>" or "<key> <node id>".
+struct InlineKey {
+  std::string key;
+  std::string node_id;
+};
+
+// Splits inline allowlist entry `entry`; nullopt when it is not one.
+std::optional<InlineKey> ParseInlineKey(const std::string& entry) {
+  size_t space = entry.find(' ');
+  InlineKey out{entry.substr(0, space), ""};
+  if (space != std::string::npos) out.node_id = entry.substr(space + 1);
+  if (!IsZ85Key(out.key) || (space != std::string::npos && !IsNodeId(out.node_id))) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// Reads the array of Z85 CURVE public keys `key` of `t` into `out` (each optionally followed by a
+// space and the node id it is bound to).
 Status PublicKeyList(TableReader& t, const char* key, std::vector<std::string>* out) {
   return t.Read(key, false, [&](const toml::node& n) -> Status {
     const toml::array* keys = n.as_array();
     if (!keys) return t.Fail(key, n, "must be an array of CURVE public keys");
     for (const toml::node& k : *keys) {
       auto v = k.value<std::string>();
-      if (!k.is_string() || !v || !IsZ85Key(*v)) return t.Fail(key, k, kPublicKeyRule);
+      if (!k.is_string() || !v || !ParseInlineKey(*v)) {
+        return t.Fail(key, k,
+                      std::string(kPublicKeyRule) +
+                          ", optionally followed by a space and the node id it is bound to");
+      }
       out->push_back(*v);
     }
     return Status::Ok();
@@ -100,8 +131,11 @@ Status ParseSecurity(TableReader& t, NodeConfig& c) {
 
 Status ParseTables(const toml::table& root, const std::string& name, NodeConfig& c) {
   TableReader top(root, name, "");
-  MESHLEARN_RETURN_IF_ERROR(top.String("id", &c.id, true));
-  MESHLEARN_RETURN_IF_ERROR(top.String("listen", &c.listen, true));
+  MESHLEARN_RETURN_IF_ERROR(NodeId(top, "id", &c.id));
+  MESHLEARN_RETURN_IF_ERROR(Endpoint(top, "listen", &c.listen, /*listening=*/true));
+  MESHLEARN_RETURN_IF_ERROR(
+      Endpoint(top, "advertise", &c.advertise, /*listening=*/false, /*required=*/false));
+  MESHLEARN_RETURN_IF_ERROR(top.Integer("mesh_size", &c.mesh_size, 0, 1000000));
   MESHLEARN_RETURN_IF_ERROR(top.Choice("log_level", &c.log_level, LogLevelNames()));
   MESHLEARN_RETURN_IF_ERROR(top.Integer("seed", &c.seed, 0, INT64_MAX));
   MESHLEARN_RETURN_IF_ERROR(top.Integer("threads", &c.threads, 1, 256));
@@ -110,9 +144,8 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   MESHLEARN_RETURN_IF_ERROR(top.String("http_bind", &c.http_bind));
   MESHLEARN_RETURN_IF_ERROR(top.TableArray("peers", [&](TableReader& t) {
     PeerAddress peer;
-    MESHLEARN_RETURN_IF_ERROR(t.String("id", &peer.id, true));
-    MESHLEARN_RETURN_IF_ERROR(t.String("address", &peer.endpoint, true));
-    MESHLEARN_RETURN_IF_ERROR(CheckEndpoint(name, t.section() + ".address", peer.endpoint));
+    MESHLEARN_RETURN_IF_ERROR(NodeId(t, "id", &peer.id));
+    MESHLEARN_RETURN_IF_ERROR(Endpoint(t, "address", &peer.endpoint, /*listening=*/false));
     MESHLEARN_RETURN_IF_ERROR(PublicKey(t, "public_key", &peer.public_key));
     c.peers.push_back(std::move(peer));
     return Status::Ok();
@@ -151,6 +184,10 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     MESHLEARN_RETURN_IF_ERROR(t.OptionalNumber("merge_min_score", &c.merge_min_score));
     return t.Table("clusters", [&](TableReader& clusters) {
       return clusters.Each([&](const std::string& id, const toml::node& n) -> Status {
+        if (!IsNodeId(id)) {
+          return clusters.Fail(
+              id, n, std::string("is keyed by a string that is not a node id: ") + kNodeIdRule);
+        }
         if (!n.is_integer() || *n.value<int64_t>() < 0 || *n.value<int64_t>() > INT32_MAX) {
           return clusters.Fail(id, n, "must be a non-negative integer cluster id");
         }
@@ -208,12 +245,11 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   MESHLEARN_RETURN_IF_ERROR(top.RejectUnknown());
 
   // Cross-key rules.
-  MESHLEARN_RETURN_IF_ERROR(CheckEndpoint(name, "listen", c.listen));
-  if (c.id.empty()) return Status::InvalidArgument(name + ": 'id' must not be empty");
-  if (c.peers.empty()) {
+  if (c.peers.empty() && c.mesh_size == 0) {
     return Status::InvalidArgument(name +
                                    ": at least one [[peers]] entry (id and address) is "
-                                   "required; the rest of the mesh is learned by gossip");
+                                   "required; the rest of the mesh is learned by gossip (or set "
+                                   "'mesh_size', and the peers greet this node)");
   }
   std::set<std::string> seen;
   for (const PeerAddress& p : c.peers) {
@@ -264,18 +300,26 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
 
 NameTable<AttackKind> AttackKindNames() { return kAttackKinds; }
 
-Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& name) {
-  toml::table root;
+Result<toml::table> ParseTomlText(const std::string& text, const std::string& name) {
   try {
-    root = toml::parse(text, name);
+    return toml::parse(text, name);
   } catch (const toml::parse_error& e) {
     return Status::InvalidArgument(name + ":" + std::to_string(e.source().begin.line) + ":" +
                                    std::to_string(e.source().begin.column) +
                                    ": TOML syntax error: " + std::string(e.description()));
   }
+}
+
+Result<NodeConfig> ParseNodeConfigTable(const toml::table& root, const std::string& name) {
   NodeConfig config;
   MESHLEARN_RETURN_IF_ERROR(ParseTables(root, name, config));
   return config;
+}
+
+Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& name) {
+  auto root = ParseTomlText(text, name);
+  if (!root.ok()) return root.status();
+  return ParseNodeConfigTable(*root, name);
 }
 
 Result<NodeConfig> LoadNodeConfig(const std::string& path) {
@@ -290,8 +334,10 @@ Result<NodeConfig> LoadNodeConfig(const std::string& path) {
 std::string RenderNodeConfig(const NodeConfig& c) {
   std::ostringstream out;
   out.precision(17);
-  out << "id = " << Quote(c.id) << "\nlisten = " << Quote(c.listen)
-      << "\nlog_level = " << QuotedName(LogLevelNames(), c.log_level) << "\nseed = " << c.seed
+  out << "id = " << Quote(c.id) << "\nlisten = " << Quote(c.listen) << "\n";
+  if (!c.advertise.empty()) out << "advertise = " << Quote(c.advertise) << "\n";
+  if (c.mesh_size > 0) out << "mesh_size = " << c.mesh_size << "\n";
+  out << "log_level = " << QuotedName(LogLevelNames(), c.log_level) << "\nseed = " << c.seed
       << "\nthreads = " << c.threads << "\noutput_dir = " << Quote(c.output_dir) << "\n";
   if (c.http_port) out << "http_port = " << *c.http_port << "\n";
   out << "http_bind = " << Quote(c.http_bind) << "\n";
@@ -360,16 +406,34 @@ Result<NodeKeys> LoadNodeKeys(const NodeConfig& config) {
   const SecurityConfig& s = *config.security;
   auto pair = ReadSecretKeyFile(s.secret_key_file);
   if (!pair.ok()) return pair.status().WithContext("[security] secret_key_file");
-  NodeKeys keys{pair->public_key, pair->secret_key, {}};
+  NodeKeys keys{pair->public_key, pair->secret_key, {}, {}};
   std::set<std::string> allowed;
-  auto allow = [&](const std::string& key) {
+  // Admits `key`, bound to `node_id` unless it is empty; `where` names the source in errors.
+  auto allow = [&](const std::string& key, const std::string& node_id,
+                   const std::string& where) -> Status {
     if (allowed.insert(key).second) keys.allowed_keys.push_back(key);
+    if (node_id.empty()) return Status::Ok();
+    auto [bound, fresh] = keys.key_ids.emplace(key, node_id);
+    if (!fresh && bound->second != node_id) {
+      return Status::InvalidArgument(where + ": public key " + key + " is bound to node id '" +
+                                     bound->second + "' and to '" + node_id +
+                                     "'; a key belongs to one node");
+    }
+    return Status::Ok();
   };
-  for (const std::string& key : s.allowed_keys) allow(key);
+  for (const std::string& entry : s.allowed_keys) {
+    std::optional<InlineKey> parsed = ParseInlineKey(entry);
+    if (!parsed)
+      return Status::InvalidArgument("[security] allowed_keys: bad entry '" + entry + "'");
+    MESHLEARN_RETURN_IF_ERROR(allow(parsed->key, parsed->node_id, "[security] allowed_keys"));
+  }
   if (!s.allowed_keys_file.empty()) {
-    auto listed = ReadPublicKeysFile(s.allowed_keys_file);
+    auto listed = ReadAllowlistFile(s.allowed_keys_file);
     if (!listed.ok()) return listed.status().WithContext("[security] allowed_keys_file");
-    for (const std::string& key : *listed) allow(key);
+    for (const AllowedKey& k : *listed) {
+      MESHLEARN_RETURN_IF_ERROR(
+          allow(k.key, k.node_id, "[security] allowed_keys_file '" + s.allowed_keys_file + "'"));
+    }
   }
   if (keys.allowed_keys.empty()) {
     return Status::InvalidArgument("[security]: the allowlist is empty (allowed_keys_file '" +
@@ -382,6 +446,7 @@ Result<NodeKeys> LoadNodeKeys(const NodeConfig& config) {
                                      " is not on the allowlist ([security] allowed_keys or "
                                      "allowed_keys_file); add it or remove the peer");
     }
+    MESHLEARN_RETURN_IF_ERROR(allow(p.public_key, p.id, "[[peers]] '" + p.id + "'"));
   }
   return keys;
 }

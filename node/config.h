@@ -6,6 +6,7 @@
 // file, the line, the key, the value and what is allowed. A config never half-loads.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,9 +42,11 @@ struct PeerAddress {
 // "Reliability and security"). The key files are read when the node starts
 // (node/curve_keys.h, LoadNodeKeys), not when the config is parsed.
 struct SecurityConfig {
-  std::string secret_key_file;            // required: this node's secret key (meshlearn-keygen)
-  std::vector<std::string> allowed_keys;  // Z85 public keys admitted, inline
-  std::string allowed_keys_file;          // more of them, one per line (node/curve_keys.h)
+  std::string secret_key_file;  // required: this node's secret key (meshlearn-keygen)
+  // Z85 public keys admitted, inline; an entry may add the node id the key is bound to after a
+  // space ("<key> <node id>", as in an allowlist file line, node/curve_keys.h).
+  std::vector<std::string> allowed_keys;
+  std::string allowed_keys_file;  // more of them, one per line (node/curve_keys.h)
   bool operator==(const SecurityConfig&) const = default;
 };
 
@@ -62,9 +65,16 @@ NameTable<AttackKind> AttackKindNames();
 // no code past the parser compares a config string.
 struct NodeConfig {
   // Top level.
-  std::string id;                  // required: unique node id
-  std::string listen;              // required: "tcp://<ip>:<port>"
-  std::vector<PeerAddress> peers;  // [[peers]]: at least one
+  std::string id;      // required: unique node id
+  std::string listen;  // required: "tcp://<ip>:<port>"
+  // The endpoint peers are told to reach this node at ("tcp://<host>:<port>"); empty: the bound
+  // listen endpoint. Needed when `listen` binds every interface (0.0.0.0).
+  std::string advertise;
+  std::vector<PeerAddress> peers;  // [[peers]]: at least one, unless mesh_size is set
+  // The number of nodes in the mesh, this one included; 0: unknown. When set, round 1 waits
+  // for the full mesh (node/round_driver.h) and [[peers]] may be empty (the node waits to be
+  // greeted). Engine templates set it from the world size.
+  int mesh_size = 0;
   spdlog::level::level_enum log_level = spdlog::level::info;
   uint64_t seed = 1;                  // shared by the mesh: the initial model
   int threads = 1;                    // torch compute threads of this node
@@ -174,11 +184,15 @@ struct NodeKeys {
   std::string public_key;                 // derived from the secret key
   std::string secret_key;                 // from security.secret_key_file
   std::vector<std::string> allowed_keys;  // allowed_keys, then allowed_keys_file's; no repeats
+  // The node id each bound key belongs to: from the allowlist's "<key> <node id>" entries and the
+  // [[peers]] entries' public_key. A key missing here may be used by any node id.
+  std::map<std::string, std::string> key_ids;
 };
 
 // Reads the key files of `config.security` (which must be set). Errors name the file and say
 // what is wrong: kNotFound (missing), kIoError (unreadable), kInvalidArgument (malformed, a secret
-// key file accessible by others, an empty allowlist, or a [[peers]] key not on the allowlist).
+// key file accessible by others, an empty allowlist, a [[peers]] key not on the allowlist, or a
+// key bound to two node ids).
 Result<NodeKeys> LoadNodeKeys(const NodeConfig& config);
 
 }  // namespace meshlearn::node

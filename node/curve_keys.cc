@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "base/atomic_file.h"
+#include "protocol/wire_text.h"
 
 namespace meshlearn::node {
 namespace {
@@ -24,9 +25,10 @@ std::string Trim(std::string_view text) {
   return std::string(text.substr(begin, end - begin + 1));
 }
 
-// One key found in a key file and the line it is on (1-based).
+// One key found in a key file, the node id bound to it ("" for none) and its line (1-based).
 struct KeyLine {
   std::string key;
+  std::string node_id;
   int line = 0;
 };
 
@@ -51,10 +53,17 @@ Result<std::vector<KeyLine>> ParseKeyLines(const std::string& text, const std::s
                                      std::to_string(word.size()) +
                                      ") nor a comment (a line starting with '#')");
     }
+    std::string node_id;
     if (!rest.empty() && rest[0] != '#') {
-      return Status::InvalidArgument(where + ": only a '#' comment may follow the key");
+      size_t id_end = rest.find_first_of(kWhitespace);
+      node_id = rest.substr(0, id_end);
+      rest = id_end == std::string::npos ? "" : Trim(rest.substr(id_end));
+      if (!IsNodeId(node_id) || (!rest.empty() && rest[0] != '#')) {
+        return Status::InvalidArgument(where + ": after the key, only the node id bound to it (" +
+                                       kNodeIdRule + ") and a '#' comment may follow");
+      }
     }
-    keys.push_back({word, line_number});
+    keys.push_back({word, node_id, line_number});
   }
   return keys;
 }
@@ -169,14 +178,22 @@ Result<CurveKeyPair> ReadSecretKeyFile(const std::string& path) {
   return pair;
 }
 
-Result<std::vector<std::string>> ReadPublicKeysFile(const std::string& path) {
+Result<std::vector<AllowedKey>> ReadAllowlistFile(const std::string& path) {
   const std::string what = "public key file";
   auto text = ReadKeyFileText(path, what, /*private_only=*/false);
   if (!text.ok()) return text.status();
   auto lines = ParseKeyLines(*text, what + " '" + path + "'");
   if (!lines.ok()) return lines.status();
+  std::vector<AllowedKey> keys;
+  for (const KeyLine& line : *lines) keys.push_back({line.key, line.node_id});
+  return keys;
+}
+
+Result<std::vector<std::string>> ReadPublicKeysFile(const std::string& path) {
+  auto allowed = ReadAllowlistFile(path);
+  if (!allowed.ok()) return allowed.status();
   std::vector<std::string> keys;
-  for (const KeyLine& line : *lines) keys.push_back(line.key);
+  for (const AllowedKey& k : *allowed) keys.push_back(k.key);
   return keys;
 }
 
@@ -193,7 +210,12 @@ Status WritePublicKeysFile(const std::string& path, const std::string& header,
     if (k.label.find('\n') != std::string::npos) {
       return Status::InvalidArgument(path + ": a key label must be one line");
     }
-    text += k.key + (k.label.empty() ? "" : "  # " + k.label) + "\n";
+    if (!k.node_id.empty() && !IsNodeId(k.node_id)) {
+      return Status::InvalidArgument(path + ": '" + k.node_id +
+                                     "' is not a node id: " + kNodeIdRule);
+    }
+    text += k.key + (k.node_id.empty() ? "" : " " + k.node_id) +
+            (k.label.empty() ? "" : "  # " + k.label) + "\n";
   }
   return WriteFileAtomically(path, text);
 }
@@ -207,9 +229,12 @@ std::string PublicKeyPath(const std::string& dir, const std::string& name) {
 }
 
 Status WriteKeyPairFiles(const std::string& dir, const std::string& name, const CurveKeyPair& pair,
-                         bool overwrite) {
+                         bool overwrite, const std::string& node_id) {
   if (!IsZ85Key(pair.public_key) || !IsZ85Key(pair.secret_key)) {
     return Status::InvalidArgument("not a CURVE key pair: keys must be Z85 (40 characters)");
+  }
+  if (!node_id.empty() && !IsNodeId(node_id)) {
+    return Status::InvalidArgument("'" + node_id + "' is not a node id: " + kNodeIdRule);
   }
   if (name.empty() || name.find('/') != std::string::npos || name.find('\n') != std::string::npos) {
     return Status::InvalidArgument("key name '" + name +
@@ -249,8 +274,11 @@ Status WriteKeyPairFiles(const std::string& dir, const std::string& name, const 
     ::unlink(secret_path.c_str());
     return Status::IoError("cannot write '" + secret_path + "': " + std::strerror(error));
   }
-  return WritePublicKeysFile(public_path, "meshlearn CURVE public key of " + name,
-                             {{pair.public_key, ""}});
+  return WritePublicKeysFile(
+      public_path,
+      "meshlearn CURVE public key of " + name +
+          (node_id.empty() ? " (any node id may use it)" : ", bound to node id " + node_id),
+      {{pair.public_key, node_id, ""}});
 }
 
 }  // namespace meshlearn::node

@@ -9,7 +9,15 @@
 // - an allowlist file holds any number of public keys. A public key file is an allowlist of one,
 //   so `cat *.pub > allowed_keys` builds a mesh's allowlist.
 // In every kind, blank lines and lines starting with `#` (comments) are skipped; any other line
-// holds one key, optionally followed by a `#` comment (e.g. the node's name).
+// holds one key, optionally followed by the node id the key is bound to, then optionally by a `#`
+// comment:
+//     <key>                       a key any node id may use
+//     <key> <node id>             a key only that node id may use (a Hello claiming another id
+//                                 is refused, node/membership.h)
+//     <key> <node id>  # <text>   the same with a comment (e.g. the key file's name)
+// The id must follow the node id rule (protocol/wire_text.h). A secret key file ignores it.
+// Rationale: files written before ids were bound (a key and a comment) keep working, unbound;
+// meshlearn-keygen writes the id into each .pub file, so `cat *.pub` gives a bound allowlist.
 // Rationale: `#` is a Z85 character, but it is the digit 84 and 84 * 85^4 > 2^32 - 1, so no valid
 // key starts with it; the comment marker can never be mistaken for a key.
 //
@@ -48,31 +56,44 @@ Result<std::string> CurvePublicKeyOf(const std::string& secret_key);
 // be mode 0600 or stricter, as meshlearn-keygen writes it).
 Result<CurveKeyPair> ReadSecretKeyFile(const std::string& path);
 
-// Reads the public keys of an allowlist or public key file at `path`, in file order. Every error
-// names the file (and the line): kNotFound, kIoError, kInvalidArgument (a bad line). An empty
-// list is not an error here.
+// One key of a public key or allowlist file and the node id bound to it.
+struct AllowedKey {
+  std::string key;
+  std::string node_id;  // "" when the line binds the key to no id
+  bool operator==(const AllowedKey&) const = default;
+};
+
+// Reads the keys of an allowlist or public key file at `path`, with the ids bound to them, in file
+// order. Every error names the file (and the line): kNotFound, kIoError, kInvalidArgument (a bad
+// line). An empty list is not an error here.
+Result<std::vector<AllowedKey>> ReadAllowlistFile(const std::string& path);
+
+// The keys alone of ReadAllowlistFile(`path`).
 Result<std::vector<std::string>> ReadPublicKeysFile(const std::string& path);
 
-// One key of a public key or allowlist file and the comment written after it (e.g. a node id).
+// One key of a public key or allowlist file, the node id bound to it and a comment.
 struct LabelledKey {
   std::string key;
-  std::string label;  // written as "<key>  # <label>"; may be empty
+  std::string node_id;  // written after the key; may be empty (any id may use the key)
+  std::string label;    // written as "# <label>" after them; may be empty
 };
 
 // Writes an allowlist (or public key) file at `path`: the `header` as a `#` comment line, then
-// one key per line. Replaces an existing file. kInvalidArgument for a key that is not Z85 or a
-// label with a newline; kIoError naming the file when it cannot be written.
+// one key per line with its node id and label. Replaces an existing file. kInvalidArgument for a
+// key that is not Z85, an id that is not a node id or a label with a newline; kIoError naming the
+// file when it cannot be written.
 Status WritePublicKeysFile(const std::string& path, const std::string& header,
                            const std::vector<LabelledKey>& keys);
 
 // Writes `pair` as `<dir>/<name>.key` (the secret key, created with mode 0600 so it is never
-// readable by others, not even for a moment) and `<dir>/<name>.pub` (the public key, mode 0644).
+// readable by others, not even for a moment) and `<dir>/<name>.pub` (the public key, mode 0644,
+// bound to node id `node_id` unless it is empty).
 // `dir` must exist. Without `overwrite`, an existing file of either name fails with
 // kInvalidArgument naming it, and nothing is written; with it, old files are replaced (the secret
 // one is removed and created afresh, so its mode is 0600 whatever it was). kIoError naming the
 // file on a write failure.
 Status WriteKeyPairFiles(const std::string& dir, const std::string& name, const CurveKeyPair& pair,
-                         bool overwrite);
+                         bool overwrite, const std::string& node_id = "");
 
 // The paths WriteKeyPairFiles() writes: "<dir>/<name>.key" and "<dir>/<name>.pub".
 std::string SecretKeyPath(const std::string& dir, const std::string& name);

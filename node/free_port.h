@@ -14,4 +14,9 @@ namespace meshlearn::node {
 // callers bind soon after. kInvalidArgument for a bad address, kUnavailable when none is free.
 Result<uint16_t> FindFreeTcpPort(const std::string& ip);
 
+// Returns the first of `count` consecutive TCP ports that were all free on `ip` a moment ago,
+// below the ephemeral range as FindFreeTcpPort(), for the ranks of an engine run (rank r listens
+// on the first port + r). kUnavailable when no such range is free.
+Result<uint16_t> FindFreeTcpPortRange(const std::string& ip, int count);
+
 }  // namespace meshlearn::node

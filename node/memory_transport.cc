@@ -279,7 +279,7 @@ class MemoryNetwork::Core {
       }
     }
     for (const Frame& frame : frames) {
-      if (frame.size() > server.options.limits.max_message_bytes) return;  // refused by receiver
+      if (frame.size() > FrameCeiling(server.options.limits)) return;  // refused by receiver
     }
     uint64_t bytes = TotalBytes(frames);
     server.counters->Add(kRequestsReceived);
@@ -320,7 +320,7 @@ class MemoryNetwork::Core {
     server.counters->Add(kRepliesSent);
     server.counters->Add(kBytesOut, bytes);
     for (const Frame& frame : frames) {
-      if (frame.size() > c->options.limits.max_message_bytes) return;  // refused by receiver
+      if (frame.size() > FrameCeiling(c->options.limits)) return;  // refused by receiver
     }
     c->counters->Add(kBytesIn, bytes);
     auto envelope = DecodeEnvelope(frames[0], c->options.limits);

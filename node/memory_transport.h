@@ -6,8 +6,8 @@
 // - exactly-once handlers, also when a transport stops or a connection is closed (kUnavailable);
 // - bounds: pending inbound requests per peer connection and in total, and the send queue of a
 //   connection to an endpoint nobody listens on;
-// - size limits: a frame above the receiver's max_message_bytes never reaches it, and extra
-//   frames are cut to max_frames + 1;
+// - size limits: a frame above the receiver's frame ceiling (FrameCeiling: twice
+//   max_message_bytes) never reaches it, and extra frames are cut to max_frames + 1;
 // - CURVE semantics: a server admits only allowlisted client keys, a client talks only to a
 //   server with the key it expects, and both ends use CURVE or neither.
 //

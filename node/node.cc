@@ -1,5 +1,6 @@
 #include "node/node.h"
 
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -9,7 +10,8 @@
 #include <variant>
 
 #include "node/checkpoint.h"
-#include "node/http_status.h"
+#include "node/http_server.h"
+#include "node/endpoint.h"
 #include "node/learner_worker.h"
 #include "node/logging.h"
 #include "node/node_recorder.h"
@@ -59,9 +61,11 @@ StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& lear
   m.dead_after_failures = config.dead_after_failures;
   m.dead_backoff = deadline;
   m.initial_peers = config.peers;
+  m.mesh_size = config.mesh_size;
   if (keys) {
     m.public_key = keys->public_key;
     m.allowed_keys.emplace(keys->allowed_keys.begin(), keys->allowed_keys.end());
+    m.key_ids = keys->key_ids;
   }
 
   c.serving = ServingConfig{learner.Layout(), learner.TrainSize(), deadline};
@@ -117,7 +121,7 @@ class Node::Impl {
   std::unique_ptr<NodeStateMachine> machine;
   std::unique_ptr<Transport> transport;
   std::optional<NodeRecorder> recorder;
-  std::unique_ptr<HttpStatusServer> http;
+  std::unique_ptr<HttpServer> http;
   DecodeOptions decode_options;
   LearnerState learner_state;  // the state after the last computed round, for checkpoints
 
@@ -135,6 +139,7 @@ class Node::Impl {
 
   mutable std::mutex status_mu;
   std::string status_json = "{}";
+  NodeStatus status_snapshot;
   std::string metrics_text;
   NodeProgress progress;
   uint64_t refused_logged = 0;
@@ -242,33 +247,53 @@ class Node::Impl {
     tokens[id] = in.request.token;
     const std::vector<Frame>& frames = in.request.frames;
     Result<Message> decoded = Decode(frames, decode_options);
-    auto* hello = decoded.ok() ? std::get_if<Hello>(&decoded->body) : nullptr;
-    if (hello && !in.request.peer_public_key.empty()) {
-      // With CURVE a peer is known by the key it proved in the handshake, not the one it claims.
-      hello->public_key = in.request.peer_public_key;
-    }
     if (decoded.ok()) {
       if (observer) observer(*decoded);
-      Execute(machine->OnInbound(id, *decoded, now));
+      Execute(machine->OnInbound(id, *decoded, now, in.request.peer_public_key));
       return;
     }
     // Address the Error with whatever of the envelope decoded, so the requester matches it.
-    Result<Envelope> envelope = frames.empty() ? Result<Envelope>(Status::Malformed("empty"))
-                                               : DecodeEnvelope(frames[0], decode_options.limits);
-    Execute(machine->OnInboundRejected(id, envelope.ok() ? envelope->sender : "",
-                                       envelope.ok() ? envelope->request_id : 0, decoded.status(),
-                                       now));
+    EnvelopeAddress address =
+        frames.empty() ? EnvelopeAddress{} : AddressOf(frames[0], decode_options.limits);
+    Execute(
+        machine->OnInboundRejected(id, address.sender, address.request_id, decoded.status(), now));
+  }
+
+  // Says Goodbye to the peers (`reason`) and handles events until they answered or their
+  // deadlines (at most 2 s) passed.
+  void Leave(const std::string& reason) {
+    Execute(machine->Leave(reason, Clock::now()));
+    // The transport answers every request by its deadline; the bound is only a safety net.
+    auto until = Clock::now() + std::chrono::seconds(5);
+    while (machine->GoodbyesOutstanding() && Clock::now() < until) {
+      std::deque<Event> batch;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait_for(lock, kTickInterval, [&] { return !events.empty(); });
+        batch.swap(events);
+      }
+      for (Event& event : batch) Handle(event);
+    }
   }
 
   void RefreshStatus() {
     NodeStatus status = TakeNodeStatus(
         *machine, transport->Stats(), config.id, transport->bound_endpoint(), config.rounds,
         std::string(NameOf(similarity::MetricKindNames(), config.metric)), Clock::now());
+    {
+      std::lock_guard<std::mutex> lock(status_mu);
+      status.val_loss = progress.completed_round >= 0 ? progress.last_val_loss : NAN;
+    }
+    if (http) {
+      status.http_requests = http->requests();
+      status.http_cpu_s = http->cpu_seconds();
+    }
     std::string json = node::StatusJson(status);
     std::string metrics = node::MetricsText(status);
     std::lock_guard<std::mutex> lock(status_mu);
     status_json = std::move(json);
     metrics_text = std::move(metrics);
+    status_snapshot = std::move(status);
   }
 
   // Logs connections the ZAP handler refused since the last such line, at most once a minute.
@@ -309,9 +334,23 @@ class Node::Impl {
     log->info("listening on {}; model {} ({} parameters), {} training samples",
               transport->bound_endpoint(), learner->ArchitectureId(),
               learner->Layout().total_floats(), learner->TrainSize());
+    for (const PeerAddress& peer : config.peers) {
+      // Rationale: ZeroMQ retries an address that does not resolve in silence, for ever.
+      if (Status resolved = ResolveTcpEndpoint(peer.endpoint); !resolved.ok()) {
+        log->warn("peer {} cannot be reached: {} (check its [[peers]] address)", peer.id,
+                  resolved.message());
+      }
+    }
     if (keys) {
       log->info("traffic is encrypted (CURVE); public key {}; {} keys on the allowlist",
                 keys->public_key, keys->allowed_keys.size());
+      size_t unbound = keys->allowed_keys.size() - keys->key_ids.size();
+      if (unbound > 0) {
+        log->warn(
+            "{} allowlisted key(s) are bound to no node id: a peer holding one may claim any id "
+            "(bind a key with an allowlist line \"<key> <node id>\"; meshlearn-keygen --id)",
+            unbound);
+      }
     } else {
       log->warn(
           "traffic is unencrypted and unauthenticated: any host that reaches {} can talk to "
@@ -374,8 +413,10 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config, NodeOptions
   impl->decode_options.expected_layout = &impl->learner->Layout();
 
   impl->machine = std::make_unique<NodeStateMachine>(
-      MachineConfigOf(config, *impl->learner, impl->transport->bound_endpoint(), keys,
-                      std::random_device{}()),
+      MachineConfigOf(
+          config, *impl->learner,
+          config.advertise.empty() ? impl->transport->bound_endpoint() : config.advertise, keys,
+          std::random_device{}()),
       std::move(*sampler), impl->log);
 
   auto resumed = impl->ResumeFromCheckpoint();
@@ -385,9 +426,22 @@ Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config, NodeOptions
   impl->recorder.emplace(std::move(*outputs), config.emd_enabled);
 
   if (config.http_port) {
-    auto http = HttpStatusServer::Start(
-        config.http_bind, *config.http_port, [raw] { return raw->Locked(raw->status_json); },
-        [raw] { return raw->Locked(raw->metrics_text); });
+    auto text = [](std::string content_type, std::string body) {
+      return HttpResponse{200, std::move(content_type), std::move(body)};
+    };
+    auto http = HttpServer::Start(
+        config.http_bind, *config.http_port,
+        {{"/",
+          [text](const HttpRequest&) {
+            return text("text/html; charset=utf-8", std::string(NodePageFile("node.html")));
+          }},
+         {"/status",
+          [raw, text](const HttpRequest&) {
+            return text("application/json", raw->Locked(raw->status_json));
+          }},
+         {"/metrics", [raw, text](const HttpRequest&) {
+            return text("text/plain; version=0.0.4", raw->Locked(raw->metrics_text));
+          }}});
     if (!http.ok()) return http.status().WithContext("http_port");
     impl->http = std::move(*http);
   }
@@ -411,12 +465,14 @@ Status Node::Run() {
       *s.learner, [&s](LearnerResult result) { s.Push(std::move(result)); });
   s.Execute(s.machine->Start(Clock::now()));
   auto last_status = Clock::now();
+  bool stopped = false;
   for (;;) {
     std::deque<Event> batch;
     {
       std::unique_lock<std::mutex> lock(s.mu);
       s.cv.wait_for(lock, kTickInterval, [&] { return !s.events.empty() || s.stop_requested; });
-      if (s.stop_requested) break;
+      stopped = s.stop_requested;
+      if (stopped) break;
       batch.swap(s.events);
     }
     for (Event& event : batch) s.Handle(event);
@@ -432,7 +488,15 @@ Status Node::Run() {
     if (!s.failure.ok() || s.machine->finished()) break;
   }
   s.worker->Stop();  // an ongoing local training finishes; its round is not recorded
-  s.log->info("stopped after round {}", s.machine->completed_round());
+  s.Leave(stopped ? "stopped" : s.failure.ok() ? "finished its rounds" : "failed");
+  if (s.machine->counters().peers_reached == 0) {
+    s.log->warn(
+        "stopped after round {} {}: none answered our Hello (check the [[peers]] addresses, and "
+        "that the peers run and allow our key)",
+        s.machine->completed_round(), kNeverReachedAPeer);
+  } else {
+    s.log->info("stopped after round {}", s.machine->completed_round());
+  }
   return s.failure;
 }
 
@@ -453,6 +517,11 @@ NodeProgress Node::Progress() const {
 }
 
 std::string Node::StatusJson() const { return impl_->Locked(impl_->status_json); }
+
+NodeStatus Node::StatusSnapshot() const {
+  std::lock_guard<std::mutex> lock(impl_->status_mu);
+  return impl_->status_snapshot;
+}
 
 std::string Node::MetricsText() const { return impl_->Locked(impl_->metrics_text); }
 

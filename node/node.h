@@ -19,10 +19,15 @@
 #include "node/config.h"
 #include "node/learner.h"
 #include "node/state_machine.h"
+#include "node/status_document.h"
 #include "node/transport.h"
 #include "protocol/messages.h"
 
 namespace meshlearn::node {
+
+// The words of a node's last log line when no peer ever answered its Hello during the whole run
+// (the launcher's report looks for them in node.log).
+inline constexpr const char* kNeverReachedAPeer = "without ever reaching a peer";
 
 // Live figures of a node, for /status, /metrics and tests.
 struct NodeProgress {
@@ -89,6 +94,8 @@ class Node {
   // The /status document (JSON): id, round, peers with liveness, scores, probabilities, counters.
   // Thread-safe.
   std::string StatusJson() const;
+  // The same status as a typed snapshot (rebuilt at most twice a second). Thread-safe.
+  NodeStatus StatusSnapshot() const;
   // The /metrics document (Prometheus text format). Thread-safe.
   std::string MetricsText() const;
   // The HTTP port actually bound, or 0 when the endpoint is off.

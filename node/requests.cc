@@ -6,6 +6,9 @@ namespace meshlearn::node {
 namespace {
 
 constexpr auto kRejectionLogInterval = std::chrono::minutes(1);
+// Peers whose last rejection line is remembered. Rationale: a flood of ids must not grow the map;
+// beyond this many, lines older than the interval are forgotten (or all, when none is).
+constexpr size_t kRejectionLogPeers = 1024;
 
 }  // namespace
 
@@ -47,6 +50,11 @@ SendReply RequestBook::Reject(InboundId inbound, const std::string& sender, uint
   ++rejections_.total;
   ++rejections_.by_code[ErrorCodeName(why.code())];
   std::string who = sender.empty() ? "an unidentified peer" : "peer " + sender;
+  if (last_rejection_log_.size() >= kRejectionLogPeers) {
+    std::erase_if(last_rejection_log_,
+                  [&](const auto& entry) { return now - entry.second >= kRejectionLogInterval; });
+    if (last_rejection_log_.size() >= kRejectionLogPeers) last_rejection_log_.clear();
+  }
   auto last = last_rejection_log_.find(who);
   if (last == last_rejection_log_.end() || now - last->second >= kRejectionLogInterval) {
     last_rejection_log_[who] = now;

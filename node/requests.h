@@ -11,7 +11,7 @@
 //   Rationale: each part keeps its own per-request context; none needs to see another's.
 // - Replies carry the node's id and its last completed round (0 before round 0).
 // - A refused inbound request is answered with Error (its code and text), counted by code, and
-//   logged at most once per peer per minute.
+//   logged at most once per peer per minute (the last 1024 peers are remembered).
 //   Rationale: a hostile peer can send thousands of bad messages; the log must stay readable.
 
 #include <chrono>

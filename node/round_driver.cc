@@ -53,13 +53,25 @@ void RoundDriver::Start(TimePoint now, Actions& out) {
   }
 }
 
+bool RoundDriver::MustWaitForPeers() const {
+  return membership_.HelloOutstanding() || (!mesh_wait_done_ && membership_.MeshIncomplete());
+}
+
 void RoundDriver::BeginRound(int64_t round, TimePoint now, Actions& out, bool may_wait) {
-  if (may_wait && membership_.HelloOutstanding()) {
+  if (may_wait && MustWaitForPeers()) {
     pending_round_ = round;
-    pending_round_deadline_ = now + config_.round_deadline;
+    pending_round_deadline_ =
+        now + (!mesh_wait_done_ && membership_.MeshIncomplete()
+                   ? std::max<Clock::duration>(6 * config_.round_deadline, std::chrono::seconds(60))
+                   : config_.round_deadline);
     phase_ = Phase::kWaitingForPeers;
     return;
   }
+  if (!mesh_wait_done_ && membership_.MeshIncomplete()) {
+    node_.log.warn("round {} begins knowing only {} peers of a mesh of {} nodes", round,
+                   membership_.AdmittedPeers(), membership_.mesh_size());
+  }
+  mesh_wait_done_ = true;
   hooks_.OnRoundStart(round, now, out);
   membership_.Gossip(now, rng_, out);
 
@@ -85,7 +97,7 @@ void RoundDriver::BeginRound(int64_t round, TimePoint now, Actions& out, bool ma
 
 void RoundDriver::MaybeBeginPendingRound(TimePoint now, Actions& out) {
   if (!pending_round_) return;
-  if (membership_.HelloOutstanding() && now < pending_round_deadline_) return;
+  if (MustWaitForPeers() && now < pending_round_deadline_) return;
   // Every Hello resolved, or the wait hit its deadline: start without the slow peers.
   int64_t round = *pending_round_;
   pending_round_.reset();

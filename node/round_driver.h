@@ -13,6 +13,11 @@
 // - A round starts only when no first Hello is outstanding (bounded by round_deadline).
 //   Rationale: with sync = true and a fixed seed two runs must sample the same peers; the set
 //   of known peers at each round start must therefore not depend on reply timing.
+// - The first round this driver fetches in (round 1, or the one after a resumed checkpoint)
+//   also waits while the mesh is incomplete (Membership::MeshIncomplete), at most
+//   max(6 round deadlines, 60 s); it then starts with the peers it has and logs how many.
+//   Rationale: engine-started nodes know only rank 0 at start and learn the rest by gossip,
+//   while the engine may start the last rank seconds after the first.
 // - At every round start, before sampling, the exchanges run their round-start step
 //   (RoundHooks::OnRoundStart) and membership gossips; gossip and sampling draw from the one
 //   sampling generator, in that order.
@@ -149,6 +154,8 @@ class RoundDriver {
   };
 
   void BeginRound(int64_t round, TimePoint now, Actions& out, bool may_wait = true);
+  // True while a round should wait for peers (see the specification).
+  bool MustWaitForPeers() const;
   void FinishFetch(Actions& out);
   void Publish(int64_t round, FloatArray weights, bool stopped,
                std::optional<FloatArray> update = std::nullopt);
@@ -168,6 +175,7 @@ class RoundDriver {
   int64_t completed_round_ = -1;
   std::optional<int64_t> pending_round_;  // round waiting for outstanding Hellos
   TimePoint pending_round_deadline_{};
+  bool mesh_wait_done_ = false;  // the first fetching round waited for the mesh
   TimePoint linger_until_{};
   TimePoint round_started_at_{};  // when the current round began (for min_round pacing)
   TimePoint next_round_at_{};     // kPacing: when the next round may begin

@@ -33,12 +33,22 @@ Actions NodeStateMachine::Start(TimePoint now) {
   return out;
 }
 
-Actions NodeStateMachine::OnInbound(InboundId inbound, const Message& message, TimePoint now) {
+Actions NodeStateMachine::OnInbound(InboundId inbound, const Message& message, TimePoint now,
+                                    const std::string& proven_key) {
   Actions out;
   const Envelope& env = message.envelope;
   const Body& body = message.body;
+  if (Status bound = membership_.CheckSender(env.sender, proven_key); !bound.ok()) {
+    out.push_back(requests_.Reject(inbound, env.sender, env.request_id, bound, now));
+    return out;
+  }
   if (const auto* hello = std::get_if<Hello>(&body)) {
-    membership_.OnHello(inbound, env, *hello, now, out);
+    Hello proven = *hello;
+    // With CURVE a peer is known by the key it proved in the handshake, not the one it claims.
+    if (!proven_key.empty()) proven.public_key = proven_key;
+    membership_.OnHello(inbound, env, proven, now, out);
+  } else if (const auto* goodbye = std::get_if<Goodbye>(&body)) {
+    membership_.OnGoodbye(inbound, env, *goodbye, out);
   } else if (const auto* get = std::get_if<GetModel>(&body)) {
     server_.OnGetModel(inbound, env, *get, now, driver_.done(), out);
   } else if (const auto* list = std::get_if<PeerList>(&body)) {
@@ -136,6 +146,12 @@ Actions NodeStateMachine::OnWitnessEmdDone(const WitnessEmdJob& job, const Resul
   return out;
 }
 
+Actions NodeStateMachine::Leave(const std::string& reason, TimePoint now) {
+  Actions out;
+  membership_.Leave(reason, now, out);
+  return out;
+}
+
 Actions NodeStateMachine::OnTick(TimePoint now) {
   Actions out;
   server_.AnswerHeld(now, false, driver_.done(), out);
@@ -162,7 +178,9 @@ MachineCounters NodeStateMachine::counters() const {
   c.rejected_replies = rejected_replies_;
   c.missed_deadlines = driver_.counters().missed_deadlines;
   c.merge_excluded = driver_.counters().merge_excluded;
-  c.refused_peers = membership_.refused_peers();
+  c.refused_peers = membership_.counters().refused_peers;
+  c.candidates_ignored = membership_.counters().candidates_ignored;
+  c.peers_reached = membership_.counters().verifications;
   c.held_requests_expired = server_.held_requests_expired();
   return c;
 }

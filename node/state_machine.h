@@ -18,7 +18,9 @@
 //   failed to decode (not a timeout or a disconnection) is counted.
 // - An inbound request goes to the part that serves its type; Ping is answered with Pong; any
 //   other type is refused with Error(invalid_argument), and one that failed to decode with its
-//   own error (counted, logged at most once per peer per minute).
+//   own error (counted, logged at most once per peer per minute). With CURVE, a request whose
+//   sender is not the node id bound to the key its connection proved is refused first
+//   (Error(unknown_sender), node/membership.h), whatever its type.
 // - Exchanged scores (metrics emd and centroid) come from the exchange that measured them, which
 //   also sets them in the sampler; the rounds pass them to the learner with the peer's model.
 
@@ -71,6 +73,8 @@ struct MachineCounters {
   uint64_t rejected_replies = 0;       // replies that failed to decode
   uint64_t missed_deadlines = 0;       // sampled peers that did not answer in time
   uint64_t refused_peers = 0;          // Hello refusals (architecture mismatch)
+  uint64_t candidates_ignored = 0;     // candidates not kept: the list was full
+  uint64_t peers_reached = 0;          // times a peer answered our Hello and was admitted
   uint64_t held_requests_expired = 0;  // held GetModel requests answered Error(timeout)
   uint64_t merge_excluded = 0;         // peers left out by merge_min_score
   std::map<std::string, uint64_t> rejected_by_code;
@@ -93,8 +97,10 @@ class NodeStateMachine : private RoundHooks {
   // Starts the node at `now`: greets the configured peers and starts round 0 (or the round
   // after the resumed one).
   Actions Start(TimePoint now);
-  // A decoded inbound request `inbound` from the transport.
-  Actions OnInbound(InboundId inbound, const Message& message, TimePoint now);
+  // A decoded inbound request `inbound` from the transport; with CURVE, `proven_key` is the public
+  // key its connection proved in the handshake (it replaces the one a Hello claims).
+  Actions OnInbound(InboundId inbound, const Message& message, TimePoint now,
+                    const std::string& proven_key = "");
   // An inbound request that failed to decode with `why`. `sender` and `request_id` come from its
   // envelope when that much decoded (else "" and 0), so the Error reply reaches the requester.
   Actions OnInboundRejected(InboundId inbound, const std::string& sender, uint64_t request_id,
@@ -115,6 +121,11 @@ class NodeStateMachine : private RoundHooks {
   Actions OnWitnessEmdDone(const WitnessEmdJob& job, const Result<double>& result, TimePoint now);
   // Time passed: expires held requests, retries Hellos, closes overdue fetches, ends lingering.
   Actions OnTick(TimePoint now);
+  // The node leaves because of `reason` (it stops, or finished): a Goodbye to every verified peer
+  // that can take one (node/membership.h). Their replies come back through OnReply().
+  Actions Leave(const std::string& reason, TimePoint now);
+  // True while a Goodbye of Leave() is unanswered (each has a deadline of at most 2 s).
+  bool GoodbyesOutstanding() const { return membership_.GoodbyesOutstanding(); }
 
   // The EMD exchange's rows, ordered by peer id (emd.csv).
   std::vector<EmdRow> EmdRows() const { return emd_.Rows(); }

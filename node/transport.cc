@@ -1,6 +1,7 @@
 #include "node/transport_rules.h"
 
 #include "node/curve_keys.h"
+#include "node/endpoint.h"
 #include "protocol/codec.h"
 #include "protocol/messages.h"
 
@@ -22,6 +23,10 @@ TransportStats TransportCounters::Load() const {
     stats.*kFields[i] = values_[i].load(std::memory_order_relaxed);
   }
   return stats;
+}
+
+uint64_t FrameCeiling(const Limits& limits) {
+  return limits.max_message_bytes > UINT64_MAX / 2 ? UINT64_MAX : 2 * limits.max_message_bytes;
 }
 
 Result<std::set<std::string>> CheckTransportOptions(const TransportOptions& options) {
@@ -57,6 +62,10 @@ Status CheckOutgoingRequest(const TransportOptions& options,
                             const std::string& server_key) {
   std::string what = "request " + std::to_string(request_id) + " to " + endpoint;
   if (frames.empty()) return Status::InvalidArgument(what + ": no frames");
+  // Rationale: ZeroMQ accepts e.g. "tcp://300.1.2.3:5555" and then retries it in silence.
+  if (std::string problem = TcpEndpointProblem(endpoint); !problem.empty()) {
+    return Status::InvalidArgument(what + ": the address is invalid: " + problem);
+  }
   auto envelope = DecodeEnvelope(frames[0], options.limits);
   if (!envelope.ok()) return envelope.status().WithContext(what + ": bad envelope");
   if (envelope->request_id != request_id) {
@@ -78,11 +87,8 @@ Status CheckOutgoingRequest(const TransportOptions& options,
 
 std::vector<Frame> TooManyPendingReply(const TransportOptions& options,
                                        const std::vector<Frame>& request) {
-  uint64_t request_id = 0;  // when the envelope is unreadable the reply cannot be matched anyway
-  if (!request.empty()) {
-    auto envelope = DecodeEnvelope(request[0], options.limits);
-    if (envelope.ok()) request_id = envelope->request_id;
-  }
+  // When the envelope is unreadable the reply cannot be matched anyway (request id 0).
+  uint64_t request_id = request.empty() ? 0 : AddressOf(request[0], options.limits).request_id;
   Error error{ErrorCode::kUnavailable,
               "node " + options.node_id + " has too many requests pending; retry later"};
   // The transport does not know the node's round; 0 marks a transport-level answer.

@@ -21,8 +21,11 @@
 //   Rationale: bounded memory under a flood, while honest peers are still served.
 // - Replies that arrive after their deadline, for unknown request ids, or from another endpoint
 //   than the request went to are dropped and counted.
-// - A frame above max_message_bytes is refused by the receiver: the request never reaches its
-//   handler, and the requester hears nothing before its deadline.
+// - A message above max_message_bytes reaches the handler while each of its frames is within the
+//   frame ceiling (twice max_message_bytes, FrameCeiling in node/transport_rules.h); the node's
+//   decoder then refuses it (Error(too_large), counted, logged once a minute per peer). A frame
+//   above the ceiling is refused by the receiver: the request never reaches its handler, and the
+//   requester hears nothing before its deadline.
 // - With CurveOptions, a server admits only clients whose public key is on its allowlist, and a
 //   client talks only to servers that prove the key it expects, which must be allowlisted too. A
 //   peer whose key is refused never gets past the handshake: none of its requests reaches the
@@ -61,10 +64,10 @@ struct TransportOptions {
   // Where the transport listens, e.g. "tcp://127.0.0.2:5555". A port of 0 or "*" binds an ephemeral
   // port; Transport::bound_endpoint() tells which.
   std::string listen_endpoint;
-  // Protocol limits. max_message_bytes is also the largest frame a transport receives (ZeroMQ:
-  // every socket's ZMQ_MAXMSGSIZE, per frame: a peer
-  // sending a larger frame is disconnected), and an inbound request with more than max_frames
-  // frames reaches the handler cut to max_frames + 1 frames (the decoder rejects it as too_many).
+  // Protocol limits. Twice max_message_bytes is the largest frame a transport receives (ZeroMQ:
+  // every socket's ZMQ_MAXMSGSIZE, per frame: a peer sending a larger frame is disconnected), and
+  // an inbound request with more than max_frames frames reaches the handler cut to
+  // max_frames + 1 frames (the decoder rejects it as too_many).
   Limits limits;
   // The send and receive queue bounds of every connection, in messages (ZeroMQ: ZMQ_SNDHWM /
   // ZMQ_RCVHWM). A request that finds its connection's send queue full fails with kUnavailable;

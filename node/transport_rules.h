@@ -51,14 +51,24 @@ class TransportCounters {
   std::array<std::atomic<uint64_t>, kCounterCount> values_{};
 };
 
+// The largest frame a transport receives at all: twice max_message_bytes. A message with a frame
+// up to this size reaches the node, whose decoder refuses it as too_large (answered, counted and
+// logged once a minute per peer); a larger frame is refused by the transport itself (ZeroMQ cuts
+// the connection) before it is buffered.
+// Rationale: ZeroMQ cuts a connection over an oversized frame without telling anyone, so the
+// node's own, visible check must see frames somewhat above its limit; the ceiling bounds the
+// memory one frame can take.
+uint64_t FrameCeiling(const Limits& limits);
+
 // Checks `options` (at least one pending inbound request in total and per peer; with CURVE a
 // matching Z85 key pair and a non-empty allowlist of Z85 keys) and returns the allowlist as a
 // set (empty in plain text). kInvalidArgument naming what is wrong.
 Result<std::set<std::string>> CheckTransportOptions(const TransportOptions& options);
 
-// Checks an outgoing request before anything is sent: `frames` must be non-empty with an
-// envelope carrying `request_id`; with CURVE `server_key` must be a Z85 key (kInvalidArgument)
-// on `allowed_keys` (kRefused). The messages name the request and `endpoint`.
+// Checks an outgoing request before anything is sent: `endpoint` must be a valid TCP endpoint
+// (node/endpoint.h) and `frames` non-empty with an envelope carrying `request_id`; with CURVE
+// `server_key` must be a Z85 key (kInvalidArgument) on `allowed_keys` (kRefused). The messages
+// name the request and `endpoint`.
 Status CheckOutgoingRequest(const TransportOptions& options,
                             const std::set<std::string>& allowed_keys, const std::string& endpoint,
                             uint64_t request_id, const std::vector<Frame>& frames,

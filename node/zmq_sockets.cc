@@ -1,4 +1,5 @@
 #include "node/zmq_sockets.h"
+#include "node/transport_rules.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -23,10 +24,11 @@ void SetCommonOptions(zmq::socket_t& socket, const TransportOptions& options) {
   socket.set(zmq::sockopt::linger, 0);
   socket.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
   socket.set(zmq::sockopt::rcvhwm, options.receive_high_water_mark);
-  // A peer's single frame above the message limit is refused by ZeroMQ itself (it disconnects
-  // the peer), so not even one oversized frame is buffered.
+  // A peer's single frame above the frame ceiling is refused by ZeroMQ itself (it disconnects
+  // the peer), so not even one such frame is buffered; frames up to it reach the decoder, which
+  // refuses those above max_message_bytes visibly (node/transport_rules.h).
   socket.set(zmq::sockopt::maxmsgsize,
-             static_cast<int64_t>(std::min<uint64_t>(options.limits.max_message_bytes,
+             static_cast<int64_t>(std::min<uint64_t>(FrameCeiling(options.limits),
                                                      std::numeric_limits<int64_t>::max())));
 }
 

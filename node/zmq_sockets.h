@@ -16,7 +16,8 @@
 
 namespace meshlearn::node {
 
-// Sets linger 0, the high-water marks and ZMQ_MAXMSGSIZE of `options` on `socket`.
+// Sets linger 0, the high-water marks and ZMQ_MAXMSGSIZE (the frame ceiling of `options`,
+// node/transport_rules.h) on `socket`.
 void SetCommonOptions(zmq::socket_t& socket, const TransportOptions& options);
 
 // Where libzmq asks a context's ZAP handler to authenticate a handshake (RFC 27).

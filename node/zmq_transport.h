@@ -8,9 +8,9 @@
 // threads hand it work through a thread-safe command queue.
 //
 // ZeroMQ specifics of the Transport rules:
-// - max_message_bytes is every socket's ZMQ_MAXMSGSIZE: a peer sending a larger frame is
-//   disconnected by ZeroMQ itself, so not even one oversized frame is buffered; its DEALER
-//   reconnects by itself.
+// - Twice max_message_bytes (the frame ceiling) is every socket's ZMQ_MAXMSGSIZE: a peer sending
+//   a larger frame is disconnected by ZeroMQ itself, so not even one such frame is buffered; its
+//   DEALER reconnects by itself.
 // - With CurveOptions, every socket speaks ZeroMQ CURVE: the ROUTER is a CURVE server whose ZAP
 //   handler (inproc://zeromq.zap.01 in the transport's own ZeroMQ context, served on the I/O
 //   thread) admits only allowlisted client keys; every DEALER is a CURVE client that must be given

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "protocol/version.h"
+#include "protocol/wire_text.h"
 
 namespace meshlearn {
 namespace {
@@ -153,6 +154,10 @@ struct BodyPacker {
     pk.pack_uint32(m.cols);
     blobs.push_back(BlobOf(m.centroids));
   }
+  void operator()(const Goodbye& m) {
+    pk.pack_array(1);
+    pk.pack(m.reason);
+  }
   void operator()(const Ping& m) {
     pk.pack_array(1);
     pk.pack_uint64(m.nonce);
@@ -199,6 +204,16 @@ class Fields {
     return Status::Ok();
   }
 
+  // A count field (rows, columns, samples): above `max` it is too_many, not malformed.
+  Status Count(uint32_t i, const char* field, uint64_t max, uint64_t* out) const {
+    MESHLEARN_RETURN_IF_ERROR(Uint(i, field, UINT64_MAX, out));
+    if (*out > max) {
+      return Status::TooMany(Name(field) + " = " + std::to_string(*out) + " is above its limit " +
+                             std::to_string(max));
+    }
+    return Status::Ok();
+  }
+
   Status Int(uint32_t i, const char* field, int64_t* out) const {
     const msgpack::object& o = at(i);
     if (o.type == msgpack::type::NEGATIVE_INTEGER) {
@@ -241,7 +256,8 @@ class Fields {
     }
   }
 
-  Status String(uint32_t i, const char* field, uint32_t max_bytes, std::string* out) const {
+  // A string field of at most `max_bytes`, as bytes: not checked for UTF-8.
+  Status RawString(uint32_t i, const char* field, uint32_t max_bytes, std::string* out) const {
     const msgpack::object& o = at(i);
     if (o.type != msgpack::type::STR) return Status::Malformed(Name(field) + " must be a string");
     if (o.via.str.size > max_bytes) {
@@ -249,6 +265,24 @@ class Fields {
                               " bytes, the limit is " + std::to_string(max_bytes));
     }
     out->assign(o.via.str.ptr, o.via.str.size);
+    return Status::Ok();
+  }
+
+  // A UTF-8 string field of at most `max_bytes`.
+  Status String(uint32_t i, const char* field, uint32_t max_bytes, std::string* out) const {
+    MESHLEARN_RETURN_IF_ERROR(RawString(i, field, max_bytes, out));
+    if (!IsValidUtf8(*out)) return Status::Malformed(Name(field) + " is not valid UTF-8");
+    return Status::Ok();
+  }
+
+  // A string field holding a node id (kNodeIdRule). The id is not quoted in the error: it may be
+  // anything a peer sent.
+  Status NodeId(uint32_t i, const char* field, std::string* out) const {
+    MESHLEARN_RETURN_IF_ERROR(RawString(i, field, UINT32_MAX, out));  // frames cap strings
+    if (!IsNodeId(*out)) {
+      return Status::InvalidArgument(Name(field) + " (" + std::to_string(out->size()) +
+                                     " bytes) is not a node id: " + kNodeIdRule);
+    }
     return Status::Ok();
   }
 
@@ -329,7 +363,7 @@ Status CheckLayout(const ParamLayout& layout, const DecodeOptions& options) {
 Status UnpackPeerInfo(const msgpack::object& o, const std::string& what, const Limits& limits,
                       PeerInfo* out) {
   ASSIGN_FIELDS(p, o, what, 3);
-  MESHLEARN_RETURN_IF_ERROR(p.String(0, "id", limits.max_string_bytes, &out->id));
+  MESHLEARN_RETURN_IF_ERROR(p.NodeId(0, "id", &out->id));
   MESHLEARN_RETURN_IF_ERROR(p.String(1, "endpoint", limits.max_string_bytes, &out->endpoint));
   return p.String(2, "public_key", limits.max_string_bytes, &out->public_key);
 }
@@ -351,8 +385,8 @@ Status UnpackModelWeights(const Fields& f, uint32_t index, const Frame& blob,
 Status UnpackEmbeddings(const Fields& f, uint32_t first, const Frame& blob, const Limits& limits,
                         const char* what, uint32_t* rows_out, uint32_t* cols_out, FloatArray* out) {
   uint64_t rows, cols;
-  MESHLEARN_RETURN_IF_ERROR(f.Uint(first, "rows", limits.max_embed_rows, &rows));
-  MESHLEARN_RETURN_IF_ERROR(f.Uint(first + 1, "cols", limits.max_embed_cols, &cols));
+  MESHLEARN_RETURN_IF_ERROR(f.Count(first, "rows", limits.max_embed_rows, &rows));
+  MESHLEARN_RETURN_IF_ERROR(f.Count(first + 1, "cols", limits.max_embed_cols, &cols));
   auto embeddings = UnpackWeights(blob, rows * cols, what);
   if (!embeddings.ok()) return embeddings.status();
   *rows_out = static_cast<uint32_t>(rows);
@@ -445,7 +479,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       for (uint32_t i = 0; i < count; ++i) {
         ASSIGN_FIELDS(s, items[i], "Model.score_row[" + std::to_string(i) + "]", 2);
         PeerScore score;
-        MESHLEARN_RETURN_IF_ERROR(s.String(0, "peer", limits.max_string_bytes, &score.peer));
+        MESHLEARN_RETURN_IF_ERROR(s.NodeId(0, "peer", &score.peer));
         MESHLEARN_RETURN_IF_ERROR(s.Double(1, "score", &score.score));
         m.score_row.push_back(std::move(score));
       }
@@ -470,7 +504,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       EmbedRequest m;
       uint64_t max_samples;
       MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "projection_seed", UINT64_MAX, &m.projection_seed));
-      MESHLEARN_RETURN_IF_ERROR(f.Uint(1, "max_samples", limits.max_embed_rows, &max_samples));
+      MESHLEARN_RETURN_IF_ERROR(f.Count(1, "max_samples", limits.max_embed_rows, &max_samples));
       m.max_samples = static_cast<uint32_t>(max_samples);
       MESHLEARN_RETURN_IF_ERROR(UnpackModelWeights(f, 2, blobs[0], options, "EmbedRequest.weights",
                                                    &m.layout, &m.weights));
@@ -496,7 +530,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       WitnessEmbedRequest m;
       uint64_t max_samples;
       MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "projection_seed", UINT64_MAX, &m.projection_seed));
-      MESHLEARN_RETURN_IF_ERROR(f.Uint(1, "max_samples", limits.max_embed_rows, &max_samples));
+      MESHLEARN_RETURN_IF_ERROR(f.Count(1, "max_samples", limits.max_embed_rows, &max_samples));
       m.max_samples = static_cast<uint32_t>(max_samples);
       MESHLEARN_RETURN_IF_ERROR(f.Uint(2, "session", UINT64_MAX, &m.session));
       MESHLEARN_RETURN_IF_ERROR(UnpackPeerInfo(f.at(3), f.Name("witness"), limits, &m.witness));
@@ -509,8 +543,8 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       WitnessRows m;
       uint64_t side;
       MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "session", UINT64_MAX, &m.session));
-      MESHLEARN_RETURN_IF_ERROR(f.String(1, "requester", limits.max_string_bytes, &m.requester));
-      MESHLEARN_RETURN_IF_ERROR(f.String(2, "responder", limits.max_string_bytes, &m.responder));
+      MESHLEARN_RETURN_IF_ERROR(f.NodeId(1, "requester", &m.requester));
+      MESHLEARN_RETURN_IF_ERROR(f.NodeId(2, "responder", &m.responder));
       MESHLEARN_RETURN_IF_ERROR(f.Uint(3, "side", 1, &side));
       m.side = static_cast<WitnessSide>(side);
       MESHLEARN_RETURN_IF_ERROR(UnpackEmbeddings(f, 4, blobs[0], limits, "WitnessRows.embeddings",
@@ -533,6 +567,12 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       Signature m;
       MESHLEARN_RETURN_IF_ERROR(UnpackEmbeddings(f, 0, blobs[0], limits, "Signature.centroids",
                                                  &m.rows, &m.cols, &m.centroids));
+      return Body(std::move(m));
+    }
+    case MessageType::kGoodbye: {
+      ASSIGN_FIELDS(f, o, "Goodbye", 1);
+      Goodbye m;
+      MESHLEARN_RETURN_IF_ERROR(f.String(0, "reason", limits.max_string_bytes, &m.reason));
       return Body(std::move(m));
     }
     case MessageType::kPing:
@@ -572,14 +612,46 @@ Result<msgpack::object_handle> ParseFrame(const Frame& frame, const Limits& limi
                                std::to_string(frame.size() - offset) + " trailing bytes");
     }
     return handle;
-  } catch (const msgpack::size_overflow& e) {
-    return Status::TooMany(std::string(what) + " frame exceeds a msgpack size limit: " + e.what());
+  } catch (const msgpack::str_size_overflow&) {
+    return Status::TooLarge(std::string(what) + " frame holds a string above max_string_bytes (" +
+                            std::to_string(limits.max_string_bytes) + ")");
+  } catch (const msgpack::array_size_overflow&) {
+    return Status::TooMany(std::string(what) + " frame holds an array above " +
+                           std::to_string(limits.max_tensors + limits.max_peers) + " elements");
+  } catch (const msgpack::size_overflow&) {
+    // Maps, bin and ext never occur in a meshlearn message (only arrays), and no message nests
+    // deeper than msgpack's depth limit here: the bytes are not a meshlearn structure.
+    return Status::Malformed(std::string(what) +
+                             " frame holds a msgpack map, bin or ext, or nests too deep; the "
+                             "protocol uses arrays only");
   } catch (const std::exception& e) {
     return Status::Malformed(std::string(what) + " frame is not valid msgpack: " + e.what());
   }
 }
 
-constexpr uint16_t kHighestKnownType = static_cast<uint16_t>(MessageType::kSignature);
+constexpr uint16_t kHighestKnownType = static_cast<uint16_t>(MessageType::kGoodbye);
+
+// Reads the fields of a well-formed envelope (an array of at least 7 fields of the right msgpack
+// types) without judging their values.
+Result<Envelope> ParseEnvelope(const Frame& frame, const Limits& limits) {
+  auto handle = ParseFrame(frame, limits, "envelope");
+  if (!handle.ok()) return handle.status();
+  ASSIGN_FIELDS(f, handle->get(), "envelope", 7);
+  Envelope e;
+  uint64_t magic, version, min_version, type;
+  MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "magic", UINT32_MAX, &magic));
+  MESHLEARN_RETURN_IF_ERROR(f.Uint(1, "protocol_version", UINT16_MAX, &version));
+  MESHLEARN_RETURN_IF_ERROR(f.Uint(2, "min_version", UINT16_MAX, &min_version));
+  MESHLEARN_RETURN_IF_ERROR(f.Uint(3, "type", UINT16_MAX, &type));
+  MESHLEARN_RETURN_IF_ERROR(f.RawString(4, "sender", limits.max_string_bytes, &e.sender));
+  MESHLEARN_RETURN_IF_ERROR(f.Uint(5, "request_id", UINT64_MAX, &e.request_id));
+  MESHLEARN_RETURN_IF_ERROR(f.Int(6, "round", &e.round));
+  e.magic = static_cast<uint32_t>(magic);
+  e.protocol_version = static_cast<uint16_t>(version);
+  e.min_version = static_cast<uint16_t>(min_version);
+  e.type = static_cast<MessageType>(type);
+  return e;
+}
 
 }  // namespace
 
@@ -615,42 +687,41 @@ std::vector<Frame> Encode(const Message& message) {
 }
 
 Result<Envelope> DecodeEnvelope(const Frame& frame, const Limits& limits) {
-  auto handle = ParseFrame(frame, limits, "envelope");
-  if (!handle.ok()) return handle.status();
-  ASSIGN_FIELDS(f, handle->get(), "envelope", 7);
-  Envelope e;
-  uint64_t magic, version, min_version, type;
-  MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "magic", UINT32_MAX, &magic));
-  if (magic != kProtocolMagic) {
-    return Status::BadMagic("envelope magic is " + std::to_string(magic) + ", expected " +
+  auto parsed = ParseEnvelope(frame, limits);
+  if (!parsed.ok()) return parsed.status();
+  const Envelope& e = *parsed;
+  if (e.magic != kProtocolMagic) {
+    return Status::BadMagic("envelope magic is " + std::to_string(e.magic) + ", expected " +
                             std::to_string(kProtocolMagic) + " (\"MLRN\")");
   }
-  e.magic = static_cast<uint32_t>(magic);
-  MESHLEARN_RETURN_IF_ERROR(f.Uint(1, "protocol_version", UINT16_MAX, &version));
-  MESHLEARN_RETURN_IF_ERROR(f.Uint(2, "min_version", UINT16_MAX, &min_version));
-  if (min_version > version) {
-    return Status::Malformed("envelope min_version " + std::to_string(min_version) +
-                             " is above its protocol_version " + std::to_string(version));
+  if (e.min_version > e.protocol_version) {
+    return Status::Malformed("envelope min_version " + std::to_string(e.min_version) +
+                             " is above its protocol_version " +
+                             std::to_string(e.protocol_version));
   }
-  if (version < kMinProtocolVersion || min_version > kProtocolVersion) {
-    return Status::UnsupportedVersion("peer speaks protocol versions " +
-                                      std::to_string(min_version) + ".." + std::to_string(version) +
-                                      ", this node speaks " + std::to_string(kMinProtocolVersion) +
-                                      ".." + std::to_string(kProtocolVersion));
+  if (e.protocol_version < kMinProtocolVersion || e.min_version > kProtocolVersion) {
+    return Status::UnsupportedVersion(
+        "peer speaks protocol versions " + std::to_string(e.min_version) + ".." +
+        std::to_string(e.protocol_version) + ", this node speaks " +
+        std::to_string(kMinProtocolVersion) + ".." + std::to_string(kProtocolVersion));
   }
-  e.protocol_version = static_cast<uint16_t>(version);
-  e.min_version = static_cast<uint16_t>(min_version);
-  MESHLEARN_RETURN_IF_ERROR(f.Uint(3, "type", UINT16_MAX, &type));
+  uint16_t type = static_cast<uint16_t>(e.type);
   if (type == 0 || type > kHighestKnownType) {
     return Status::UnknownType("message type " + std::to_string(type) +
                                " is not known to this node (known: 1.." +
                                std::to_string(kHighestKnownType) + ")");
   }
-  e.type = static_cast<MessageType>(type);
-  MESHLEARN_RETURN_IF_ERROR(f.String(4, "sender", limits.max_string_bytes, &e.sender));
-  MESHLEARN_RETURN_IF_ERROR(f.Uint(5, "request_id", UINT64_MAX, &e.request_id));
-  MESHLEARN_RETURN_IF_ERROR(f.Int(6, "round", &e.round));
-  return e;
+  if (!IsNodeId(e.sender)) {
+    return Status::InvalidArgument("envelope.sender (" + std::to_string(e.sender.size()) +
+                                   " bytes) is not a node id: " + kNodeIdRule);
+  }
+  return parsed;
+}
+
+EnvelopeAddress AddressOf(const Frame& frame, const Limits& limits) {
+  auto parsed = ParseEnvelope(frame, limits);
+  if (!parsed.ok()) return {};
+  return {IsNodeId(parsed->sender) ? parsed->sender : "", parsed->request_id};
 }
 
 Result<Message> Decode(std::span<const Frame> frames, const DecodeOptions& options) {

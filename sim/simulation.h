@@ -33,6 +33,7 @@
 
 #include "base/status.h"
 #include "node/config.h"
+#include "node/status_document.h"
 #include "sim/network_model.h"
 
 namespace meshlearn::sim {
@@ -44,6 +45,9 @@ struct SimulationProgress {
   double simulated_seconds = 0;
   double real_seconds = 0;
   uint64_t events = 0;
+  // With SimulationOptions::with_status: each node's status, in config order (the document a
+  // node's /status shows; bytes are the simulated ones).
+  std::vector<node::NodeStatus> statuses;
 };
 
 // How a simulation runs.
@@ -53,6 +57,8 @@ struct SimulationOptions {
   int threads = 0;    // learner workers; 0: the machine's core count
   // Called about once a second of real time, on the simulation thread.
   std::function<void(const SimulationProgress&)> on_progress;
+  // Fill SimulationProgress::statuses (it costs a status document per node and report).
+  bool with_status = false;
   // Set: the simulation stops at the next event (Ctrl-C).
   const std::atomic<bool>* interrupt = nullptr;
 };

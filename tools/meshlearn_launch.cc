@@ -2,7 +2,10 @@
 //
 //   meshlearn-launch SCENARIO.toml [--out DIR] [--in-process] [--nodes N] [--seed S]
 //                    [--set key=value ...] [--methods a,b] [--known-peers K] [--log-level LEVEL]
-//                    [--partition-only]
+//                    [--partition-only] [--dashboard PORT] [--engine local|slurm|mpirun
+//                    [--slurm-batch] [--hostfile FILE] [--bind ADDRESS] [-- ENGINE ARGS...]]
+//   meshlearn-launch report RUN_DIR
+//   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
 //
 // Exit codes: 0 all methods ran; 2 bad scenario or command line; 3 results were written but
 // some nodes failed (they are listed); 130 interrupted (results so far are written).
@@ -13,13 +16,19 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "node/logging.h"
 #include "node/process_limits.h"
+#include "tools/dashboard/live_dashboard.h"
 #include "tools/launch/experiment.h"
 #include "tools/launch/report.h"
+#include "tools/launch/run_report.h"
 #include "tools/launch/scenario.h"
 
 namespace {
@@ -36,10 +45,36 @@ std::string NodeBinary() {
   return (self.parent_path() / "meshlearn-node").string();
 }
 
+// meshlearn-launch report RUN_DIR: the table, heatmaps, curves and summary of any run folder.
+int Report(int argc, char** argv) {
+  using namespace meshlearn;
+  CLI::App app{
+      "meshlearn-launch report: rebuild the table, heatmaps, curves and summary.csv of a "
+      "run folder"};
+  std::string dir;
+  app.add_option("run_dir", dir, "the run folder (a launcher's --out, or node folders)")
+      ->required();
+  CLI11_PARSE(app, argc, argv);
+  auto folder = launch::ReadRunFolder(dir);
+  if (!folder.ok()) {
+    std::fprintf(stderr, "meshlearn-launch report: %s\n", folder.status().ToString().c_str());
+    return 2;
+  }
+  for (const std::string& note : folder->notes) std::printf("note: %s\n", note.c_str());
+  auto summaries = launch::WriteRunReport(dir, folder->title, folder->partition, folder->runs);
+  int failed = 0;
+  for (const launch::MethodSummary& s : summaries) failed += s.nodes_failed;
+  return failed ? 3 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace meshlearn;
+  if (argc >= 2 && std::string(argv[1]) == "report") return Report(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "serve") {
+    return dashboard::ServeCommand(argc - 1, argv + 1);
+  }
   CLI::App app{"meshlearn-launch: run a scenario with N local meshlearn nodes"};
   std::string scenario_path;
   launch::ScenarioOverrides overrides;
@@ -50,9 +85,9 @@ int main(int argc, char** argv) {
   app.add_option("scenario", scenario_path, "scenario file (TOML; see configs/README.md)")
       ->required();
   app.add_option("--out", options.out_dir, "output folder (default runs/<scenario name>)");
-  auto* in_process = app.add_flag(
-      "--in-process", options.in_process,
-      "run the nodes as threads of this process (same transport, loopback TCP)");
+  auto* in_process =
+      app.add_flag("--in-process", options.in_process,
+                   "run the nodes as threads of this process (same transport, loopback TCP)");
   app.add_flag("--simulate", options.simulate,
                "simulate the mesh in this process: the nodes' real logic on a virtual clock and "
                "the scenario's [network] model; deterministic")
@@ -71,9 +106,50 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--methods", only_methods, "run only these methods (names, comma-separated)")
       ->delimiter(',');
+  std::optional<uint16_t> dashboard_port;
+  std::string dashboard_bind = "127.0.0.1";
+  app.add_option("--dashboard", dashboard_port,
+                 "serve a live page of the run on this port (0: any free port)");
+  app.add_option("--dashboard-bind", dashboard_bind,
+                 "address of the page (default 127.0.0.1; see the README on SSH)");
   app.add_flag("--partition-only", partition_only,
                "write the shards (<out>/shards/client-<i>.shard) and clusters.csv, then exit");
+  std::map<std::string, launch::Engine> engines;
+  for (const auto& e : launch::EngineNames()) engines[std::string(e.name)] = e.value;
+  auto* engine = app.add_option("--engine", options.engine,
+                                "where the nodes run: local (default), slurm (srun) or mpirun")
+                     ->transform(CLI::CheckedTransformer(engines, CLI::ignore_case))
+                     ->excludes(in_process);
+  app.add_flag("--slurm-batch", options.slurm_batch,
+               "--engine slurm: submit each method with sbatch --wait instead of running srun")
+      ->needs(engine);
+  app.add_option("--hostfile", options.hostfile,
+                 "--engine mpirun: the hostfile (default: localhost with one slot per node)")
+      ->needs(engine);
+  app.add_option("--bind", options.bind,
+                 "--engine: the address the nodes listen on (default 0.0.0.0: every interface)")
+      ->needs(engine);
+  app.add_option("engine_args", options.engine_args,
+                 "after --: options passed to srun, sbatch or mpirun (e.g. -- -N 3 --overcommit)");
   CLI11_PARSE(app, argc, argv);
+  if (options.engine != launch::Engine::kLocal && options.simulate) {
+    std::fprintf(stderr, "meshlearn-launch: --engine %s and --simulate exclude each other\n",
+                 std::string(NameOf(launch::EngineNames(), options.engine)).c_str());
+    return 2;
+  }
+  if (options.engine != launch::Engine::kLocal && dashboard_port) {
+    std::fprintf(stderr,
+                 "meshlearn-launch: --dashboard shows local runs only; for an engine run, "
+                 "watch the run folder with 'meshlearn-launch serve RUN_DIR --dashboard PORT' "
+                 "when it is done\n");
+    return 2;
+  }
+  if (options.engine == launch::Engine::kLocal && !options.engine_args.empty()) {
+    std::fprintf(stderr,
+                 "meshlearn-launch: options after -- go to the engine; they need --engine slurm "
+                 "or mpirun\n");
+    return 2;
+  }
   if (*seed_option) overrides.seed = seed;
   if (auto level = ParseLogLevel(options.log_level); !level.ok()) {
     std::fprintf(stderr, "meshlearn-launch: --log-level: %s\n", level.status().message().c_str());
@@ -110,13 +186,18 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
 
   if (scenario->has_network && !options.simulate) {
-    std::printf("meshlearn-launch: note: the scenario's [network] model applies to --simulate "
-                "only; real runs use the real network\n");
+    std::printf(
+        "meshlearn-launch: note: the scenario's [network] model applies to --simulate "
+        "only; real runs use the real network\n");
   }
+  std::string mode = options.engine != launch::Engine::kLocal
+                         ? std::string(NameOf(launch::EngineNames(), options.engine)) + " engine"
+                     : options.simulate   ? "simulated"
+                     : options.in_process ? "in-process"
+                                          : "process";
   std::printf("meshlearn-launch: %s — %d nodes, %zu method(s), %s mode, %s, output in %s\n",
               scenario->name.c_str(), scenario->data.partition.num_clients,
-              scenario->methods.size(),
-              options.simulate ? "simulated" : options.in_process ? "in-process" : "process",
+              scenario->methods.size(), mode.c_str(),
               scenario->security ? "CURVE-encrypted (keys in <method>/keys)" : "unencrypted",
               options.out_dir.c_str());
   std::fflush(stdout);
@@ -132,6 +213,27 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  std::unique_ptr<dashboard::LiveDashboard> board;
+  if (dashboard_port) {
+    dashboard::RunInfo info{scenario->name,
+                            options.simulate     ? "simulated"
+                            : options.in_process ? "in-process"
+                                                 : "process",
+                            options.out_dir,
+                            *partition,
+                            {}};
+    for (const launch::MethodSpec& m : scenario->methods) info.methods.push_back(m.name);
+    auto started = dashboard::LiveDashboard::Start(dashboard_bind, *dashboard_port, info);
+    if (!started.ok()) {
+      std::fprintf(stderr, "meshlearn-launch: %s\n", started.status().ToString().c_str());
+      return 2;
+    }
+    board = std::move(*started);
+    options.observer = board.get();
+    std::printf("dashboard: http://%s:%u/\n", dashboard_bind.c_str(), board->port());
+    std::fflush(stdout);
+  }
+
   std::vector<launch::MethodRun> runs;
   std::vector<launch::MethodSummary> summaries;
   int failed_nodes = 0;
@@ -143,53 +245,17 @@ int main(int argc, char** argv) {
                    run.status().ToString().c_str());
       return 2;
     }
-    Status heatmap = launch::WriteHeatmap(*run, *partition, scenario->name + " — " + method.name);
-    if (!heatmap.ok()) {
-      std::fprintf(stderr, "meshlearn-launch: heatmap of '%s': %s\n", method.name.c_str(),
-                   heatmap.ToString().c_str());
-    }
-    summaries.push_back(launch::Summarize(*run, *partition));
-    auto exchange = launch::WriteEmdMatrix(*run, *partition);
-    if (!exchange.ok()) {
-      std::fprintf(stderr, "meshlearn-launch: EMD matrix of '%s': %s\n", method.name.c_str(),
-                   exchange.status().ToString().c_str());
-    } else if (*exchange) {
-      summaries.back().ari = (*exchange)->ari;
-      summaries.back().exchange_seconds = (*exchange)->seconds;
-      summaries.back().exchange_rounds = (*exchange)->rounds;
-    }
-    auto policy = launch::ReadPolicyClusters(*run, *partition);
-    if (!policy.ok()) {
-      std::fprintf(stderr, "meshlearn-launch: clusters of '%s': %s\n", method.name.c_str(),
-                   policy.status().ToString().c_str());
-    } else if (*policy) {
-      summaries.back().ari = (*policy)->ari;
-      summaries.back().cluster_round = (*policy)->mean_round;
-    }
+    summaries.push_back(launch::ReportMethod(*run, *partition, scenario->name));
     failed_nodes += summaries.back().nodes_failed;
+    if (board) {
+      Status shown = board->model().ShowFinished(*run);
+      if (!shown.ok())
+        std::fprintf(stderr, "meshlearn-launch: dashboard: %s\n", shown.ToString().c_str());
+    }
     runs.push_back(std::move(*run));
   }
   if (runs.empty()) return 130;
-
-  Status curves =
-      launch::WriteCurves(options.out_dir + "/curves.png", runs, *partition, scenario->name);
-  if (!curves.ok())
-    std::fprintf(stderr, "meshlearn-launch: curves: %s\n", curves.ToString().c_str());
-  Status summary =
-      launch::WriteSummaryCsv(options.out_dir + "/summary.csv", summaries, partition->num_clusters);
-  if (!summary.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", summary.ToString().c_str());
-
-  std::printf("\n%s\n", launch::FormatTable(summaries, partition->num_clusters).c_str());
-  std::printf("summary:  %s/summary.csv\ncurves:   %s/curves.png\n", options.out_dir.c_str(),
-              options.out_dir.c_str());
-  for (const launch::MethodRun& run : runs) {
-    std::printf("heatmap:  %s/heatmap.csv  %s/heatmap.png  (%s)\n", run.dir.c_str(),
-                run.dir.c_str(), run.method.name.c_str());
-    if (std::filesystem::exists(run.dir + "/emd_matrix.csv")) {
-      std::printf("emd:      %s/emd_matrix.csv  %s/emd_matrix.png\n", run.dir.c_str(),
-                  run.dir.c_str());
-    }
-  }
+  launch::ReportRun(options.out_dir, scenario->name, *partition, runs, summaries);
   if (options.simulate) {
     Status written = launch::WriteSimulationCsv(options.out_dir + "/simulation.csv", runs);
     if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
@@ -205,6 +271,11 @@ int main(int argc, char** argv) {
                   options.in_process ? s.peak_pss_mib_max : s.peak_pss_mib_mean);
       break;
     }
+  }
+  if (board) {
+    std::printf("%s", dashboard::DescribeCosts(board->Costs()).c_str());
+    Status written = dashboard::WriteCostsCsv(options.out_dir + "/dashboard.csv", board->Costs());
+    if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
   }
   if (g_interrupt) return 130;
   return failed_nodes ? 3 : 0;

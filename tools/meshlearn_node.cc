@@ -3,19 +3,24 @@
 //   meshlearn-node --config node.toml [--log-level debug] [--check]
 //
 // --check validates the config and, with [security], reads the key files.
+// A config with an [engine] section is a template for every rank an engine starts
+// (node/node_template.h): the rank's identity comes from Slurm, Open MPI or Kubernetes, and the
+// resolved config is written to <output_dir>/node.toml.
 // Exit codes: 0 finished or stopped cleanly; 1 the node failed while running; 2 bad config,
 // missing or bad key file, or bad command line (the message names the file, key and value).
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdio>
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 
+#include "base/atomic_file.h"
 #include "node/config.h"
 #include "node/logging.h"
 #include "node/node.h"
+#include "node/node_template.h"
 #include "node/process_limits.h"
 
 int main(int argc, char** argv) {
@@ -30,10 +35,25 @@ int main(int argc, char** argv) {
   app.add_flag("--check", check_only, "validate the config and exit");
   CLI11_PARSE(app, argc, argv);
 
-  auto config = meshlearn::node::LoadNodeConfig(config_path);
-  if (!config.ok()) {
-    std::fprintf(stderr, "meshlearn-node: %s\n", config.status().ToString().c_str());
+  auto loaded = meshlearn::node::LoadNodeConfigOrTemplate(
+      config_path, meshlearn::node::ProcessEngineEnvironment);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "meshlearn-node: %s\n", loaded.status().ToString().c_str());
     return 2;
+  }
+  auto* config = &loaded->config;
+  if (const auto& engine = loaded->engine) {
+    std::printf(
+        "meshlearn-node: %s rank %d of %d on %s: node %s, listening on %s, advertised as "
+        "%s%s\n",
+        std::string(NameOf(meshlearn::node::EngineKindNames(), engine->kind)).c_str(), engine->rank,
+        engine->size, engine->host.c_str(), config->id.c_str(), config->listen.c_str(),
+        config->advertise.c_str(),
+        engine->rank == 0 ? "; rank 0: the others greet it"
+                          : (", bootstrapping from rank 0 at " + engine->rank0_host + ":" +
+                             std::to_string(engine->rank0_port))
+                                .c_str());
+    std::fflush(stdout);
   }
   if (!log_level.empty()) {
     auto level = meshlearn::ParseLogLevel(log_level);
@@ -60,23 +80,39 @@ int main(int argc, char** argv) {
   if (auto files = meshlearn::node::RaiseOpenFileLimit(); !files.ok()) {
     std::fprintf(stderr, "warning: %s\n", files.status().ToString().c_str());
   }
+  // Signals are taken by one thread with sigwait: SIGINT and SIGTERM ask the node to stop after
+  // the current step; SIGUSR1, sent by main when Run() returned, ends the thread. They are blocked
+  // before the node starts its threads, so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
   auto node = meshlearn::node::Node::Create(*config);
   if (!node.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
                  node.status().ToString().c_str());
     return 2;
   }
-
-  // Signals are handled on an Asio thread that asks the node to stop after the current step.
-  boost::asio::io_context signals_context;
-  boost::asio::signal_set signals(signals_context, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& error, int) {
-    if (!error) (*node)->Stop();
+  if (loaded->engine) {
+    std::string resolved = config->output_dir + "/node.toml";
+    meshlearn::Status written =
+        meshlearn::WriteFileAtomically(resolved, meshlearn::node::RenderNodeConfig(*config));
+    if (!written.ok()) {
+      std::fprintf(stderr, "meshlearn-node: %s\n", written.ToString().c_str());
+      return 1;
+    }
+  }
+  std::thread signal_thread([&] {
+    for (int signal = 0; sigwait(&signals, &signal) == 0 && signal != SIGUSR1;) {
+      (*node)->Stop();
+    }
   });
-  std::thread signal_thread([&] { signals_context.run(); });
 
   meshlearn::Status status = (*node)->Run();
-  signals_context.stop();
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
   signal_thread.join();
   if (!status.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s\n", status.ToString().c_str());

@@ -6,14 +6,16 @@ namespace meshlearn::topology {
 
 const char* LivenessName(Liveness liveness) {
   switch (liveness) {
-    case Liveness::kIntroducing:
-      return "introducing";
+    case Liveness::kCandidate:
+      return "candidate";
     case Liveness::kAlive:
       return "alive";
     case Liveness::kDead:
       return "dead";
     case Liveness::kProbation:
       return "probation";
+    case Liveness::kLeft:
+      return "left";
   }
   return "unknown";
 }
@@ -26,30 +28,62 @@ PeerTable::PeerTable(std::string self, int dead_after_failures, Clock::duration 
       max_backoff_(max_backoff) {}
 
 bool PeerTable::Learn(const std::string& id, const std::string& endpoint,
-                      const std::string& public_key) {
+                      const std::string& public_key, bool pinned) {
   if (id.empty() || id == self_) return false;
   auto it = peers_.find(id);
   if (it != peers_.end()) {
-    it->second.endpoint = endpoint;
-    if (!public_key.empty()) it->second.public_key = public_key;
+    PeerEntry& e = it->second;
+    e.pinned = e.pinned || pinned;
+    if (e.active) return false;
+    e.endpoint = endpoint;
+    if (!public_key.empty()) e.public_key = public_key;
     return false;
   }
   PeerEntry entry;
   entry.id = id;
   entry.endpoint = endpoint;
   entry.public_key = public_key;
+  entry.pinned = pinned;
   peers_.emplace(id, std::move(entry));
   return true;
 }
 
 void PeerTable::MarkActive(std::string_view id) {
   auto it = peers_.find(id);
-  if (it != peers_.end()) it->second.active = true;
+  if (it == peers_.end()) return;
+  if (!it->second.active) ++verified_;
+  it->second.active = true;
+  it->second.left = false;
+}
+
+void PeerTable::MoveVerified(std::string_view id, const std::string& endpoint,
+                             const std::string& public_key) {
+  auto it = peers_.find(id);
+  if (it == peers_.end() || !it->second.active) return;
+  it->second.endpoint = endpoint;
+  if (!public_key.empty()) it->second.public_key = public_key;
+}
+
+void PeerTable::MarkLeft(std::string_view id) {
+  auto it = peers_.find(id);
+  if (it != peers_.end()) it->second.left = true;
 }
 
 void PeerTable::Forget(std::string_view id) {
   auto it = peers_.find(id);
-  if (it != peers_.end()) peers_.erase(it);
+  if (it == peers_.end()) return;
+  if (it->second.active) --verified_;
+  peers_.erase(it);
+}
+
+std::optional<std::string> PeerTable::Replaceable(Clock::time_point now) const {
+  std::optional<std::string> dead;
+  for (const auto& [id, e] : peers_) {
+    if (!e.active) continue;
+    if (e.left) return id;
+    if (!dead && LivenessOf(id, now) == Liveness::kDead) dead = id;
+  }
+  return dead;
 }
 
 void PeerTable::RecordSuccess(std::string_view id) {
@@ -77,7 +111,8 @@ bool PeerTable::RecordFailure(std::string_view id, Clock::time_point now) {
 
 Liveness PeerTable::LivenessOf(std::string_view id, Clock::time_point now) const {
   const PeerEntry* e = Find(id);
-  if (!e || !e->active) return Liveness::kIntroducing;
+  if (!e || !e->active) return Liveness::kCandidate;
+  if (e->left) return Liveness::kLeft;
   if (e->consecutive_failures < dead_after_failures_) return Liveness::kAlive;
   return now < e->dead_until ? Liveness::kDead : Liveness::kProbation;
 }

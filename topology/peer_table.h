@@ -2,9 +2,15 @@
 // The peer table: every peer a node knows, where it listens, and whether it is worth asking.
 //
 // Specification.
-// - A peer is learned from the config or from gossip (Learn) and starts "introducing": it is
-//   not sampled until it answered a Hello with a compatible architecture (MarkActive).
-//   Rationale: a peer whose model layout differs would only produce rejected messages.
+// - A peer is learned from the config, a checkpoint, gossip or its own Hello (Learn) and starts as
+//   a candidate: it is not sampled (and not gossiped, node/membership.h) until it answered our own
+//   Hello with a compatible architecture (MarkActive); from then on it is verified.
+//   Rationale: a peer whose model layout differs would only produce rejected messages, and an id
+//   that never answered at the endpoint it claims may not exist at all.
+// - A verified peer keeps its endpoint: Learn changes only a candidate's; MarkActive at another
+//   endpoint moves a verified one (the node verified the new endpoint first).
+// - A verified peer that said Goodbye has left (MarkLeft): it is not sampled until it is verified
+//   again (MarkActive), e.g. when it greets us after a restart.
 // - Each failed request (timeout, error reply, undecodable reply) counts one consecutive failure;
 //   any success resets the count. At `dead_after_failures` consecutive failures the peer is
 //   dead until now + backoff, where backoff = base_backoff * 2^(times it died before), capped at
@@ -18,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,7 +38,9 @@ struct PeerEntry {
   std::string id;
   std::string endpoint;
   std::string public_key;  // Z85 CURVE key, empty when unknown
-  bool active = false;     // completed the Hello exchange
+  bool active = false;     // verified: answered our Hello (else a candidate)
+  bool pinned = false;     // from the node's config: never forgotten for failing to answer
+  bool left = false;       // said Goodbye; not sampled until verified again
   int consecutive_failures = 0;
   int times_died = 0;              // doubles the backoff each time
   Clock::time_point dead_until{};  // meaningful while consecutive_failures >= threshold
@@ -40,9 +49,9 @@ struct PeerEntry {
 };
 
 // The liveness state of a peer, for /status and logs.
-enum class Liveness { kIntroducing, kAlive, kDead, kProbation };
+enum class Liveness { kCandidate, kAlive, kDead, kProbation, kLeft };
 
-// Returns "introducing", "alive", "dead" or "probation".
+// Returns "candidate", "alive", "dead", "probation" or "left".
 const char* LivenessName(Liveness liveness);
 
 // Every peer a node knows (see the specification above).
@@ -53,12 +62,19 @@ class PeerTable {
   PeerTable(std::string self, int dead_after_failures, Clock::duration base_backoff,
             Clock::duration max_backoff);
 
-  // Records that `id` listens at `endpoint` (with `public_key`, possibly empty). Returns true when
-  // the peer is new. An existing peer keeps its state; a changed endpoint replaces the old one.
-  // Learning self or an empty id is ignored and returns false.
-  bool Learn(const std::string& id, const std::string& endpoint, const std::string& public_key);
-  // Marks `id` as having completed the Hello exchange (it becomes samplable). No-op if unknown.
+  // Records that `id` listens at `endpoint` (with `public_key`, possibly empty) as a candidate, and
+  // `pinned` when it comes from the node's config. Returns true when the peer is new. An existing
+  // peer keeps its state (and a verified one its endpoint; a candidate takes the new endpoint);
+  // `pinned` is only ever added. Learning self or an empty id is ignored and returns false.
+  bool Learn(const std::string& id, const std::string& endpoint, const std::string& public_key,
+             bool pinned = false);
+  // Marks `id` as verified (it becomes samplable, and has not left). No-op if unknown.
   void MarkActive(std::string_view id);
+  // Marks verified peer `id` as verified at `endpoint` with `public_key` (it moved there).
+  void MoveVerified(std::string_view id, const std::string& endpoint,
+                    const std::string& public_key);
+  // Marks `id` as having left (Goodbye): not samplable until MarkActive. No-op if unknown.
+  void MarkLeft(std::string_view id);
   // Forgets `id` (e.g. refused at Hello). No-op if unknown.
   void Forget(std::string_view id);
   // Records a successful request to `id`; revives a dead peer. No-op if unknown.
@@ -66,7 +82,7 @@ class PeerTable {
   // Records a failed request to `id` at `now`. Returns true when this failure made it dead.
   bool RecordFailure(std::string_view id, Clock::time_point now);
 
-  // The liveness of `id` at `now` (kIntroducing for an unknown peer).
+  // The liveness of `id` at `now` (kCandidate for an unknown peer).
   Liveness LivenessOf(std::string_view id, Clock::time_point now) const;
   // True when `id` is active and alive or on probation at `now`: the sampler may draw it.
   bool IsSamplable(std::string_view id, Clock::time_point now) const;
@@ -74,8 +90,13 @@ class PeerTable {
   const PeerEntry* Find(std::string_view id) const;
   // Every entry, ordered by id.
   std::vector<PeerEntry> Entries() const;
-  // The number of known peers.
+  // The number of known peers, candidates included.
   size_t size() const { return peers_.size(); }
+  // The number of verified peers.
+  size_t verified() const { return verified_; }
+  // A verified peer that may make room for a new one at `now`: one that left, else one that is
+  // dead (the first by id); nullopt when every verified peer is alive or on probation.
+  std::optional<std::string> Replaceable(Clock::time_point now) const;
 
  private:
   std::string self_;
@@ -83,6 +104,7 @@ class PeerTable {
   Clock::duration base_backoff_;
   Clock::duration max_backoff_;
   std::map<std::string, PeerEntry, std::less<>> peers_;
+  size_t verified_ = 0;  // entries with `active`
 };
 
 }  // namespace meshlearn::topology

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -150,7 +151,9 @@ inline std::vector<std::string> WriteSyntheticShards(const std::string& dir, int
   return paths;
 }
 
-// A node config for the synthetic problem with test-friendly timing.
+// A node config for the synthetic problem with test-friendly timing. The round deadline is short
+// enough for a test to see a dead peer skipped within seconds, and long enough that a loaded
+// machine does not make live peers miss it.
 inline node::NodeConfig SyntheticNodeConfig(const std::string& id, const std::string& listen,
                                             const std::string& shard, const std::string& out) {
   node::NodeConfig c;
@@ -164,8 +167,8 @@ inline node::NodeConfig SyntheticNodeConfig(const std::string& id, const std::st
   c.metric = similarity::MetricKind::kCosWeights;
   c.tau = 140;
   c.peers_per_round = 1;
-  c.round_deadline_s = 1;
-  c.linger_s = 1;
+  c.round_deadline_s = 4;
+  c.linger_s = 2;
   return c;
 }
 
@@ -191,6 +194,29 @@ inline std::string WriteConfig(const std::string& path, const node::NodeConfig& 
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream(path) << node::RenderNodeConfig(config);
   return path;
+}
+
+// Writes the configs of a mesh of synthetic nodes `ids` (their shards drawn with `seed`) under
+// `dir`, each on a free port of 127.0.0.1 and knowing every other, changed by `tweak`; returns
+// the config files' paths ("<dir>/<id>.toml"; outputs in "<dir>/<id>").
+inline std::vector<std::string> WriteFullMesh(const std::string& dir,
+                                              const std::vector<std::string>& ids, uint64_t seed,
+                                              const std::function<void(node::NodeConfig&)>& tweak) {
+  auto shards = WriteSyntheticShards(dir + "/shards", static_cast<int>(ids.size()), 1, seed);
+  EXPECT_EQ(shards.size(), ids.size());
+  if (shards.size() != ids.size()) return {};
+  std::vector<std::string> endpoints;
+  for (size_t i = 0; i < ids.size(); ++i) endpoints.push_back(FreeEndpoint("127.0.0.1"));
+  std::vector<std::string> configs;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoints[i], shards[i], dir + "/" + ids[i]);
+    for (size_t j = 0; j < ids.size(); ++j) {
+      if (j != i) c.peers.push_back({ids[j], endpoints[j]});
+    }
+    tweak(c);
+    configs.push_back(WriteConfig(dir + "/" + ids[i] + ".toml", c));
+  }
+  return configs;
 }
 
 // The number in column `column` of a CSV `row` under `header` (plain cells, no quoted commas),

@@ -11,8 +11,11 @@ namespace {
 
 using std::chrono::seconds;
 
-// 6 nodes in 2 synthetic clusters of 3, two methods.
-std::string WriteScenario(const std::string& dir, int rounds, double min_round_s) {
+// 6 nodes in 2 synthetic clusters of 3, two methods. The round deadline is generous unless a
+// test needs a dead peer noticed quickly: on a loaded machine a 2 s deadline marks live peers
+// dead, and then the samples (and the sync run's sequence) depend on the machine's speed.
+std::string WriteScenario(const std::string& dir, int rounds, double min_round_s,
+                          double round_deadline_s = 30) {
   std::filesystem::create_directories(dir);
   std::string path = dir + "/scenario.toml";
   std::ofstream(path) << "name = \"e2e\"\nseed = 3\n"
@@ -23,8 +26,8 @@ std::string WriteScenario(const std::string& dir, int rounds, double min_round_s
                          "[node.training]\noptimizer = \"sgd\"\nlearning_rate = 0.003\nrounds = "
                       << rounds
                       << "\n[node.learning]\npeers_per_round = 2\n"
-                         "[node.round]\nround_deadline_s = 2\nlinger_s = 0.5\nmin_round_s = "
-                      << min_round_s
+                         "[node.round]\nlinger_s = 5\nround_deadline_s = "
+                      << round_deadline_s << "\nmin_round_s = " << min_round_s
                       << "\n[[methods]]\nname = \"random\"\nlearning = { sampler = \"random\" }\n"
                          "[[methods]]\nname = \"cos_weights\"\n"
                          "learning = { metric = \"cos_weights\", tau = 140 }\n";
@@ -60,7 +63,15 @@ void ExpectCompleteRun(const std::string& out, int rounds) {
     double total = 0;
     for (size_t r = 0; r < 6; ++r) {
       EXPECT_EQ(heatmap->at(r, r), 0) << "a node never samples itself";
-      for (size_t c = 0; c < 6; ++c) total += heatmap->at(r, c);
+      // Each cell is what the row's node sampled, round by round, in its rounds.csv.
+      std::vector<double> tally(6, 0);
+      for (const auto& row : Rounds(dir + "/node-" + std::to_string(r))) {
+        for (const auto& peer : row.peers) tally[std::stoul(peer)] += 1;
+      }
+      for (size_t c = 0; c < 6; ++c) {
+        EXPECT_EQ(heatmap->at(r, c), tally[c]) << method << " heatmap cell " << r << "," << c;
+        total += heatmap->at(r, c);
+      }
     }
     EXPECT_EQ(total, 6.0 * rounds * 2) << "every node samples 2 peers in every round >= 1";
     EXPECT_TRUE(IsPng(dir + "/heatmap.png"));
@@ -88,6 +99,30 @@ TEST(Launcher, SmallScenarioWritesEveryOutputWithNodeProcesses) {
   std::string log = ReadText(LaunchSmallScenario("e2e_launch_process", {}) + "/launch.log");
   EXPECT_NE(log.find("Test MSE at each node's best-validation round"), std::string::npos) << log;
   EXPECT_NE(log.find("heatmap.png"), std::string::npos);
+}
+
+// --dashboard follows threads and simulations too, and reports what it cost (dashboard.csv).
+// The page itself is tested in a browser (tests/browser/dashboard_test.py).
+TEST(Launcher, DashboardFollowsThreadsAndSimulationsAndReportsItsCost) {
+  for (const std::string mode : {"--in-process", "--simulate"}) {
+    std::string dir =
+        LaunchSmallScenario("e2e_launch_dashboard" + mode, {mode, "--dashboard", "0"});
+    std::string log = ReadText(dir + "/launch.log");
+    EXPECT_NE(log.find("dashboard: http://127.0.0.1:"), std::string::npos) << log;
+    std::string csv = ReadText(dir + "/out/dashboard.csv");
+    std::vector<std::string> lines;
+    for (size_t at = 0, end; (end = csv.find('\n', at)) != std::string::npos; at = end + 1) {
+      lines.push_back(csv.substr(at, end - at));
+    }
+    ASSERT_EQ(lines.size(), 3u) << mode << ": a header and a row per method:\n" << csv;
+    for (const std::string method : {"random", "cos_weights"}) {
+      EXPECT_NE(log.find("dashboard (" + method + "): "), std::string::npos) << log;
+    }
+    if (mode == "--in-process") {  // seconds long: polled at least once (a simulation may not be)
+      std::string polls = lines[1].substr(lines[1].rfind(',', lines[1].rfind(',') - 1) + 1);
+      EXPECT_GE(std::stoi(polls), 1) << lines[1];
+    }
+  }
 }
 
 TEST(Launcher, SmallScenarioWritesEveryOutputWithThreads) {
@@ -152,7 +187,11 @@ TEST(Launcher, SecurityTrueGivesEveryNodeAKeyAndTheEncryptedMeshExchangesModels)
     EXPECT_EQ(info.st_mode & 0777, 0600u) << id;
     std::string public_key = ReadText(keys + "/node-" + id + ".pub");
     public_key = public_key.substr(public_key.find('\n') + 1, 40);
-    EXPECT_NE(allowlist.find(public_key + "  # node-" + id), std::string::npos) << allowlist;
+    // Each key is bound to its node's id (issue 17, item 6), the key file's name as a comment.
+    EXPECT_NE(allowlist.find(public_key + " " + id + "  # node-" + id), std::string::npos)
+        << allowlist;
+    EXPECT_EQ(ReadText(node + "/node.log").find("bound to no node id"), std::string::npos)
+        << ReadText(node + "/node.log");
     std::string config = ReadText(node + "/node.toml");
     EXPECT_NE(config.find("[security]"), std::string::npos) << config;
     EXPECT_NE(ReadText(node + "/node.log").find("traffic is encrypted (CURVE)"), std::string::npos)
@@ -190,7 +229,8 @@ pid_t FindNodeProcess(const std::string& needle) {
 TEST(Launcher, NodeKilledMidRunIsReportedAndTheOthersResultsAreWritten) {
   std::string dir = ::testing::TempDir() + "/e2e_launch_kill";
   std::filesystem::remove_all(dir);
-  std::string scenario = WriteScenario(dir, 20, 0.15);
+  // A 2 s deadline: the survivors must notice the dead node within the run.
+  std::string scenario = WriteScenario(dir, 20, 0.15, 2);
   std::string out = dir + "/out";
   auto launcher = ChildProcess::Start({MESHLEARN_LAUNCH_BIN, scenario, "--out", out, "--set",
                                        "methods=[{name=\"random\", "

@@ -88,23 +88,14 @@ size_t ExpectConsecutiveRounds(const std::string& node_dir) {
 TEST(NodeBinary, KilledNodeIsSkippedByOthersAndResumesFromItsCheckpoint) {
   std::string dir = ::testing::TempDir() + "/e2e_kill";
   std::filesystem::remove_all(dir);
-  auto shards = WriteSyntheticShards(dir + "/shards", 3, 1, 4);
-  ASSERT_EQ(shards.size(), 3u);
   std::vector<std::string> ids = {"n0", "n1", "n2"};
-  std::vector<std::string> endpoints;
-  for (int i = 0; i < 3; ++i) endpoints.push_back(FreeEndpoint("127.0.0.1"));
-  std::vector<std::string> configs;
-  for (int i = 0; i < 3; ++i) {
-    node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoints[i], shards[i], dir + "/" + ids[i]);
+  std::vector<std::string> configs = WriteFullMesh(dir, ids, 4, [](node::NodeConfig& c) {
     c.rounds = 100000;  // stopped by the test
     c.min_round_s = 0.1;
     c.peers_per_round = 2;
     c.dead_after_failures = 2;
-    for (int j = 0; j < 3; ++j) {
-      if (j != i) c.peers.push_back({ids[j], endpoints[j]});
-    }
-    configs.push_back(WriteConfig(dir + "/" + ids[i] + ".toml", c));
-  }
+  });
+  ASSERT_EQ(configs.size(), 3u);
   std::vector<std::optional<ChildProcess>> nodes;
   for (int i = 0; i < 3; ++i) {
     nodes.push_back(ChildProcess::Start({MESHLEARN_NODE_BIN, "--config", configs[i]},

@@ -85,6 +85,31 @@ TEST(Keygen, WritesAPrivateSecretKeyAndItsPublicKeyAndNeverOverwritesWithoutForc
   EXPECT_NE(node::ReadSecretKeyFile(secret)->secret_key, pair->secret_key);
 }
 
+// Issue 17, item 6: a .pub file binds its key to a node id (NAME unless --id says otherwise), so
+// that `cat *.pub` gives an allowlist naming which id may use which key.
+TEST(Keygen, ThePublicKeyFileBindsTheKeyToTheNodeId) {
+  std::string dir = ::testing::TempDir() + "/e2e_keygen_id";
+  std::filesystem::remove_all(dir);
+  auto [named, named_output] = Keygen({"--name", "alpha", "--out", dir}, dir + "/a.log");
+  ASSERT_TRUE(ExitedWith(named, 0)) << named_output;
+  auto alpha = node::ReadAllowlistFile(dir + "/alpha.pub");
+  ASSERT_TRUE(alpha.ok()) << alpha.status().ToString();
+  ASSERT_EQ(alpha->size(), 1u);
+  EXPECT_EQ(alpha->front().node_id, "alpha");
+  auto [explicit_id, explicit_output] =
+      Keygen({"--name", "laptop", "--id", "node-7", "--out", dir}, dir + "/b.log");
+  ASSERT_TRUE(ExitedWith(explicit_id, 0)) << explicit_output;
+  EXPECT_EQ(node::ReadAllowlistFile(dir + "/laptop.pub")->front().node_id, "node-7");
+  auto [unbound, unbound_output] =
+      Keygen({"--name", "spare", "--id", "", "--out", dir}, dir + "/c.log");
+  ASSERT_TRUE(ExitedWith(unbound, 0)) << unbound_output;
+  EXPECT_EQ(node::ReadAllowlistFile(dir + "/spare.pub")->front().node_id, "");
+  auto [bad, bad_output] = Keygen({"--name", "my laptop", "--out", dir}, dir + "/d.log");
+  EXPECT_TRUE(ExitedWith(bad, 2)) << bad_output;
+  EXPECT_NE(bad_output.find("'my laptop' is not a node id"), std::string::npos) << bad_output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/my laptop.key"));
+}
+
 TEST(SecureMesh, AllowlistedNodesTrainTogetherAndANodeWithAnUnknownKeyGetsNothing) {
   std::string dir = ::testing::TempDir() + "/e2e_secure_mesh";
   std::filesystem::remove_all(dir);

@@ -53,6 +53,8 @@ TEST(Config, RenderedConfigParsesBackEqual) {
   c->signature_k = 3;
   c->signature_threshold = 0.23;
   c->signature_max_samples = 600;
+  c->advertise = "tcp://box-1:5555";
+  c->mesh_size = 9;
   auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(*c);
   EXPECT_EQ(RenderNodeConfig(*again), RenderNodeConfig(*c));
@@ -67,6 +69,25 @@ TEST(Config, RenderedConfigParsesBackEqual) {
   EXPECT_EQ(again->signature_k, 3);
   EXPECT_EQ(again->signature_threshold, 0.23);
   EXPECT_EQ(again->signature_max_samples, 600);
+  EXPECT_EQ(again->advertise, "tcp://box-1:5555");
+  EXPECT_EQ(again->mesh_size, 9);
+}
+
+TEST(Config, AMeshSizeLetsANodeStartWithoutPeersAndAdvertiseIsAnEndpoint) {
+  const char* alone = "id = \"a\"\nlisten = \"tcp://0.0.0.0:1\"\n[data]\nshard = \"x\"\n";
+  EXPECT_NE(ParseError(alone).message().find("or set 'mesh_size'"), std::string::npos);
+  auto waiting = ParseNodeConfig(std::string("mesh_size = 4\n") + alone, "node.toml");
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+  EXPECT_TRUE(waiting->peers.empty());
+  EXPECT_TRUE(waiting->advertise.empty()) << "default: the bound endpoint";
+  EXPECT_NE(ParseError(std::string("advertise = \"box-1\"\n") + kMinimal)
+                .message()
+                .find("'advertise' = 'box-1' must look like"),
+            std::string::npos);
+  EXPECT_NE(ParseError(std::string("advertise = \"tcp://box-1:*\"\n") + kMinimal)
+                .message()
+                .find("'advertise' = 'tcp://box-1:*'"),
+            std::string::npos);
 }
 
 TEST(Config, EmdEpsilonIsAutoByDefaultOrANumber) {
@@ -173,6 +194,53 @@ shard = "x"
                 .message()
                 .find("lists the node itself"),
             std::string::npos);
+}
+
+// Issue 17, item 6: node ids follow the protocol's id rule already in the config, wherever an id
+// is written.
+TEST(Config, NodeIdsOutsideTheSafeAlphabetAreRefusedWithTheirLine) {
+  std::string config = kMinimal;
+  Status own = ParseError(std::string(config).replace(config.find("node-1"), 6, "node 1"));
+  EXPECT_EQ(own.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(own.message().find("node.toml:2: 'id' = 'node 1' is not a node id: 1 to 64 "
+                               "characters from A-Z a-z 0-9 . _ -"),
+            std::string::npos)
+      << own.message();
+  Status peer = ParseError(std::string(config).replace(config.find("node-2"), 6, "../etc"));
+  EXPECT_NE(peer.message().find("node.toml:6: 'peers[0].id' = '../etc' is not a node id"),
+            std::string::npos)
+      << peer.message();
+  Status cluster = ParseError(config + "[learning.clusters]\n\"n\\u00e9\" = 1\n");
+  EXPECT_EQ(cluster.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(cluster.message().find("is not a node id"), std::string::npos) << cluster.message();
+  EXPECT_TRUE(ParseError(config + "[learning.clusters]\n\"node-2\" = 1\n").ok());
+  for (const char* bad :
+       {"\"\"", "\"-x\"", "\"x\\u0000\"",
+        "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\""}) {
+    std::string text = config;
+    text.replace(text.find("\"node-1\""), 8, bad);
+    EXPECT_EQ(ParseError(text).code(), ErrorCode::kInvalidArgument) << bad;
+  }
+}
+
+// Issue 17, item 12: an address that is no address is refused at load, naming why.
+TEST(Config, AnInvalidPeerAddressIsRefusedWithTheCause) {
+  std::string config = kMinimal;
+  auto with_address = [&](const std::string& address) {
+    return ParseError(
+        std::string(config).replace(config.find("tcp://127.0.0.3:5555"), 20, address));
+  };
+  Status ip = with_address("tcp://300.1.2.3:5555");
+  EXPECT_NE(ip.message().find("'300.1.2.3' is not an IPv4 address"), std::string::npos)
+      << ip.message();
+  EXPECT_NE(with_address("tcp://127.0.0.3:0").message().find("port '0' must be a number from 1"),
+            std::string::npos);
+  EXPECT_NE(with_address("tcp://[::1x]:5").message().find("is not an IPv6 address"),
+            std::string::npos);
+  EXPECT_NE(with_address("tcp://bad_host:5").message().find("neither an IP address nor a host"),
+            std::string::npos);
+  EXPECT_TRUE(with_address("tcp://machine-b.lan:5555").ok());
+  EXPECT_TRUE(with_address("tcp://[::1]:5555").ok());
 }
 
 TEST(Config, MissingFileIsNotFound) {

@@ -130,9 +130,15 @@ TEST(MembershipSecurity, GossipCannotChangeTheKeyOfAKnownPeerButItsOwnHelloCan) 
   m->OnInbound(1, From("z", 4, PeerList{{{"a", "tcp://127.0.0.5:7", "KEY-z"}}}), t0);
   EXPECT_EQ(m->peers().Find("a")->public_key, "KEY-a");
   EXPECT_EQ(m->peers().Find("a")->endpoint, "tcp://127.0.0.1:2");
-  // "a" itself, having proven KEY-z in its handshake (node.cc puts the proven key in the Hello).
+  // "a" itself, having proven KEY-z in its handshake: we greet it with that key, and once it
+  // answers as "a" (proving KEY-z again) the key is changed.
   Hello rekeyed{"tcp://127.0.0.1:2", "linear/1/4/5", "cos_weights", "KEY-z", 5};
-  m->OnInbound(2, From("a", 5, rekeyed), t0);
+  auto actions = m->OnInbound(2, From("a", 5, rekeyed), t0, "KEY-z");
+  auto hellos = Requests(actions, MessageType::kHello);
+  ASSERT_EQ(hellos.size(), 1u);
+  EXPECT_EQ(hellos[0].public_key, "KEY-z");
+  EXPECT_EQ(m->peers().Find("a")->public_key, "KEY-a") << "not before it answered";
+  m->OnReply(hellos[0].request_id, From("a", 6, AckFor("tcp://127.0.0.1:2")), t0);
   EXPECT_EQ(m->peers().Find("a")->public_key, "KEY-z");
 }
 
@@ -154,6 +160,12 @@ TEST(MembershipSecurity, AHelloWithAKeyOffTheAllowlistIsRejectedAsUnknownSender)
   ASSERT_EQ(replies.size(), 1u);
   ASSERT_TRUE(std::holds_alternative<HelloAck>(replies[0].message.body));
   EXPECT_EQ(std::get<HelloAck>(replies[0].message.body).public_key, "KEY-me");
+  // An allowed key makes "z" a candidate: greeted back with its key, admitted when it answers.
+  EXPECT_FALSE(m->sampler().HasPeer("z"));
+  auto hellos = Requests(m->OnTick(t0), MessageType::kHello);
+  ASSERT_EQ(hellos.size(), 1u);
+  EXPECT_EQ(hellos[0].public_key, "KEY-z");
+  m->OnReply(hellos[0].request_id, From("z", 11, AckFor("tcp://127.0.0.5:7")), t0);
   EXPECT_TRUE(m->sampler().HasPeer("z"));
   EXPECT_EQ(m->peers().Find("z")->public_key, "KEY-z");
 }
@@ -205,6 +217,188 @@ TEST(Membership, AFailedFirstHelloNoLongerHoldsRoundsBackAndIsRetriedWithBackoff
                      Status::Ok(), t0 + seconds(12));
   EXPECT_EQ(membership.NonceOf("a"), 1u);
   EXPECT_TRUE((*sampler)->HasPeer("a"));
+}
+
+// ---- issue 17, item 6: peers are candidates until they answer our own Hello ----------------
+
+using topology::Liveness;
+
+// The ids of a PeerList reply among `actions`.
+std::vector<std::string> GossipedIds(const Actions& actions) {
+  std::vector<std::string> ids;
+  for (const SendReply& r : All<SendReply>(actions)) {
+    if (const auto* list = std::get_if<PeerList>(&r.message.body)) {
+      for (const PeerInfo& p : list->peers) ids.push_back(p.id);
+    }
+  }
+  return ids;
+}
+
+// A Hello from a node listening at `endpoint`.
+Hello HelloFrom(const std::string& endpoint) {
+  return Hello{endpoint, "linear/1/4/5", "cos_weights", "", 3};
+}
+
+TEST(MembershipCandidates,
+     AnUnsolicitedHelloMakesACandidateNeitherSampledNorGossipedUntilVerified) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}));
+  auto answer = m->OnInbound(1, From("stranger", 9, HelloFrom("tcp://127.0.0.9:9")), t0);
+  auto replies = All<SendReply>(answer);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<HelloAck>(replies[0].message.body));
+  EXPECT_EQ(m->peers().LivenessOf("stranger", t0), Liveness::kCandidate);
+  EXPECT_FALSE(m->sampler().HasPeer("stranger"));
+  // Not gossiped onward, not sampled.
+  EXPECT_EQ(GossipedIds(m->OnInbound(2, From("a", 5, PeerList{}), t0)),
+            (std::vector<std::string>{"me", "a"}));
+  for (const SendRequest& r : Requests(m->OnComputeDone(Outcome(0), t0), MessageType::kGetModel)) {
+    EXPECT_EQ(r.peer, "a") << "a candidate was asked for its model";
+  }
+  // It is greeted back where it said it listens; once it answers as itself it is verified.
+  auto hellos = Requests(m->OnTick(t0), MessageType::kHello);
+  ASSERT_EQ(hellos.size(), 1u);
+  EXPECT_EQ(hellos[0].peer, "stranger");
+  EXPECT_EQ(hellos[0].endpoint, "tcp://127.0.0.9:9");
+  m->OnReply(hellos[0].request_id, From("stranger", 1, AckFor("tcp://127.0.0.9:9")), t0);
+  EXPECT_EQ(m->peers().LivenessOf("stranger", t0), Liveness::kAlive);
+  EXPECT_TRUE(m->sampler().HasPeer("stranger"));
+  EXPECT_EQ(GossipedIds(m->OnInbound(3, From("a", 6, PeerList{}), t0)),
+            (std::vector<std::string>{"me", "a", "stranger"}));
+  EXPECT_EQ(m->counters().peers_reached, 2u);
+}
+
+TEST(MembershipCandidates, AnEndpointThatAnswersAsAnotherIdVerifiesNobody) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}));
+  m->OnInbound(1, From("a", 4, PeerList{{{"z", "tcp://127.0.0.5:7", ""}}}), t0);
+  auto hellos = Requests(m->OnTick(t0), MessageType::kHello);
+  ASSERT_EQ(hellos.size(), 1u);
+  m->OnReply(hellos[0].request_id, From("y", 1, AckFor("tcp://127.0.0.5:7")), t0);
+  EXPECT_FALSE(m->sampler().HasPeer("z"));
+  EXPECT_FALSE(m->sampler().HasPeer("y"));
+  EXPECT_EQ(m->peers().Find("z"), nullptr) << "a gossiped candidate that is refused is forgotten";
+}
+
+TEST(MembershipCandidates, AFloodOfStrangersIsCappedCountedAndForgottenWhenTheyDoNotAnswer) {
+  TimePoint t0{};
+  StateMachineConfig c = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}});
+  c.membership.max_candidates = 4;
+  auto m = MakeMachine(std::move(c));
+  StartAndAdmitAll(*m, t0);
+  for (int i = 0; i < 50; ++i) {
+    std::string id = "s";
+    id += std::to_string(i);
+    std::string endpoint = "tcp://10.0.0.1:";
+    endpoint += std::to_string(1000 + i);
+    auto replies = All<SendReply>(m->OnInbound(10 + i, From(id, 1, HelloFrom(endpoint)), t0));
+    ASSERT_EQ(replies.size(), 1u);  // every Hello is answered
+  }
+  EXPECT_EQ(m->peers().size(), 5u) << "a and 4 candidates";
+  EXPECT_EQ(m->counters().candidates_ignored, 46u);
+  EXPECT_EQ(GossipedIds(m->OnInbound(99, From("a", 5, PeerList{}), t0)),
+            (std::vector<std::string>{"me", "a"}));
+  // Their greetings time out twice each: then they are forgotten and the list has room again.
+  TimePoint t = t0;
+  for (int pass = 0; pass < 40 && m->peers().size() > 1; ++pass) {
+    t += seconds(3);
+    for (const SendRequest& r : Requests(m->OnTick(t), MessageType::kHello)) {
+      m->OnReply(r.request_id, Status::Timeout("deadline"), t);
+    }
+  }
+  EXPECT_EQ(m->peers().size(), 1u);
+  EXPECT_NE(m->peers().Find("a"), nullptr) << "the configured peer stays";
+}
+
+TEST(MembershipCandidates, VerifiedPeersAreCappedAndGiveWayOnlyToOnesThatLeftOrDied) {
+  TimePoint t0{};
+  StateMachineConfig c = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}});
+  c.membership.max_peers = 1;
+  auto m = MakeMachine(std::move(c));
+  StartAndAdmitAll(*m, t0);
+  auto verify = [&](const std::string& id, const std::string& endpoint) {
+    m->OnInbound(1, From(id, 1, HelloFrom(endpoint)), t0);
+    for (const SendRequest& r : Requests(m->OnTick(t0), MessageType::kHello)) {
+      m->OnReply(r.request_id, From(r.peer, 2, AckFor(r.endpoint)), t0);
+    }
+  };
+  verify("b", "tcp://127.0.0.1:3");
+  EXPECT_FALSE(m->sampler().HasPeer("b")) << "a is alive: no room";
+  EXPECT_EQ(m->peers().Find("b"), nullptr);
+  m->OnInbound(2, From("a", 3, Goodbye{"stopped"}), t0);
+  verify("b", "tcp://127.0.0.1:3");
+  EXPECT_TRUE(m->sampler().HasPeer("b"));
+  EXPECT_FALSE(m->sampler().HasPeer("a")) << "a left and made room";
+}
+
+TEST(MembershipSecurity, AKeyBoundToANodeIdSpeaksOnlyForThatId) {
+  TimePoint t0{};
+  StateMachineConfig c = MachineConfig("me", {{"a", "tcp://127.0.0.1:2", "KEY-a"}});
+  c.membership.public_key = "KEY-me";
+  c.membership.allowed_keys = std::set<std::string>{"KEY-me", "KEY-a", "KEY-z"};
+  c.membership.key_ids = {{"KEY-a", "a"}};
+  auto m = MakeMachine(std::move(c));
+  StartAndAdmitAll(*m, t0);
+  m->OnComputeDone(Outcome(0), t0);
+  auto error_of = [](const Actions& actions) {
+    auto replies = All<SendReply>(actions);
+    EXPECT_EQ(replies.size(), 1u);
+    const auto* error = replies.empty() ? nullptr : std::get_if<Error>(&replies[0].message.body);
+    return error ? error->code : ErrorCode::kOk;
+  };
+  // A Hello claiming another id over a connection that proved a's key.
+  Hello impostor{"tcp://127.0.0.6:7", "linear/1/4/5", "cos_weights", "KEY-a", 3};
+  EXPECT_EQ(error_of(m->OnInbound(1, From("intruder", 9, impostor), t0, "KEY-a")),
+            ErrorCode::kUnknownSender);
+  EXPECT_EQ(m->peers().Find("intruder"), nullptr);
+  // Any other request too, a Goodbye in a's name from z's key included.
+  EXPECT_EQ(error_of(m->OnInbound(2, From("z", 10, GetModel{0, false}), t0, "KEY-a")),
+            ErrorCode::kUnknownSender);
+  EXPECT_EQ(error_of(m->OnInbound(3, From("a", 11, GetModel{0, false}), t0, "KEY-a")),
+            ErrorCode::kOk);
+  // Gossip cannot attach a's key to another id.
+  m->OnInbound(4, From("a", 12, PeerList{{{"x", "tcp://127.0.0.7:7", "KEY-a"}}}), t0, "KEY-a");
+  EXPECT_EQ(m->peers().Find("x"), nullptr);
+}
+
+// ---- issue 17, item 11: Goodbye ------------------------------------------------------------
+
+TEST(Goodbye, APeerThatLeavesIsNotSampledUntilItsHelloWelcomesItBack) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));  // m = 2 of a, b, c
+  auto acked = All<SendReply>(m->OnInbound(1, From("a", 7, Goodbye{"stopped"}), t0));
+  ASSERT_EQ(acked.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<Goodbye>(acked[0].message.body));
+  EXPECT_EQ(acked[0].message.envelope.request_id, 7u);
+  EXPECT_EQ(m->peers().LivenessOf("a", t0), Liveness::kLeft);
+  auto fetches = Requests(m->OnComputeDone(Outcome(0), t0), MessageType::kGetModel);
+  ASSERT_EQ(fetches.size(), 2u);
+  for (const SendRequest& r : fetches) EXPECT_NE(r.peer, "a");
+  EXPECT_EQ(GossipedIds(m->OnInbound(2, From("b", 5, PeerList{}), t0)),
+            (std::vector<std::string>{"me", "b", "c"}));
+  // Restarted, it greets us from the same endpoint: welcome back at once.
+  auto welcome = All<SendReply>(m->OnInbound(3, From("a", 8, HelloFrom("tcp://127.0.0.1:2")), t0));
+  ASSERT_EQ(welcome.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<HelloAck>(welcome[0].message.body));
+  EXPECT_EQ(m->peers().LivenessOf("a", t0), Liveness::kAlive);
+}
+
+TEST(Goodbye, LeavingSaysGoodbyeToEveryVerifiedPeerThatSpeaksVersion2) {
+  TimePoint t0{};
+  auto m = MakeMachine(MachineConfig("me", kPeers));
+  for (const SendRequest& r : All<SendRequest>(m->Start(t0))) {
+    Message ack = From(r.peer, r.request_id, AckFor(r.endpoint));
+    if (r.peer == "b") ack.envelope.protocol_version = 1;  // b is a version-1 node
+    if (r.peer != "c") m->OnReply(r.request_id, ack, t0);  // c never answers: a candidate
+  }
+  auto goodbyes = Requests(m->Leave("stopped", t0), MessageType::kGoodbye);
+  ASSERT_EQ(goodbyes.size(), 1u);
+  EXPECT_EQ(goodbyes[0].peer, "a");
+  EXPECT_EQ(std::get<Goodbye>(goodbyes[0].message.body).reason, "stopped");
+  EXPECT_LE(goodbyes[0].deadline, t0 + seconds(2));
+  EXPECT_TRUE(m->GoodbyesOutstanding());
+  m->OnReply(goodbyes[0].request_id, From("a", 1, Goodbye{}), t0);
+  EXPECT_FALSE(m->GoodbyesOutstanding());
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <future>
 #include <limits>
 
+#include <spdlog/sinks/ostream_sink.h>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -105,6 +106,9 @@ class SyntheticMesh {
     }
   }
 
+  // Sends every node's log lines (warn and above) to `sink` too, from the next Run() on.
+  void CaptureLogs(spdlog::sink_ptr sink) { log_sink_ = std::move(sink); }
+
   // Runs every node for `rounds` rounds as threads of this process; returns when all finished.
   // `during` (optional) is called with node 0 while the nodes run.
   // `observer` (optional) sees every message every node receives, from several threads.
@@ -115,7 +119,7 @@ class SyntheticMesh {
     for (NodeConfig c : configs_) {
       c.rounds = rounds;
       NodeOptions options;
-      options.logger = MakeNodeLogger(c.id, spdlog::level::warn);
+      options.logger = MakeNodeLogger(c.id, spdlog::level::warn, log_sink_);
       options.observer = observer;
       options.transport = transport;
       auto node = Node::Create(c, std::move(options));
@@ -144,7 +148,31 @@ class SyntheticMesh {
   std::string dir_;
   std::vector<NodeConfig> configs_;
   std::map<std::string, int> cluster_of_;
+  spdlog::sink_ptr log_sink_;
 };
+
+// Sends `frames` as one multipart message through a bare ZeroMQ DEALER to `endpoint`, as another
+// implementation would, and returns the reply's frames (nullopt when none came within 10 s).
+std::optional<std::vector<Frame>> AskRaw(const std::string& endpoint,
+                                         const std::vector<Frame>& frames) {
+  zmq::context_t context;
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::rcvtimeo, 10000);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(endpoint);
+  for (size_t f = 0; f < frames.size(); ++f) {
+    dealer.send(zmq::buffer(frames[f].data(), frames[f].size()),
+                f + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+  std::vector<zmq::message_t> parts;
+  if (!zmq::recv_multipart(dealer, std::back_inserter(parts)).has_value()) return std::nullopt;
+  std::vector<Frame> reply;
+  for (const zmq::message_t& part : parts) {
+    reply.emplace_back(
+        std::vector<uint8_t>(part.data<uint8_t>(), part.data<uint8_t>() + part.size()));
+  }
+  return reply;
+}
 
 TEST(Mesh, SixNodesLearnAndSampleWithinTheirCluster) {
   SyntheticMesh mesh("learn", 2, 3, 11);
@@ -479,6 +507,58 @@ TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
   }
   // The attacked node still completed every round.
   EXPECT_EQ(mesh.Rounds(mesh.configs()[0]).size(), 21u);
+}
+
+// Issue 17, item 7: a single frame above max_message_bytes used to be dropped by ZeroMQ without a
+// reply, a counter or a log line. Frames up to twice the limit now reach the node, which answers
+// Error(too_large) with the request id, counts it in /status and /metrics and logs it at most once
+// a minute per peer.
+TEST(Mesh, ASingleOversizedFrameIsAnsweredCountedAndLoggedOnceAMinute) {
+  SyntheticMesh mesh("oversize", 1, 2, 17);
+  mesh.configs()[0].max_message_bytes = 1 << 20;
+  mesh.configs()[0].min_round_s = 0.1;
+  std::ostringstream log;
+  mesh.CaptureLogs(std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  std::vector<std::optional<Message>> replies;
+  std::string status, metrics;
+  mesh.Run(10, [&](Node& node) {
+    for (uint64_t id = 41; id <= 43; ++id) {
+      // A Ping whose body is one 1.25 MiB frame: a msgpack array holding one long string.
+      std::vector<Frame> frames = Encode(MakeMessage("prober", id, 0, Ping{1}));
+      std::vector<uint8_t> body = {0x91, 0xdb, 0x00, 0x14, 0x00, 0x00};  // [str32 of 0x140000]
+      body.resize(body.size() + 0x140000, 'x');
+      frames[1] = Frame(std::move(body));
+      auto reply = AskRaw(node.endpoint(), frames);
+      if (!reply) {
+        replies.push_back(std::nullopt);
+        continue;
+      }
+      auto decoded = Decode(*reply, {});
+      replies.push_back(decoded.ok() ? std::optional<Message>(*decoded) : std::nullopt);
+    }
+    EXPECT_TRUE(WaitUntil([&] {
+      status = node.StatusJson();
+      return status.find("\"too_large\":3") != std::string::npos;
+    })) << "the oversized frames never showed in /status: "
+        << status;
+    metrics = node.MetricsText();
+  });
+  ASSERT_EQ(replies.size(), 3u);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    ASSERT_TRUE(replies[i].has_value()) << "no reply to oversized frame " << i;
+    ASSERT_TRUE(std::holds_alternative<Error>(replies[i]->body));
+    EXPECT_EQ(std::get<Error>(replies[i]->body).code, ErrorCode::kTooLarge);
+    EXPECT_EQ(replies[i]->envelope.request_id, 41 + i);
+  }
+  EXPECT_NE(metrics.find("meshlearn_rejected_messages_total{node=\"node-0\",code=\"too_large\"} 3"),
+            std::string::npos)
+      << metrics;
+  std::string text = log.str();
+  size_t first = text.find("rejected a message from peer prober: too_large");
+  EXPECT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find("rejected a message from peer prober", first + 1), std::string::npos)
+      << "logged more than once within a minute:\n"
+      << text;
 }
 
 }  // namespace

@@ -250,5 +250,52 @@ TEST(RoundDriver, MinRoundPacesTheNextRound) {
   EXPECT_EQ(compute[0].job.round, 1);
 }
 
+// An engine-started rank knows only rank 0 ("a") of a mesh of 3: round 1 waits until gossip
+// brings the third node and it is admitted, asking its admitted peers for their peer lists once a
+// second in the meantime.
+TEST(RoundDriver, WithAMeshSizeRoundOneWaitsForTheWholeMeshLearnedByGossip) {
+  TimePoint t0{};
+  StateMachineConfig config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}});
+  config.membership.mesh_size = 3;
+  auto m = AdmittedMachine(config);
+  Actions after0 = m->OnComputeDone(Outcome(0), t0 + seconds(1));
+  EXPECT_TRUE(Requests(after0, MessageType::kGetModel).empty()) << "round 1 waits for the mesh";
+
+  auto asks = Requests(m->OnTick(t0 + seconds(2)), MessageType::kPeerList);
+  ASSERT_EQ(asks.size(), 1u);
+  EXPECT_EQ(asks[0].peer, "a");
+  EXPECT_TRUE(
+      Requests(m->OnTick(t0 + std::chrono::milliseconds(2500)), MessageType::kPeerList).empty())
+      << "one ask in flight per peer";
+  m->OnReply(asks[0].request_id,
+             From("a", asks[0].request_id,
+                  PeerList{{{"a", "tcp://127.0.0.1:2", ""}, {"b", "tcp://127.0.0.1:3", ""}}}),
+             t0 + seconds(3));
+  auto hellos = Requests(m->OnTick(t0 + seconds(3)), MessageType::kHello);
+  ASSERT_EQ(hellos.size(), 1u);
+  EXPECT_EQ(hellos[0].peer, "b");
+  Actions joined =
+      m->OnReply(hellos[0].request_id, From("b", hellos[0].request_id, AckFor("tcp://127.0.0.1:3")),
+                 t0 + seconds(3));
+  auto fetches = Requests(joined, MessageType::kGetModel);
+  EXPECT_EQ(fetches.size(), 2u) << "round 1 begins, sampling both peers, once b is admitted";
+  EXPECT_TRUE(Requests(m->OnTick(t0 + seconds(10)), MessageType::kPeerList).empty())
+      << "a complete mesh asks for no more peer lists";
+}
+
+// A mesh that never completes (a rank that never started) delays round 1 by at most
+// max(6 round deadlines, 60 s); the round then begins with the peers there are.
+TEST(RoundDriver, AMeshThatNeverCompletesDelaysRoundOneByABoundedWait) {
+  TimePoint t0{};
+  StateMachineConfig config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}});
+  config.membership.mesh_size = 5;
+  auto m = AdmittedMachine(config);
+  m->OnComputeDone(Outcome(0), t0 + seconds(1));
+  EXPECT_TRUE(Requests(m->OnTick(t0 + seconds(60)), MessageType::kGetModel).empty());
+  auto fetches = Requests(m->OnTick(t0 + seconds(62)), MessageType::kGetModel);
+  ASSERT_EQ(fetches.size(), 1u);
+  EXPECT_EQ(fetches[0].peer, "a");
+}
+
 }  // namespace
 }  // namespace meshlearn::node::testing

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "node/config.h"
 #include "node/curve_keys.h"
@@ -173,6 +174,49 @@ TEST(NodeKeys, TheSecretKeyFileAndTheAllowlistAreRead) {
   EXPECT_EQ(keys->allowed_keys, (std::vector<std::string>{n.peer.public_key, n.own.public_key}));
 }
 
+// Issue 17, item 6: the allowlist names which node id may use which key. The old format (a key,
+// perhaps a '#' comment) still reads: those keys are bound to no id.
+TEST(NodeKeys, AllowlistLinesAndPeersBindKeysToNodeIds) {
+  std::string dir = TestDir("bind");
+  SecureNode n = WriteSecureNode(dir);
+  CurveKeyPair third = NewKeyPair();
+  CurveKeyPair inline_bound = NewKeyPair();
+  WriteFile(n.allowlist_path,
+            "# the mesh\n" + n.own.public_key + " node-1  # node-1.key\n" + third.public_key +
+                "  # a comment only: any id\n",
+            0644);
+  n.config.security->allowed_keys = {n.peer.public_key, inline_bound.public_key + " node-9"};
+  auto keys = LoadNodeKeys(n.config);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  EXPECT_EQ(keys->key_ids,
+            (std::map<std::string, std::string>{{n.own.public_key, "node-1"},
+                                                {inline_bound.public_key, "node-9"},
+                                                {n.peer.public_key, "node-2"}}))  // from [[peers]]
+      << "the third key stays unbound";
+  EXPECT_EQ(keys->allowed_keys.size(), 4u);
+
+  // One key bound to two ids is refused, naming both.
+  WriteFile(n.allowlist_path, n.peer.public_key + " node-3\n", 0644);
+  n.config.security->allowed_keys.clear();
+  auto twice = LoadNodeKeys(n.config);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(twice.status().message().find("bound to node id 'node-3' and to 'node-2'"),
+            std::string::npos)
+      << twice.status().ToString();
+}
+
+TEST(KeyFiles, APublicKeyFileCarriesTheNodeIdItIsBoundTo) {
+  std::string dir = TestDir("bound_pub");
+  CurveKeyPair pair = NewKeyPair();
+  ASSERT_TRUE(WriteKeyPairFiles(dir, "alpha-key", pair, false, "alpha").ok());
+  auto allowed = ReadAllowlistFile(dir + "/alpha-key.pub");
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  EXPECT_EQ(*allowed, (std::vector<AllowedKey>{{pair.public_key, "alpha"}}));
+  EXPECT_EQ(WriteKeyPairFiles(dir, "beta", NewKeyPair(), false, "not an id").code(),
+            ErrorCode::kInvalidArgument);
+}
+
 TEST(NodeKeys, AMissingSecretKeyFileIsNotFoundAndNamesTheFile) {
   SecureNode n = WriteSecureNode(TestDir("missing"));
   std::filesystem::remove(n.secret_path);
@@ -236,7 +280,10 @@ TEST(NodeKeys, AMissingOrMalformedAllowlistFileNamesTheFile) {
                                          n.allowlist_path + "', line 2"),
             std::string::npos)
       << keys.status().ToString();
-  WriteFile(n.allowlist_path, n.peer.public_key + " node-2\n", 0644);  // a comment needs '#'
+  // After the key only a node id (binding the key to it) and a '#' comment may follow.
+  WriteFile(n.allowlist_path, n.peer.public_key + " node 2\n", 0644);
+  EXPECT_EQ(LoadNodeKeys(n.config).status().code(), ErrorCode::kInvalidArgument);
+  WriteFile(n.allowlist_path, n.peer.public_key + " no/de\n", 0644);
   EXPECT_EQ(LoadNodeKeys(n.config).status().code(), ErrorCode::kInvalidArgument);
   std::filesystem::remove(n.allowlist_path);
   keys = LoadNodeKeys(n.config);

@@ -486,6 +486,37 @@ TEST_P(TransportContract, AFrameAboveTheMessageLimitIsRefusedAndTheServerKeepsSe
   EXPECT_EQ(delivered.load(), 1);
 }
 
+// Issue 17, item 7: a frame above max_message_bytes but within twice it reaches the handler, so
+// that the node's decoder can refuse it visibly (Error(too_large) with the request id); only a
+// frame above twice the limit is cut before the handler (above).
+TEST_P(TransportContract, AFrameWithinTwiceTheMessageLimitReachesTheHandler) {
+  TransportOptions options = Options("server");
+  options.limits.max_message_bytes = 1 << 20;
+  auto holder = std::make_shared<Transport*>(nullptr);
+  std::atomic<int> delivered{0};
+  auto server = StartOrDie(options, [&delivered, holder, options](InboundRequest r) {
+    ++delivered;
+    DecodeOptions limited;
+    limited.limits = options.limits;
+    Result<Message> decoded = Decode(r.frames, limited);
+    ErrorCode code = decoded.ok() ? ErrorCode::kOk : decoded.status().code();
+    uint64_t request_id = AddressOf(r.frames[0]).request_id;
+    (*holder)->Reply(r.token, Encode(MakeMessage("server", request_id, 0, Error{code, "seen"})));
+  });
+  auto client = StartClient();
+  ASSERT_TRUE(server && client);
+  *holder = server.get();
+  EmbedRequest big;
+  big.layout = MakeContiguousLayout({{"w", {375'000}}});
+  big.weights = FloatArray::Own(std::vector<float>(375'000, 1.0f));  // a 1.5 MB frame
+  ReplyFuture reply = Send(*client, server->bound_endpoint(), 7, big);
+  Message message = ReplyOf(reply);
+  ASSERT_TRUE(std::holds_alternative<Error>(message.body));
+  EXPECT_EQ(std::get<Error>(message.body).code, ErrorCode::kTooLarge);
+  EXPECT_EQ(message.envelope.request_id, 7u);
+  EXPECT_EQ(delivered.load(), 1);
+}
+
 TEST_P(TransportContract, ExtraFramesReachTheDecoderCutToOneAboveTheLimitAndAreRejected) {
   std::atomic<size_t> frames_seen{0};
   auto holder = std::make_shared<Transport*>(nullptr);

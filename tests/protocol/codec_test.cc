@@ -9,6 +9,7 @@
 #include <random>
 
 #include "protocol/version.h"
+#include "protocol/wire_text.h"
 #include "tests/protocol/sample_messages.h"
 
 namespace meshlearn {
@@ -38,22 +39,47 @@ TEST_P(RoundTrip, EncodeDecodeEncodeGivesSameBytesAndEqualMessage) {
   EXPECT_EQ(Concat(Encode(*decoded)), Concat(frames));
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryType, RoundTrip, ::testing::Range<size_t>(0, 11),
+INSTANTIATE_TEST_SUITE_P(EveryType, RoundTrip, ::testing::Range<size_t>(0, SampleMessages().size()),
                          [](const auto& info) {
                            return std::string(
                                MessageTypeName(TypeOf(SampleMessages()[info.param].body)));
                          });
 
-TEST(Fixtures, Version1FixturesDecodeToTheSampleMessagesForever) {
-  for (const Message& expected : SampleMessages()) {
-    std::string name = testing::FixtureName(TypeOf(expected.body));
-    std::vector<Frame> frames = testing::ReadFrames("tests/protocol/testdata/" + name);
-    ASSERT_FALSE(frames.empty()) << "missing or short fixture " << name;
-    auto decoded = Decode(frames);
-    ASSERT_TRUE(decoded.ok()) << name << ": " << decoded.status().ToString();
-    EXPECT_EQ(*decoded, expected) << name;
-    EXPECT_EQ(Concat(Encode(*decoded)), Concat(frames)) << name << " re-encodes differently";
+TEST(Fixtures, FixturesOfEveryVersionDecodeToTheSampleMessagesForever) {
+  for (uint16_t version : testing::FixtureVersions()) {
+    for (const Message& expected : SampleMessages(version)) {
+      std::string name = testing::FixtureName(TypeOf(expected.body), version);
+      std::vector<Frame> frames = testing::ReadFrames("tests/protocol/testdata/" + name);
+      ASSERT_FALSE(frames.empty()) << "missing or short fixture " << name;
+      auto decoded = Decode(frames);
+      ASSERT_TRUE(decoded.ok()) << name << ": " << decoded.status().ToString();
+      EXPECT_EQ(*decoded, expected) << name;
+      EXPECT_EQ(decoded->envelope.protocol_version, version) << name;
+      EXPECT_EQ(Concat(Encode(*decoded)), Concat(frames)) << name << " re-encodes differently";
+    }
   }
+}
+
+// PROTOCOL.md, "Versions and compatibility": this build speaks 2 and still 1; Goodbye is the
+// first feature of version 2.
+TEST(Versions, ThisBuildSpeaksVersion2AndStillVersion1) {
+  EXPECT_EQ(kProtocolVersion, 2);
+  EXPECT_EQ(kMinProtocolVersion, 1);
+  EXPECT_EQ(kGoodbyeVersion, 2);
+  Message ping = MakeMessage("node-0", 1, 0, Ping{1});
+  EXPECT_EQ(ping.envelope.protocol_version, 2);
+  EXPECT_EQ(ping.envelope.min_version, 1);
+  // A version-1 node's envelope (the v1 fixtures) is accepted.
+  auto v1 = Decode(testing::ReadFrames("tests/protocol/testdata/v1_Ping.frames"));
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  EXPECT_EQ(v1->envelope.protocol_version, 1);
+}
+
+TEST(Versions, GoodbyeIsType17WithItsReason) {
+  auto decoded = Decode(testing::ReadFrames("tests/protocol/testdata/v2_Goodbye.frames"));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(static_cast<int>(decoded->envelope.type), 17);
+  EXPECT_EQ(std::get<Goodbye>(decoded->body).reason, "stopped by signal");
 }
 
 TEST(Codec, ModelWeightsAreViewedNotCopiedOnDecode) {
@@ -101,15 +127,17 @@ ErrorCode DecodeCode(const std::vector<Frame>& frames, const DecodeOptions& opti
 // --- Optional trailing fields (GetModel.with_update, Model.update) -----------------------------
 
 TEST(OptionalFields, FixturesDecodeToTheirSamplesAndReEncodeToTheSameBytes) {
-  std::vector<testing::OptionalFieldSample> samples = testing::OptionalFieldSamples();
-  ASSERT_EQ(samples.size(), 2u);
-  for (const auto& sample : samples) {
-    std::vector<Frame> frames = testing::ReadFrames("tests/protocol/testdata/" + sample.fixture);
-    ASSERT_FALSE(frames.empty()) << "missing or short fixture " << sample.fixture;
-    auto decoded = Decode(frames);
-    ASSERT_TRUE(decoded.ok()) << sample.fixture << ": " << decoded.status().ToString();
-    EXPECT_EQ(*decoded, sample.message) << sample.fixture;
-    EXPECT_EQ(Concat(Encode(*decoded)), Concat(frames)) << sample.fixture;
+  for (uint16_t version : testing::FixtureVersions()) {
+    std::vector<testing::OptionalFieldSample> samples = testing::OptionalFieldSamples(version);
+    ASSERT_EQ(samples.size(), 2u);
+    for (const auto& sample : samples) {
+      std::vector<Frame> frames = testing::ReadFrames("tests/protocol/testdata/" + sample.fixture);
+      ASSERT_FALSE(frames.empty()) << "missing or short fixture " << sample.fixture;
+      auto decoded = Decode(frames);
+      ASSERT_TRUE(decoded.ok()) << sample.fixture << ": " << decoded.status().ToString();
+      EXPECT_EQ(*decoded, sample.message) << sample.fixture;
+      EXPECT_EQ(Concat(Encode(*decoded)), Concat(frames)) << sample.fixture;
+    }
   }
 }
 
@@ -308,9 +336,98 @@ TEST(Hostile, TooManyPeersAreRejected) {
   EXPECT_EQ(DecodeCode(Encode(MakeMessage("a", 1, 0, list)), options), ErrorCode::kTooMany);
 }
 
-TEST(Hostile, OverlongStringIsRejected) {
+// PROTOCOL.md, "Limits": a string above max_string_bytes is too_large, wherever it is.
+// PROTOCOL.md, "Limits": rows, columns and max_samples above 4096 are counts above their limit.
+TEST(Hostile, EmbeddingCountsAboveTheirLimitsAreTooMany) {
+  EmbedReply reply;
+  reply.rows = 5000;
+  reply.cols = 1;
+  reply.embeddings = FloatArray::Own(std::vector<float>(5000, 1.f));
+  EXPECT_EQ(DecodeCode(Encode(MakeMessage("a", 1, 0, reply))), ErrorCode::kTooMany);
+  Message embed = SampleMessages()[5];
+  std::get<EmbedRequest>(embed.body).max_samples = 5000;
+  EXPECT_EQ(DecodeCode(Encode(embed)), ErrorCode::kTooMany);
+}
+
+TEST(Hostile, OverlongStringIsTooLarge) {
   Message m = MakeMessage(std::string(5000, 'x'), 1, 0, Ping{1});
-  EXPECT_NE(DecodeCode(Encode(m)), ErrorCode::kOk);
+  EXPECT_EQ(DecodeCode(Encode(m)), ErrorCode::kTooLarge);
+  Message error = MakeMessage("node-0", 1, 0, Error{ErrorCode::kRefused, std::string(2000, 'e')});
+  EXPECT_EQ(DecodeCode(Encode(error)), ErrorCode::kTooLarge);
+}
+
+// PROTOCOL.md, "Encoding rules": structs are arrays, never maps; a map is malformed, not a count.
+TEST(Hostile, MapWhereAnArrayBelongsIsMalformed) {
+  std::vector<Frame> frames = Encode(MakeMessage("a", 1, 0, Ping{1}));
+  const uint8_t map_body[] = {0x81, 0x01, 0x02};  // {1: 2}
+  frames[1] = Frame::CopyOf(map_body, sizeof(map_body));
+  EXPECT_EQ(DecodeCode(frames), ErrorCode::kMalformed);
+  const uint8_t bin_body[] = {0x91, 0xc4, 0x01, 0x00};  // [bin "\0"]
+  frames[1] = Frame::CopyOf(bin_body, sizeof(bin_body));
+  EXPECT_EQ(DecodeCode(frames), ErrorCode::kMalformed);
+}
+
+// An envelope frame with `sender` as its sender, otherwise a Ping's.
+Frame EnvelopeWithSender(const std::string& sender) {
+  Message m = MakeMessage("x", 5, 0, Ping{1});
+  m.envelope.sender = sender;
+  return Encode(m)[0];
+}
+
+TEST(Hostile, StringsMustBeUtf8) {
+  const std::string bad[] = {"\xff", "a\xc3", "\xc0\xaf" /* overlong '/' */,
+                             "\xed\xa0\x80" /* surrogate */, "\xf4\x90\x80\x80" /* > U+10FFFF */};
+  for (const std::string& text : bad) {
+    Message error = MakeMessage("node-0", 1, 0, Error{ErrorCode::kRefused, text});
+    EXPECT_EQ(DecodeCode(Encode(error)), ErrorCode::kMalformed);
+    Message hello = SampleMessages()[0];
+    std::get<Hello>(hello.body).listen_endpoint = "tcp://" + text;
+    EXPECT_EQ(DecodeCode(Encode(hello)), ErrorCode::kMalformed);
+  }
+  Message fine = MakeMessage(
+      "node-0", 1, 0, Error{ErrorCode::kRefused, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"});
+  EXPECT_EQ(DecodeCode(Encode(fine)), ErrorCode::kOk);
+}
+
+// PROTOCOL.md, "Node ids": the sender and every id field follow the id rule (invalid_argument).
+TEST(Hostile, NodeIdsOutsideTheAlphabetAreInvalidArguments) {
+  const std::string bad[] = {
+      "", "-lead", ".", "a b", "a/b", "a\nb", "caf\xc3\xa9", "\xff", std::string(65, 'a')};
+  for (const std::string& id : bad) {
+    std::vector<Frame> frames = Encode(MakeMessage("a", 1, 0, Ping{1}));
+    frames[0] = EnvelopeWithSender(id);
+    EXPECT_EQ(DecodeCode(frames), ErrorCode::kInvalidArgument) << "sender '" << id << "'";
+    PeerList list{{{id, "tcp://127.0.0.1:1", ""}}};
+    EXPECT_EQ(DecodeCode(Encode(MakeMessage("a", 1, 0, list))), ErrorCode::kInvalidArgument)
+        << "PeerList id '" << id << "'";
+    Message model = SampleModel();
+    std::get<Model>(model.body).score_row = {{id, 0.5}};
+    EXPECT_EQ(DecodeCode(Encode(model)), ErrorCode::kInvalidArgument) << "score row '" << id << "'";
+  }
+  for (const std::string& id :
+       {std::string("a"), std::string("node-0"), std::string("Rank_17.b"), std::string(64, '9')}) {
+    std::vector<Frame> frames = Encode(MakeMessage("a", 1, 0, Ping{1}));
+    frames[0] = EnvelopeWithSender(id);
+    EXPECT_EQ(DecodeCode(frames), ErrorCode::kOk) << "sender '" << id << "'";
+  }
+}
+
+// PROTOCOL.md, "Envelope": an Error for bad magic, version or type carries the request id.
+TEST(Hostile, AddressOfAWellFormedEnvelopeHasItsRequestIdWhateverItsValues) {
+  Frame bad_magic = RawEnvelope(0xdeadbeef, kProtocolVersion, kMinProtocolVersion, 9);
+  Frame bad_version = RawEnvelope(kProtocolMagic, 9, 7, 9);
+  Frame bad_type = RawEnvelope(kProtocolMagic, kProtocolVersion, kMinProtocolVersion, 200);
+  for (const Frame& frame : {bad_magic, bad_version, bad_type}) {
+    EXPECT_FALSE(DecodeEnvelope(frame).ok());
+    EnvelopeAddress address = AddressOf(frame);
+    EXPECT_EQ(address.request_id, 1u);
+    EXPECT_EQ(address.sender, "node-x");
+  }
+  EnvelopeAddress bad_sender = AddressOf(EnvelopeWithSender("a b"));
+  EXPECT_EQ(bad_sender.request_id, 5u);
+  EXPECT_EQ(bad_sender.sender, "") << "a sender that is not a node id is not repeated";
+  const uint8_t garbage[] = {0x92, 0x01, 0x02};
+  EXPECT_EQ(AddressOf(Frame::CopyOf(garbage, sizeof(garbage))).request_id, 0u);
 }
 
 TEST(Hostile, TrailingBytesInAFrameAreRejected) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/messages.h"
+#include "protocol/version.h"
 
 namespace meshlearn::testing {
 
@@ -21,8 +22,10 @@ inline std::vector<float> SampleWeights() {
   return {0.5f, -1.25f, 3.0f, 1e-3f, -7.5f, 2.0f, 0.0f, 42.0f, -0.125f};
 }
 
-// One message per type, in type-number order.
-inline std::vector<Message> SampleMessages() {
+// One message per type of protocol `version`, in type-number order, as a node of that version
+// sends them (its envelopes carry protocol_version = `version`). Version 1 has types 1 to 16,
+// version 2 adds Goodbye (17).
+inline std::vector<Message> SampleMessages(uint16_t version = kProtocolVersion) {
   Hello hello{"tcp://127.0.0.2:5555", "cnn/10", "cos_weights", "", 0x1234567890abcdefull};
   HelloAck ack;
   static_cast<Hello&>(ack) = Hello{"tcp://127.0.0.3:5556", "cnn/10", "cos_weights",
@@ -84,6 +87,10 @@ inline std::vector<Message> SampleMessages() {
   messages.push_back(MakeMessage("node-2", 9, 1, WitnessResult{0xfeedull, 0.03125}));
   messages.push_back(MakeMessage("node-0", 10, 1, GetSignature{}));
   messages.push_back(MakeMessage("node-1", 10, 1, signature));
+  if (version >= kGoodbyeVersion) {
+    messages.push_back(MakeMessage("node-2", 11, 7, Goodbye{"stopped by signal"}));
+  }
+  for (Message& message : messages) message.envelope.protocol_version = version;
   return messages;
 }
 
@@ -118,9 +125,16 @@ inline std::vector<Frame> ReadFrames(const std::string& path) {
   return frames;
 }
 
-// The fixture file name of a message type, e.g. "v1_GetModel.frames".
-inline std::string FixtureName(MessageType type) {
-  return std::string("v1_") + MessageTypeName(type) + ".frames";
+// The fixture file name of a message type in protocol `version`, e.g. "v1_GetModel.frames".
+inline std::string FixtureName(MessageType type, uint16_t version) {
+  return "v" + std::to_string(version) + "_" + MessageTypeName(type) + ".frames";
+}
+
+// The protocol versions with checked-in fixtures: every one since 1, this build's included.
+inline std::vector<uint16_t> FixtureVersions() {
+  std::vector<uint16_t> versions;
+  for (uint16_t v = 1; v <= kProtocolVersion; ++v) versions.push_back(v);
+  return versions;
 }
 
 // A finite update matching SampleLayout() (Model.update).
@@ -134,17 +148,18 @@ struct OptionalFieldSample {
   Message message;
 };
 
-// GetModel with with_update and Model with an update, otherwise the SampleMessages() of their
-// types. The v1_<Type>.frames fixtures keep the messages without the optional fields.
-inline std::vector<OptionalFieldSample> OptionalFieldSamples() {
+// GetModel with with_update and Model with an update, otherwise the SampleMessages(`version`) of
+// their types. The v<version>_<Type>.frames fixtures keep the messages without the optional fields.
+inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = kProtocolVersion) {
   std::vector<OptionalFieldSample> samples;
-  for (Message message : SampleMessages()) {
+  std::string prefix = "v" + std::to_string(version) + "_";
+  for (Message message : SampleMessages(version)) {
     if (auto* get = std::get_if<GetModel>(&message.body)) {
       get->with_update = true;
-      samples.push_back({"v1_GetModel_update.frames", std::move(message)});
+      samples.push_back({prefix + "GetModel_update.frames", std::move(message)});
     } else if (auto* model = std::get_if<Model>(&message.body)) {
       model->update = FloatArray::Own(SampleUpdate());
-      samples.push_back({"v1_Model_update.frames", std::move(message)});
+      samples.push_back({prefix + "Model_update.frames", std::move(message)});
     }
   }
   return samples;

@@ -1,7 +1,8 @@
-// Writes tests/protocol/testdata/v1_<Type>.frames from SampleMessages(), and the fixtures of
-// OptionalFieldSamples(). Run once per protocol version or new optional field
-// (`protocol_write_fixtures <dir>`); the fixtures are then checked in and decoded forever. Existing
-// fixtures must come out byte-identical (check with git diff).
+// Writes tests/protocol/testdata/v<version>_<Type>.frames from SampleMessages(version), and the
+// fixtures of OptionalFieldSamples(version), for every version of FixtureVersions(). Run once per
+// protocol version or new optional field (`protocol_write_fixtures <dir>`); the fixtures are then
+// checked in and decoded forever. Existing fixtures must come out byte-identical (check with git
+// diff).
 #include <cstdio>
 
 #include "protocol/codec.h"
@@ -21,11 +22,14 @@ int main(int argc, char** argv) {
     std::printf("wrote %s\n", path.c_str());
     return true;
   };
-  for (const auto& message : meshlearn::testing::SampleMessages()) {
-    if (!write(meshlearn::testing::FixtureName(meshlearn::TypeOf(message.body)), message)) return 1;
-  }
-  for (const auto& sample : meshlearn::testing::OptionalFieldSamples()) {
-    if (!write(sample.fixture, sample.message)) return 1;
+  for (uint16_t version : meshlearn::testing::FixtureVersions()) {
+    for (const auto& message : meshlearn::testing::SampleMessages(version)) {
+      std::string name = meshlearn::testing::FixtureName(meshlearn::TypeOf(message.body), version);
+      if (!write(name, message)) return 1;
+    }
+    for (const auto& sample : meshlearn::testing::OptionalFieldSamples(version)) {
+      if (!write(sample.fixture, sample.message)) return 1;
+    }
   }
   return 0;
 }

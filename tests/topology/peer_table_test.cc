@@ -10,7 +10,7 @@ using std::chrono::seconds;
 TEST(PeerTable, PeersAreSamplableOnlyAfterTheirHello) {
   PeerTable table("me", 3, seconds(10), seconds(60));
   EXPECT_TRUE(table.Learn("a", "tcp://127.0.0.1:2", ""));
-  EXPECT_FALSE(table.Learn("a", "tcp://127.0.0.1:3", ""));  // known: endpoint updated
+  EXPECT_FALSE(table.Learn("a", "tcp://127.0.0.1:3", ""));  // a known candidate: endpoint updated
   EXPECT_EQ(table.Find("a")->endpoint, "tcp://127.0.0.1:3");
   EXPECT_FALSE(table.Learn("me", "tcp://x:1", ""));
   EXPECT_FALSE(table.IsSamplable("a", {}));
@@ -38,6 +38,26 @@ TEST(PeerTable, RepeatedFailuresKillAPeerWithDoublingBackoffAndSuccessRevivesIt)
   table.RecordSuccess("a");
   EXPECT_EQ(table.LivenessOf("a", t + seconds(55)), Liveness::kAlive);
   EXPECT_EQ(table.Find("a")->failures_total, 4u);
+}
+
+TEST(PeerTable, AVerifiedPeerKeepsItsEndpointAgainstLearnAndLeavesUntilVerifiedAgain) {
+  PeerTable table("me", 2, seconds(10), seconds(60));
+  table.Learn("a", "tcp://127.0.0.1:2", "");
+  table.MarkActive("a");
+  EXPECT_EQ(table.verified(), 1u);
+  table.Learn("a", "tcp://127.0.0.9:9", "");  // gossip cannot move a verified peer
+  EXPECT_EQ(table.Find("a")->endpoint, "tcp://127.0.0.1:2");
+  table.MoveVerified("a", "tcp://127.0.0.1:3", "");
+  EXPECT_EQ(table.Find("a")->endpoint, "tcp://127.0.0.1:3");
+  table.MarkLeft("a");
+  EXPECT_EQ(table.LivenessOf("a", {}), Liveness::kLeft);
+  EXPECT_FALSE(table.IsSamplable("a", {}));
+  EXPECT_EQ(table.Replaceable({}), "a");
+  table.MarkActive("a");
+  EXPECT_EQ(table.LivenessOf("a", {}), Liveness::kAlive);
+  EXPECT_EQ(table.Replaceable({}), std::nullopt);
+  table.Forget("a");
+  EXPECT_EQ(table.verified(), 0u);
 }
 
 }  // namespace

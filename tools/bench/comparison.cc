@@ -35,24 +35,30 @@ double SecondsOf(const std::function<void()>& fn) {
 
 }  // namespace
 
+PairSeconds TimePair(const std::function<void()>& subject, const std::function<void()>& baseline,
+                     bool subject_first) {
+  PairSeconds pair;
+  if (subject_first) {
+    pair.subject = SecondsOf(subject);
+    pair.baseline = SecondsOf(baseline);
+  } else {
+    pair.baseline = SecondsOf(baseline);
+    pair.subject = SecondsOf(subject);
+  }
+  return pair;
+}
+
 PairTiming TimeAlternating(benchmark::State& state, const std::function<void()>& subject,
                            const std::function<void()>& baseline) {
   PairTiming timing;
   bool subject_first = true;
   for (auto _ : state) {
-    double s = 0, b = 0;
-    if (subject_first) {
-      s = SecondsOf(subject);
-      b = SecondsOf(baseline);
-    } else {
-      b = SecondsOf(baseline);
-      s = SecondsOf(subject);
-    }
+    const PairSeconds pair = TimePair(subject, baseline, subject_first);
     subject_first = !subject_first;
-    timing.subject_seconds += s;
-    timing.baseline_seconds += b;
-    if (s > 0) timing.pair_ratios.push_back(b / s);
-    state.SetIterationTime(s);
+    timing.subject_seconds += pair.subject;
+    timing.baseline_seconds += pair.baseline;
+    if (pair.subject > 0) timing.pair_ratios.push_back(pair.baseline / pair.subject);
+    state.SetIterationTime(pair.subject);
   }
   return timing;
 }
@@ -63,7 +69,7 @@ RatioSpread SpreadOf(std::vector<double> ratios) {
   if (ratios.empty()) return {};
   std::sort(ratios.begin(), ratios.end());
   auto at = [&](double q) { return ratios[static_cast<size_t>(q * (ratios.size() - 1) + 0.5)]; };
-  return {at(0.5), at(0.25), at(0.75)};
+  return {at(0.5), at(0.25), at(0.75), "pairs"};
 }
 
 void ReportRatio(benchmark::State& state, const std::string& name, double value, double target,
@@ -94,8 +100,8 @@ int PrintRatioSummary(FILE* out) {
     std::string spread;
     if (r.spread) {
       char text[64];
-      std::snprintf(text, sizeof(text), ", median of pairs, p25-p75 %.3f-%.3f", r.spread->p25,
-                    r.spread->p75);
+      std::snprintf(text, sizeof(text), ", median of %s, p25-p75 %.3f-%.3f", r.spread->of,
+                    r.spread->p25, r.spread->p75);
       spread = text;
     }
     std::fprintf(out, "ratio %s %.3f (target %s %.3g%s)%s\n", name.c_str(), r.value,

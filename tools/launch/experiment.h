@@ -3,12 +3,15 @@
 // N real nodes (processes, or threads of this process), show progress, collect the outputs.
 
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/named_value.h"
 #include "base/status.h"
 #include "node/outputs.h"
+#include "node/status_document.h"
 #include "sim/simulation.h"
 #include "tools/launch/scenario.h"
 
@@ -27,6 +30,33 @@ struct Partition {
 // shards and "<out_dir>/clusters.csv" (node,cluster). Errors name the file or key at fault.
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir);
 
+// Where the nodes of a method run.
+enum class Engine {
+  kLocal,   // "local": processes, threads or a simulation on this machine
+  kSlurm,   // "slurm": srun (or sbatch) starts the ranks
+  kMpirun,  // "mpirun": Open MPI's mpirun starts the ranks
+};
+
+// The names of the engines (--engine), in documentation order.
+NameTable<Engine> EngineNames();
+
+struct MethodRun;
+
+// Each node's latest status, in node order; empty where a node does not answer (yet).
+using StatusSource = std::function<std::vector<std::optional<node::NodeStatus>>()>;
+
+// Watches each method while its nodes run (the live dashboard, tools/dashboard/).
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  // The nodes of `run` are starting. Until NodesStopped returns, `statuses` may be called from
+  // any thread; it reads the nodes' /status (processes), their status snapshots (in-process) or
+  // the simulation's latest snapshot (simulate).
+  virtual void NodesStarted(const MethodRun& run, StatusSource statuses) = 0;
+  // The nodes of `run` are gone; returns once `statuses` is no longer being called.
+  virtual void NodesStopped(const MethodRun& run) = 0;
+};
+
 // How methods are run.
 struct RunOptions {
   std::string out_dir;
@@ -40,6 +70,15 @@ struct RunOptions {
   // deterministic). Large in-process runs need a small value: a node greeting all others at
   // once costs about 3 descriptors per pair.
   int known_peers = 0;
+  // Engine runs (tools/launch/engine_run.h).
+  Engine engine = Engine::kLocal;
+  std::vector<std::string> engine_args;  // passed to srun, sbatch or mpirun
+  bool slurm_batch = false;              // slurm: submit with sbatch --wait instead of srun
+  std::string hostfile;                  // mpirun: the hostfile (default: localhost slots=N)
+  std::string bind = "0.0.0.0";          // the address the ranks listen on
+  // Sees each method's nodes while they run; with processes, every node then also serves
+  // /status on a free loopback port (its config's http_port).
+  RunObserver* observer = nullptr;
 };
 
 // What one node left behind.
@@ -51,6 +90,7 @@ struct NodeRun {
   std::optional<std::string> failure;  // why it died, with its last log lines
   std::vector<node::RoundRow> rounds;  // rounds.csv as far as it got
   double peak_pss_mib = 0;             // process mode: peak proportional set size
+  uint16_t http_port = 0;              // where it serves /status and its page; 0: nowhere
 };
 
 // What one method produced.
@@ -73,5 +113,10 @@ struct MethodRun {
 Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                             const Partition& partition, const RunOptions& options,
                             const std::atomic<bool>& interrupt);
+
+// An estimate of the seconds a method still needs, from each node's last completed round
+// (`reached`, -1 for none) out of `rounds` after `elapsed` seconds; nullopt before 2% is done.
+std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, int64_t rounds,
+                                          double elapsed);
 
 }  // namespace meshlearn::launch

@@ -7,17 +7,13 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "node/node.h"
 #include "similarity/clustering.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
 
 namespace meshlearn::launch {
 namespace {
-
-// The test metric of a row in the unit the tables use.
-double Metric(const node::RoundRow& row, bool classification) {
-  return classification ? 100.0 * row.test_acc : row.test_loss;
-}
 
 std::string Fixed(double value, int digits) {
   if (!std::isfinite(value)) return "-";
@@ -35,6 +31,10 @@ std::string ExchangeRounds(const std::pair<int64_t, int64_t>& rounds) {
 
 }  // namespace
 
+double Metric(const node::RoundRow& row, bool classification) {
+  return classification ? 100.0 * row.test_acc : row.test_loss;
+}
+
 MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   MethodSummary s;
   s.name = run.method.name;
@@ -51,6 +51,8 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   int measured = 0, in_cluster = 0, samples = 0;
   for (const NodeRun& n : run.nodes) {
     s.nodes_failed += n.failure.has_value();
+    Result<std::string> log = ReadWholeFile(n.dir + "/node.log");
+    s.nodes_alone += log.ok() && log->find(node::kNeverReachedAPeer) != std::string::npos;
     s.peak_pss_mib_max = std::max(s.peak_pss_mib_max, n.peak_pss_mib);
     pss += n.peak_pss_mib;
     s.attackers += n.attacker;
@@ -152,6 +154,10 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
                  18);
     }
     if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
+    if (s.nodes_alone) {
+      out << "  (" << s.nodes_alone << " of " << s.nodes
+          << " nodes never reached a peer: see their node.log)";
+    }
     if (s.attackers) out << "  (" << s.attackers << " attackers not counted)";
     out << "\n";
   }
@@ -172,18 +178,16 @@ Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std:
   return plot::RenderHeatmapPng(ordered, run.dir + "/heatmap.png", options);
 }
 
-Result<std::optional<ExchangeFigures>> WriteEmdMatrix(const MethodRun& run,
-                                                      const Partition& partition) {
-  ExchangeFigures figures;
+std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& partition) {
   size_t n = partition.ids.size();
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < n; ++i) index[partition.ids[i]] = i;
-  plot::LabeledMatrix matrix;
-  matrix.row_ids = matrix.col_ids = partition.ids;
-  matrix.values.assign(n * n, NAN);
+  EmdMatrix emd;
+  emd.matrix.row_ids = emd.matrix.col_ids = partition.ids;
+  emd.matrix.values.assign(n * n, NAN);
   std::vector<std::vector<bool>> accepted(n, std::vector<bool>(n, false));
   bool any = false;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n && i < run.nodes.size(); ++i) {
     auto text = ReadWholeFile(run.nodes[i].dir + "/emd.csv");
     if (!text.ok()) continue;
     any = true;
@@ -196,23 +200,33 @@ Result<std::optional<ExchangeFigures>> WriteEmdMatrix(const MethodRun& run,
       for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
       if (cells.size() < 6 || !index.count(cells[0])) continue;
       size_t j = index[cells[0]];
-      if (!cells[1].empty()) matrix.values[i * n + j] = std::strtod(cells[1].c_str(), nullptr);
+      if (!cells[1].empty()) emd.matrix.values[i * n + j] = std::strtod(cells[1].c_str(), nullptr);
       accepted[i][j] = cells[5] == "1";
       // measured_round, measured_s (columns 9 and 10; absent in files of older nodes).
       if (cells.size() >= 10 && !cells[8].empty() && !cells[9].empty()) {
         const int64_t round = std::strtoll(cells[8].c_str(), nullptr, 10);
         const double seconds = std::strtod(cells[9].c_str(), nullptr);
-        figures.seconds = std::max(figures.seconds.value_or(0.0), seconds);
-        figures.rounds = figures.rounds ? std::make_pair(std::min(figures.rounds->first, round),
-                                                         std::max(figures.rounds->second, round))
-                                        : std::make_pair(round, round);
+        emd.exchange_seconds = std::max(emd.exchange_seconds.value_or(0.0), seconds);
+        emd.exchange_rounds = emd.exchange_rounds
+                                  ? std::make_pair(std::min(emd.exchange_rounds->first, round),
+                                                   std::max(emd.exchange_rounds->second, round))
+                                  : std::make_pair(round, round);
       }
     }
   }
-  if (!any) return std::optional<ExchangeFigures>();
+  if (!any) return std::nullopt;
+  emd.found = similarity::ClustersFromNeighbourhoods(accepted);
+  emd.ari = similarity::AdjustedRandIndex(partition.clusters, emd.found);
+  return emd;
+}
+
+Result<std::optional<EmdMatrix>> WriteEmdMatrix(const MethodRun& run, const Partition& partition) {
+  std::optional<EmdMatrix> emd = ReadEmdMatrix(run, partition);
+  if (!emd) return emd;
   std::map<std::string, int> clusters;
-  for (size_t i = 0; i < n; ++i) clusters[partition.ids[i]] = partition.clusters[i];
-  plot::LabeledMatrix ordered = plot::OrderByClusters(matrix, clusters);
+  for (size_t i = 0; i < partition.ids.size(); ++i)
+    clusters[partition.ids[i]] = partition.clusters[i];
+  plot::LabeledMatrix ordered = plot::OrderByClusters(emd->matrix, clusters);
   MESHLEARN_RETURN_IF_ERROR(plot::WriteMatrixCsv(run.dir + "/emd_matrix.csv", ordered));
   plot::HeatmapOptions options;
   options.title = run.method.name + " — EMD between nodes (low = same distribution)";
@@ -221,9 +235,7 @@ Result<std::optional<ExchangeFigures>> WriteEmdMatrix(const MethodRun& run,
   options.col_title = "peer j (its validation data)";
   options.clusters = &clusters;
   MESHLEARN_RETURN_IF_ERROR(plot::RenderHeatmapPng(ordered, run.dir + "/emd_matrix.png", options));
-  std::vector<int> found = similarity::ClustersFromNeighbourhoods(accepted);
-  figures.ari = similarity::AdjustedRandIndex(partition.clusters, found);
-  return std::optional<ExchangeFigures>(figures);
+  return emd;
 }
 
 Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "tools/launch/experiment.h"
+#include "tools/plot/matrix_csv.h"
 
 namespace meshlearn::launch {
 
@@ -24,6 +25,7 @@ struct MethodSummary {
   double overhead = 0;  // mean share of node wall time outside training/evaluation
   int nodes = 0;
   int nodes_failed = 0;
+  int nodes_alone = 0;           // nodes whose log ends saying they never reached a peer
   int attackers = 0;             // nodes that served poisoned models; left out of the metrics
   double peak_pss_mib_mean = 0;  // process mode: mean over nodes of their peak PSS
   double peak_pss_mib_max = 0;   // process mode: largest node; in-process: the whole process
@@ -33,14 +35,6 @@ struct MethodSummary {
   // measurement, and the first and last round in which measurements completed.
   std::optional<double> exchange_seconds;
   std::optional<std::pair<int64_t, int64_t>> exchange_rounds;
-};
-
-// What the nodes of a run found and recorded in the EMD exchange (WriteEmdMatrix).
-struct ExchangeFigures {
-  double ari = 0;  // of the clusters found as identical mutual neighbourhoods
-  // Over every measurement of every node (emd.csv measured_s and measured_round), when recorded.
-  std::optional<double> seconds;
-  std::optional<std::pair<int64_t, int64_t>> rounds;
 };
 
 // What the clustering policies (samplers louvain and temperature) found.
@@ -65,13 +59,29 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
 // Writes "<run.dir>/heatmap.csv" (ordered by cluster) and "<run.dir>/heatmap.png".
 Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std::string& title);
 
+// The test metric of a round in the unit the tables use: accuracy in percent, or the MSE.
+double Metric(const node::RoundRow& row, bool classification);
+
+// What the EMD exchange of a method found.
+struct EmdMatrix {
+  plot::LabeledMatrix matrix;  // EMD_ij in partition order; NaN where not measured
+  std::vector<int> found;      // the clusters found (identical mutual neighbourhoods), per node
+  double ari = 0;              // adjusted Rand index of `found` against the ground truth
+  // Over every measurement of every node (emd.csv measured_s and measured_round), when recorded:
+  // the longest time from the start of a node's exchange, and the first and last round.
+  std::optional<double> exchange_seconds;
+  std::optional<std::pair<int64_t, int64_t>> exchange_rounds;
+};
+
+// Reads the emd.csv files the nodes of `run` wrote so far; nullopt when none did.
+std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& partition);
+
 // When the nodes of `run` wrote emd.csv: writes "<run.dir>/emd_matrix.csv" (entry (i, j) =
 // EMD_ij, empty when not measured) and emd_matrix.png, finds clusters as identical mutual
 // neighbourhoods (file 000; DESIGN.md "EMD embedding exchange", step 5) and returns the adjusted
-// Rand index against the ground truth, with how long the exchange ran and in which rounds.
-// Returns nullopt when no node took part in the exchange.
-Result<std::optional<ExchangeFigures>> WriteEmdMatrix(const MethodRun& run,
-                                                      const Partition& partition);
+// Rand index against the ground truth, with how long the exchange ran and in which rounds (as
+// ReadEmdMatrix). Returns nullopt when no node took part in the exchange.
+Result<std::optional<EmdMatrix>> WriteEmdMatrix(const MethodRun& run, const Partition& partition);
 
 // When nodes of `run` wrote cluster.csv (samplers louvain and temperature): each node's final
 // partition of the peers it clustered is scored by ARI against their true clusters (issue 9: "ARI

@@ -1,8 +1,8 @@
 // libFuzzer target for the wire decoder: DecodeEnvelope() and Decode() of protocol/codec.h.
 //
 // Input: one multipart message as a length-prefixed frame sequence
-// (tests/protocol/fuzz/fuzz_input.h). The seeds are the v1 fixtures of tests/protocol/testdata/,
-// converted at build time.
+// (tests/protocol/fuzz/fuzz_input.h). The seeds are the fixtures of every protocol version in
+// tests/protocol/testdata/, converted at build time.
 //
 // Contract. For every input the decoder must:
 //  1. return: never crash, hang, leak, read out of bounds or hit undefined behaviour (the fuzz
@@ -12,15 +12,19 @@
 //     the same envelope;
 //  4. round-trip: an accepted message re-encodes (Encode) to frames that decode to an equal
 //     message, and encoding that message again gives the same bytes;
-//  5. keep blobs consistent with what describes them (PROTOCOL.md, "Message types"): a Model's or
-//     EmbedRequest's weights (and a Model's optional update) hold exactly the floats its layout
-//     covers, counted without wrap-around, and an EmbedReply's embeddings and a Signature's
-//     centroids exactly rows * cols;
+//  5. keep blobs consistent with what describes them (PROTOCOL.md, "Message types"): a Model's,
+//     EmbedRequest's or WitnessEmbedRequest's weights (and a Model's optional update) hold exactly
+//     the floats its layout covers, counted without wrap-around, and an EmbedReply's or
+//     WitnessRows' embeddings and a Signature's centroids exactly rows * cols;
 //  6. honour an expected layout: with the message's own layout as expected_layout it decodes to
 //     the same message, and with SampleLayout() (the fixtures' layout) it succeeds exactly when
 //     the default decode succeeds and the message has no layout or that very layout;
 //  7. be monotone in its limits: a message accepted under small limits, from frames at odd
-//     addresses, is accepted under the default limits as the same message.
+//     addresses, is accepted under the default limits as the same message;
+//  8. accept only valid text (PROTOCOL.md, "Encoding rules", "Node ids"): every string of an
+//     accepted message is UTF-8 and every node id field follows the id rule;
+//  9. address refusals: whenever DecodeEnvelope accepts frame 0, AddressOf names its sender and
+//     request id.
 // A violation of 2-7 prints what differed and aborts, which libFuzzer reports as a crash and
 // saves as a reproducer: it is a decoder bug, never a harness problem.
 //
@@ -38,6 +42,7 @@
 #include <vector>
 
 #include "protocol/codec.h"
+#include "protocol/wire_text.h"
 #include "tests/protocol/fuzz/fuzz_input.h"
 #include "tests/protocol/sample_messages.h"
 
@@ -63,6 +68,7 @@ void CheckRejection(const Result<T>& result, const char* call) {
 const ParamLayout* LayoutOf(const Body& body) {
   if (const auto* model = std::get_if<Model>(&body)) return &model->layout;
   if (const auto* request = std::get_if<EmbedRequest>(&body)) return &request->layout;
+  if (const auto* witnessed = std::get_if<WitnessEmbedRequest>(&body)) return &witnessed->layout;
   return nullptr;
 }
 
@@ -111,6 +117,10 @@ void CheckBlobs(const Body& body) {
     }
   } else if (const auto* request = std::get_if<EmbedRequest>(&body)) {
     problem = LayoutBlobMismatch(request->layout, request->weights.size());
+  } else if (const auto* witnessed = std::get_if<WitnessEmbedRequest>(&body)) {
+    problem = LayoutBlobMismatch(witnessed->layout, witnessed->weights.size());
+  } else if (const auto* rows = std::get_if<WitnessRows>(&body)) {
+    problem = RowsBlobMismatch(rows->rows, rows->cols, rows->embeddings.size());
   } else if (const auto* reply = std::get_if<EmbedReply>(&body)) {
     problem = RowsBlobMismatch(reply->rows, reply->cols, reply->embeddings.size());
   } else if (const auto* signature = std::get_if<Signature>(&body)) {
@@ -118,6 +128,42 @@ void CheckBlobs(const Body& body) {
   }
   if (!problem.empty()) {
     Violated("accepted " + std::string(MessageTypeName(TypeOf(body))) + ": " + problem);
+  }
+}
+
+// Contract 8: the strings and node ids of an accepted message.
+void CheckText(const Message& message) {
+  std::vector<const std::string*> ids = {&message.envelope.sender};
+  std::vector<const std::string*> texts;
+  const Body& body = message.body;
+  auto peer = [&](const PeerInfo& p) {
+    ids.push_back(&p.id);
+    texts.push_back(&p.endpoint);
+    texts.push_back(&p.public_key);
+  };
+  if (const auto* hello = std::get_if<Hello>(&body)) {
+    texts = {&hello->listen_endpoint, &hello->architecture_id, &hello->metric, &hello->public_key};
+  } else if (const auto* ack = std::get_if<HelloAck>(&body)) {
+    texts = {&ack->listen_endpoint, &ack->architecture_id, &ack->metric, &ack->public_key};
+  } else if (const auto* list = std::get_if<PeerList>(&body)) {
+    for (const PeerInfo& p : list->peers) peer(p);
+  } else if (const auto* model = std::get_if<Model>(&body)) {
+    for (const PeerScore& s : model->score_row) ids.push_back(&s.peer);
+    for (const TensorSpec& t : model->layout.tensors) texts.push_back(&t.name);
+  } else if (const auto* witnessed = std::get_if<WitnessEmbedRequest>(&body)) {
+    peer(witnessed->witness);
+  } else if (const auto* rows = std::get_if<WitnessRows>(&body)) {
+    ids = {&message.envelope.sender, &rows->requester, &rows->responder};
+  } else if (const auto* error = std::get_if<Error>(&body)) {
+    texts.push_back(&error->text);
+  } else if (const auto* goodbye = std::get_if<Goodbye>(&body)) {
+    texts.push_back(&goodbye->reason);
+  }
+  for (const std::string* id : ids) {
+    if (!IsNodeId(*id)) Violated("accepted a node id that breaks the id rule");
+  }
+  for (const std::string* text : texts) {
+    if (!IsValidUtf8(*text)) Violated("accepted a string that is not UTF-8");
   }
 }
 
@@ -165,6 +211,12 @@ void CheckInput(const std::vector<Frame>& frames) {
   if (!frames.empty()) {
     envelope.emplace(DecodeEnvelope(frames[0]));
     CheckRejection(*envelope, "DecodeEnvelope");
+    if (envelope->ok()) {
+      EnvelopeAddress address = AddressOf(frames[0]);
+      if (address.sender != (*envelope)->sender || address.request_id != (*envelope)->request_id) {
+        Violated("AddressOf disagrees with an envelope DecodeEnvelope accepts");
+      }
+    }
   }
 
   auto decoded = Decode(frames);
@@ -177,6 +229,7 @@ void CheckInput(const std::vector<Frame>& frames) {
       Violated("DecodeEnvelope and Decode return different envelopes");
     }
     CheckBlobs(decoded->body);
+    CheckText(*decoded);
     CheckRoundTrip(*decoded);
   }
 

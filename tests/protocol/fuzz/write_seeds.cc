@@ -1,4 +1,4 @@
-// Converts protocol fixtures (tests/protocol/testdata/v1_*.frames, format in sample_messages.h)
+// Converts protocol fixtures (tests/protocol/testdata/v*_*.frames, format in sample_messages.h)
 // into decode-fuzzer inputs (format in fuzz_input.h), one seed file per fixture named after it
 // without the extension:
 //   protocol_fuzz_seeds <output dir> <fixture>...

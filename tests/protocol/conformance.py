@@ -1,0 +1,731 @@
+#!/usr/bin/python3
+"""Conformance test of a real meshlearn-node against protocol/PROTOCOL.md.
+
+Written from PROTOCOL.md alone, in a second language: Python with Debian's python3-zmq and
+python3-msgpack (run it with /usr/bin/python3; scripts/setup.sh installs both). It starts two
+meshlearn-node processes on loopback (one plain-text node that serves everything, one with
+[security]) and plays their peers: it sends every message type, provokes every error code a node
+sends, probes the limits and the versions, and checks every answer byte for byte against the page.
+
+    conformance.py --node BIN --launch BIN --keygen BIN --work DIR
+
+Exit status: 0 when every check passed; 1 when a check failed (each failure is listed); 2 when it
+cannot run here (a missing package or binary), saying why. CTest runs it (label protocol).
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+try:
+    import msgpack
+    import zmq
+except ImportError as missing:  # never a pass: the test says why and fails
+    print(f"conformance: cannot run: {missing} (install python3-zmq and python3-msgpack, "
+          f"see scripts/setup.sh; run with /usr/bin/python3)", file=sys.stderr)
+    sys.exit(2)
+
+# ---- PROTOCOL.md, "Envelope", "Message types", "Error codes", "Limits" -------------------------
+
+MAGIC = 0x4D4C524E
+VERSION = 2
+MIN_VERSION = 1
+TYPES = {
+    "Hello": 1, "HelloAck": 2, "PeerList": 3, "GetModel": 4, "Model": 5, "EmbedRequest": 6,
+    "EmbedReply": 7, "EmdDecision": 8, "Ping": 9, "Pong": 10, "Error": 11,
+    "WitnessEmbedRequest": 12, "WitnessRows": 13, "WitnessResult": 14, "GetSignature": 15,
+    "Signature": 16, "Goodbye": 17,
+}
+NAMES = {number: name for name, number in TYPES.items()}
+CODES = {
+    "malformed": 1, "bad_magic": 2, "unsupported_version": 3, "unknown_type": 4, "too_large": 5,
+    "too_many": 6, "layout_mismatch": 7, "non_finite": 8, "unknown_sender": 9,
+    "invalid_argument": 10, "not_found": 11, "io_error": 12, "timeout": 13, "unavailable": 14,
+    "refused": 15, "internal": 16,
+}
+# Codes a node answers requests with (PROTOCOL.md, "Error codes"); the others are never sent.
+SENT_CODES = ["malformed", "bad_magic", "unsupported_version", "unknown_type", "too_large",
+              "too_many", "layout_mismatch", "non_finite", "unknown_sender", "invalid_argument",
+              "timeout", "unavailable", "refused"]
+MAX_STRING_BYTES = 1024
+MAX_FRAMES = 4
+MAX_TENSORS = 4096
+MAX_RANK = 8
+MAX_PEERS = 4096
+MAX_SCORES = 4096
+MAX_EMBED = 4096
+ID_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+ARCHITECTURE = re.compile(r"^[a-z_]+/[0-9]+/[0-9]+(x[0-9]+)*/[0-9]+$")
+Z85_KEY = re.compile(r"^[0-9a-zA-Z.\-:+=^!/*?&<>()\[\]{}@%$#]{40}$")
+MAX_MESSAGE_BYTES = 131072  # the plain node's [round] max_message_bytes
+ROUND_DEADLINE_S = 2.0      # the plain node's [round] round_deadline_s = its GetModel hold limit
+
+# ---- wire helpers ------------------------------------------------------------------------------
+
+
+def pack(value):
+    """One msgpack object; strings as str, bytes never used (the protocol has no bin)."""
+    return msgpack.packb(value, use_bin_type=True)
+
+
+def envelope(msg_type, sender, request_id, round_=0, version=VERSION, min_version=MIN_VERSION,
+             magic=MAGIC):
+    return pack([magic, version, min_version, msg_type, sender, request_id, round_])
+
+
+def blob(values):
+    return struct.pack("<%df" % len(values), *values)
+
+
+def floats(frame):
+    if len(frame) % 4:
+        raise ValueError("blob of %d bytes is not whole float32 values" % len(frame))
+    return struct.unpack("<%df" % (len(frame) // 4), frame)
+
+
+def unpack_one(frame, what):
+    """The single msgpack object of `frame` (PROTOCOL.md: exactly one, nothing after it)."""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(frame)
+    objects = list(unpacker)
+    if len(objects) != 1:
+        raise ValueError("%s frame holds %d msgpack objects" % (what, len(objects)))
+    return objects[0]
+
+
+class Reply:
+    """A decoded message: its envelope fields, body array and blob frames."""
+
+    def __init__(self, frames):
+        self.frames = frames
+        env = unpack_one(frames[0], "envelope")
+        if not isinstance(env, list) or len(env) < 7:
+            raise ValueError("envelope is not an array of at least 7 fields: %r" % (env,))
+        (self.magic, self.version, self.min_version, self.type, self.sender, self.request_id,
+         self.round) = env[:7]
+        self.body = unpack_one(frames[1], "body") if len(frames) > 1 else None
+        self.blobs = frames[2:]
+
+    @property
+    def name(self):
+        return NAMES.get(self.type, "type %r" % self.type)
+
+    def error(self):
+        """(code, text) of an Error, else None."""
+        if self.type != TYPES["Error"]:
+            return None
+        return self.body[0], self.body[1]
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---- checks ------------------------------------------------------------------------------------
+
+failures = []
+passed = 0
+
+
+def check(condition, what, detail=""):
+    global passed
+    if condition:
+        passed += 1
+    else:
+        failures.append(what + (": " + str(detail) if detail != "" else ""))
+        print("FAIL " + failures[-1], flush=True)
+    return condition
+
+
+def check_envelope(reply, request_id, what):
+    check(reply.magic == MAGIC, what + ": magic", reply.magic)
+    check(reply.version == VERSION and reply.min_version == MIN_VERSION,
+          what + ": a version-2 node answers with protocol_version 2, min_version 1",
+          (reply.version, reply.min_version))
+    check(reply.request_id == request_id, what + ": the reply repeats the request id",
+          (reply.request_id, request_id))
+    check(isinstance(reply.sender, str) and ID_RULE.match(reply.sender),
+          what + ": the sender is a node id", reply.sender)
+    check(isinstance(reply.round, int), what + ": round is an integer", reply.round)
+
+
+def check_error(reply, code_name, request_id, what):
+    error = reply.error()
+    if not check(error is not None, what + ": answered with an Error", reply.name):
+        return
+    code, text = error
+    check(code == CODES[code_name], what + ": Error code " + code_name,
+          "got %r (%s)" % (code, text))
+    check(isinstance(text, str) and text, what + ": the Error says why", text)
+    check(len(reply.frames) == 2 and len(reply.body) >= 2, what + ": Error has 2 frames")
+    check(reply.request_id == request_id, what + ": the Error carries the request id",
+          (reply.request_id, request_id))
+    seen_codes.add(code_name)
+
+
+seen_codes = set()
+
+# ---- a client of one node ----------------------------------------------------------------------
+
+
+class Client:
+    """A DEALER talking to one node, as a peer called `sender`."""
+
+    def __init__(self, context, endpoint, sender, curve=None):
+        self.context = context
+        self.endpoint = endpoint
+        self.sender = sender
+        self.curve = curve
+        self.next_id = 1000
+        self.connect()
+
+    def connect(self):
+        self.socket = self.context.socket(zmq.DEALER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        if self.curve:
+            server_key, public, secret = self.curve
+            self.socket.curve_serverkey = server_key
+            self.socket.curve_publickey = public
+            self.socket.curve_secretkey = secret
+        self.socket.connect(self.endpoint)
+
+    def reconnect(self):
+        self.socket.close(0)
+        self.connect()
+
+    def send(self, frames, timeout=10.0):
+        """Sends raw frames and returns the decoded reply, or None after `timeout` seconds."""
+        self.socket.send_multipart(frames)
+        if not self.socket.poll(int(timeout * 1000)):
+            return None
+        return Reply(self.socket.recv_multipart())
+
+    def ask(self, type_name, body, blobs=(), timeout=10.0, sender=None, **envelope_fields):
+        self.next_id += 1
+        frames = [envelope(TYPES[type_name], sender or self.sender, self.next_id, **envelope_fields),
+                  pack(body)] + list(blobs)
+        return self.next_id, self.send(frames, timeout)
+
+
+# ---- peers played by this script (the nodes greet and ask them) -------------------------------
+
+
+class PlayedPeer(threading.Thread):
+    """A ROUTER playing the peer `peer_id`: answers Hello with HelloAck (claiming `version`),
+    Goodbye with its acknowledgement, WitnessRows with a WitnessResult, anything else with
+    Error(unavailable); records every request."""
+
+    def __init__(self, context, peer_id, version=VERSION):
+        super().__init__(daemon=True)
+        self.peer_id = peer_id
+        self.version = version
+        self.socket = context.socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        port = self.socket.bind_to_random_port("tcp://127.0.0.1")
+        self.endpoint = "tcp://127.0.0.1:%d" % port
+        self.received = []  # Reply of every request
+        self.lock = threading.Lock()
+        self.stopping = False
+
+    def run(self):
+        while not self.stopping:
+            if not self.socket.poll(100):
+                continue
+            parts = self.socket.recv_multipart()
+            route, frames = parts[0], parts[1:]
+            try:
+                request = Reply(frames)
+            except Exception as e:  # the node sent something this page does not allow
+                with self.lock:
+                    self.received.append(e)
+                continue
+            with self.lock:
+                self.received.append(request)
+            body = [14, "%s serves nothing" % self.peer_id]
+            reply_type = TYPES["Error"]
+            if request.type == TYPES["Hello"]:
+                reply_type = TYPES["HelloAck"]
+                body = [self.endpoint, request.body[1], "cos_weights", "", 7]
+            elif request.type == TYPES["Goodbye"]:
+                reply_type, body = TYPES["Goodbye"], [""]
+            elif request.type == TYPES["WitnessRows"]:
+                reply_type, body = TYPES["WitnessResult"], [request.body[0], 0.25]
+            reply = [envelope(reply_type, self.peer_id, request.request_id, version=self.version,
+                              min_version=1), pack(body)]
+            self.socket.send_multipart([route] + reply)
+
+    def requests(self, type_name):
+        with self.lock:
+            return [r for r in self.received if isinstance(r, Reply) and r.type == TYPES[type_name]]
+
+    def malformed(self):
+        with self.lock:
+            return [r for r in self.received if not isinstance(r, Reply)]
+
+
+def wait_for(condition, seconds, step=0.1):
+    until = time.time() + seconds
+    while time.time() < until:
+        result = condition()
+        if result:
+            return result
+        time.sleep(step)
+    return condition()
+
+
+# ---- the nodes ---------------------------------------------------------------------------------
+
+SCENARIO = """name = "conformance"
+description = "two Fashion-MNIST shards for the protocol conformance test"
+seed = 3
+[data]
+dataset = "fashion-mnist"
+shift = "covariate"
+clients = 2
+cluster_sizes = [2]
+rotations = [0]
+train_per_client = 60
+validation_per_client = 40
+test_per_client = 20
+[[methods]]
+name = "any"
+"""
+
+
+def node_config(node_id, port, shard, out, peers, extra="", top=""):
+    text = ('id = "%s"\nlisten = "tcp://127.0.0.1:%d"\noutput_dir = "%s"\n' % (node_id, port, out) +
+            top +
+            '[data]\nshard = "%s"\n' % shard +
+            '[model]\narchitecture = "mlp"\nhidden = 16\n' +
+            '[training]\nrounds = 100000\nbatch_size = 16\n' +
+            '[round]\nround_deadline_s = %g\nmin_round_s = 0.3\nlinger_s = 0\n' % ROUND_DEADLINE_S +
+            'max_message_bytes = %d\n' % MAX_MESSAGE_BYTES + extra)
+    for peer_id, endpoint, key in peers:
+        text += '[[peers]]\nid = "%s"\naddress = "%s"\n' % (peer_id, endpoint)
+        if key:
+            text += 'public_key = "%s"\n' % key
+    return text
+
+
+def start_node(binary, config_path, log_path):
+    log = open(log_path, "wb")
+    return subprocess.Popen([binary, "--config", config_path], stdout=log, stderr=subprocess.STDOUT)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--node", required=True)
+    parser.add_argument("--launch", required=True)
+    parser.add_argument("--keygen", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    for binary in (args.node, args.launch, args.keygen):
+        if not os.access(binary, os.X_OK):
+            print("conformance: cannot run: %s is not an executable" % binary, file=sys.stderr)
+            return 2
+    work = os.path.abspath(args.work)
+    subprocess.run(["rm", "-rf", work], check=True)
+    os.makedirs(work)
+    with open(work + "/scenario.toml", "w") as f:
+        f.write(SCENARIO)
+    partition = subprocess.run([args.launch, work + "/scenario.toml", "--partition-only",
+                                "--out", work + "/part"], capture_output=True, text=True)
+    if partition.returncode != 0:
+        print("conformance: cannot run: the partition failed:\n" + partition.stdout +
+              partition.stderr, file=sys.stderr)
+        return 2
+
+    context = zmq.Context()
+    peer = PlayedPeer(context, "py-peer")
+    old_peer = PlayedPeer(context, "py-old", version=1)
+    witness = PlayedPeer(context, "py-witness")
+    silent = context.socket(zmq.ROUTER)  # a listen endpoint that never answers
+    silent_endpoint = "tcp://127.0.0.1:%d" % silent.bind_to_random_port("tcp://127.0.0.1")
+    for p in (peer, old_peer, witness):
+        p.start()
+
+    # The plain node: serves every exchange (EMD, witness, signatures).
+    plain_port, http_port = free_port(), free_port()
+    plain_endpoint = "tcp://127.0.0.1:%d" % plain_port
+    with open(work + "/plain.toml", "w") as f:
+        f.write(node_config("conf-node", plain_port, work + "/part/shards/client-0.shard",
+                            work + "/plain", [("py-peer", peer.endpoint, ""),
+                                              ("py-old", old_peer.endpoint, "")],
+                            '[learning]\nmetric = "cos_weights"\nsampler = "centroid_cluster"\n'
+                            'peers_per_round = 1\n[signature]\nk = 2\nmax_samples = 40\n'
+                            '[emd]\nenabled = true\nmax_samples = 40\n',
+                            top='http_port = %d\n' % http_port))
+    # The secure node: CURVE, an allowlist binding this script's key to the id "py-client".
+    subprocess.run([args.keygen, "--name", "conf-secure", "--out", work + "/keys"], check=True,
+                   capture_output=True)
+    node_public = open(work + "/keys/conf-secure.pub").read().split("\n")[1].split()[0]
+    client_public, client_secret = zmq.curve_keypair()
+    with open(work + "/keys/allowed_keys", "w") as f:
+        f.write("# this script's key, bound to its id\n%s py-client\n" % client_public.decode())
+    secure_port = free_port()
+    with open(work + "/secure.toml", "w") as f:
+        f.write(node_config("conf-secure", secure_port, work + "/part/shards/client-1.shard",
+                            work + "/secure",
+                            [("py-client", silent_endpoint, client_public.decode())],
+                            '[security]\nsecret_key_file = "%s/keys/conf-secure.key"\n'
+                            'allowed_keys_file = "%s/keys/allowed_keys"\n' % (work, work)))
+    plain = start_node(args.node, work + "/plain.toml", work + "/plain.log")
+    secure = start_node(args.node, work + "/secure.toml", work + "/secure.log")
+    try:
+        run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_peer, witness,
+                   silent_endpoint, secure, "tcp://127.0.0.1:%d" % secure_port, node_public,
+                   client_public, client_secret)
+    finally:
+        for process in (plain, secure):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for p in (peer, old_peer, witness):
+            p.stopping = True
+            p.join()
+    print("conformance: %d checks passed, %d failed" % (passed, len(failures)))
+    for failure in failures:
+        print("  failed: " + failure)
+    if failures:
+        for name in ("plain.log", "secure.log"):
+            print("---- " + name + " (last 30 lines)")
+            print("".join(open(work + "/" + name).readlines()[-30:]))
+    context.destroy(0)
+    return 1 if failures else 0
+
+
+def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_peer, witness,
+               silent_endpoint, secure, secure_endpoint, node_public, client_public, client_secret):
+    client = Client(context, plain_endpoint, "py-client")
+
+    # Ping until the node is up and round 0 is published (GetModel answers with a Model).
+    def model_ready():
+        if plain.poll() is not None:
+            raise SystemExit("conformance: the plain node exited with %s; see %s/plain.log:\n%s" %
+                             (plain.returncode, work, open(work + "/plain.log").read()[-3000:]))
+        rid, reply = client.ask("GetModel", [0, False], timeout=1.0)
+        if reply is None:
+            client.reconnect()
+            return None
+        return (rid, reply) if reply.type == TYPES["Model"] else None
+    ready = wait_for(model_ready, 240, step=0.5)
+    if not check(ready is not None, "the plain node serves a Model within 240 s"):
+        return
+    model_rid, model = ready
+
+    # ---- every message type --------------------------------------------------------------
+    # The node greets its configured peers; its Hello is a well-formed version-2 message, and
+    # tells the architecture id a peer must share (PROTOCOL.md, "Hello / HelloAck").
+    hellos = wait_for(lambda: peer.requests("Hello"), 60)
+    if not check(hellos, "the node greets its configured peer with Hello"):
+        return
+    hello = hellos[0]
+    architecture = hello.body[1]
+    check(hello.version == VERSION and hello.min_version == MIN_VERSION and
+          hello.sender == "conf-node" and hello.body[0] == plain_endpoint and
+          len(hello.frames) == 2 and len(hello.body) >= 5, "the node's own Hello", hello.body)
+    check(ARCHITECTURE.match(architecture),
+          "architecture_id is <model>/<outputs>/<input shape>/<parameters>", architecture)
+    check(architecture.startswith("mlp/10/1x28x28/"),
+          "the architecture id of an MLP on 1x28x28 images with 10 classes", architecture)
+    check(not peer.malformed() and not old_peer.malformed(),
+          "every message the node sent decodes", peer.malformed() + old_peer.malformed())
+
+    # 1 Hello -> 2 HelloAck. The client names a listen endpoint that never answers: it stays a
+    # candidate (PROTOCOL.md, "Hello / HelloAck").
+    rid, ack = client.ask("Hello", [silent_endpoint, architecture, "cos_weights", "", 5])
+    if check(ack is not None and ack.type == TYPES["HelloAck"], "Hello is answered HelloAck",
+             ack and (ack.name, ack.body)):
+        check_envelope(ack, rid, "HelloAck")
+        check(len(ack.frames) == 2 and len(ack.body) >= 5, "HelloAck has its 5 fields")
+        endpoint, their_architecture, metric, key, nonce = ack.body[:5]
+        check(endpoint == plain_endpoint, "HelloAck.listen_endpoint is the node's", endpoint)
+        check(their_architecture == architecture, "HelloAck names the same architecture",
+              their_architecture)
+        check(metric == "cos_weights" and key == "" and isinstance(nonce, int) and nonce >= 0,
+              "HelloAck metric, empty key in plain text, nonce uint", (metric, key, nonce))
+
+    # 3 PeerList -> 3 PeerList: the node itself first, then verified peers only. py-peer answered
+    # the node's Hello (verified); py-client did not (a candidate) and is not gossiped.
+    def peer_list():
+        rid, reply = client.ask("PeerList", [[["py-x", "tcp://127.0.0.1:1", ""]]])
+        return (rid, reply) if reply and "py-peer" in [p[0] for p in reply.body[0]] else None
+    listed = wait_for(peer_list, 60)
+    if check(listed, "PeerList lists the verified peer py-peer"):
+        rid, reply = listed
+        check_envelope(reply, rid, "PeerList")
+        members = reply.body[0]
+        check(members[0][:2] == ["conf-node", plain_endpoint], "PeerList starts with the node",
+              members[0])
+        check(all(isinstance(m, list) and len(m) >= 3 and ID_RULE.match(m[0]) for m in members),
+              "PeerInfo = [id, endpoint, public_key]", members)
+        check("py-client" not in [m[0] for m in members],
+              "a peer that never answered the node's Hello is not gossiped", members)
+        check("py-x" not in [m[0] for m in members], "a gossiped stranger is not passed on", members)
+
+    # 4 GetModel -> 5 Model (already received above).
+    check_envelope(model, model_rid, "Model")
+    round_, train_size, early_stopped, layout, score_row = model.body[:5]
+    check(len(model.body) == 5 and len(model.frames) == 3,
+          "a Model without update has 5 fields and 1 blob", (len(model.body), len(model.frames)))
+    total = 0
+    for name, shape, offset in layout:
+        check(offset == total, "tensor %s starts where the previous ended" % name, (offset, total))
+        numel = 1
+        for d in shape:
+            numel *= d
+        total += numel
+    weights = floats(model.blobs[0])
+    check(len(weights) == total, "the weights blob holds offset + numel of the last tensor",
+          (len(weights), total))
+    check(architecture.endswith("/%d" % total), "architecture_id ends with the parameter count",
+          (architecture, total))
+    check(isinstance(train_size, int) and train_size == 60 and early_stopped is False and
+          isinstance(score_row, list), "Model fields", (round_, train_size, early_stopped))
+    # with_update: a node without a clustering policy sends no update (and no second blob).
+    rid, reply = client.ask("GetModel", [0, False, True])
+    check(reply is not None and reply.type == TYPES["Model"] and len(reply.frames) == 3,
+          "GetModel with_update from a node without updates: a Model with one blob",
+          reply and reply.name)
+
+    # 6 EmbedRequest -> 7 EmbedReply.
+    rid, reply = client.ask("EmbedRequest", [99, 30, layout], [blob(weights)], timeout=60)
+    if check(reply is not None and reply.type == TYPES["EmbedReply"], "EmbedRequest -> EmbedReply",
+             reply and (reply.name, reply.body)):
+        check_envelope(reply, rid, "EmbedReply")
+        rows, cols = reply.body[:2]
+        check(0 < rows <= 30 and cols > 0 and len(floats(reply.blobs[0])) == rows * cols,
+              "EmbedReply holds rows x cols floats, at most max_samples rows", (rows, cols))
+
+    # 8 EmdDecision -> EmdDecision.
+    rid, reply = client.ask("EmdDecision", [True, 0.125, 0.0625])
+    check(reply is not None and reply.type == TYPES["EmdDecision"] and
+          reply.body[:3] == [True, 0.125, 0.0625], "EmdDecision is answered with one",
+          reply and reply.body)
+
+    # 9 Ping -> 10 Pong, with the nonce.
+    rid, reply = client.ask("Ping", [2 ** 63 + 5])
+    check(reply is not None and reply.type == TYPES["Pong"] and reply.body[0] == 2 ** 63 + 5,
+          "Ping -> Pong with the Ping's nonce", reply and reply.body)
+
+    # 12 WitnessEmbedRequest -> the node sends 13 WitnessRows to the witness we name, which answers
+    # 14 WitnessResult, which the node passes back to us.
+    rid, reply = client.ask("WitnessEmbedRequest",
+                            [99, 30, 0xfeed, ["py-witness", witness.endpoint, ""], layout],
+                            [blob(weights)], timeout=60)
+    if check(reply is not None and reply.type == TYPES["WitnessResult"],
+             "WitnessEmbedRequest -> WitnessResult", reply and (reply.name, reply.body)):
+        check(reply.body[:2] == [0xfeed, 0.25], "the witness's result is passed back", reply.body)
+    rows_sent = witness.requests("WitnessRows")
+    if check(rows_sent, "the node sent its rows to the witness"):
+        session, requester, responder, side, rows, cols = rows_sent[0].body[:6]
+        check([session, requester, responder, side] == [0xfeed, "py-client", "conf-node", 1] and
+              len(floats(rows_sent[0].blobs[0])) == rows * cols,
+              "WitnessRows: session, requester, responder, side 1, rows x cols",
+              rows_sent[0].body)
+    # The node as a witness: both sides of a measurement, from the nodes they name.
+    side_a = Client(context, plain_endpoint, "py-a")
+    side_b = Client(context, plain_endpoint, "py-b")
+    rows_body = lambda side: [0xbeef, "py-a", "py-b", side, 3, 2]
+    side_a.next_id += 1
+    side_a.socket.send_multipart([envelope(13, "py-a", side_a.next_id), pack(rows_body(0)),
+                                  blob([0, 1, 1, 0, 1, 1])])
+    side_b.next_id += 1
+    side_b.socket.send_multipart([envelope(13, "py-b", side_b.next_id), pack(rows_body(1)),
+                                  blob([0, 1, 1, 0, 1, 1])])
+    for side, name in ((side_a, "requester"), (side_b, "responder")):
+        got = side.socket.poll(60000) and Reply(side.socket.recv_multipart())
+        check(got and got.type == TYPES["WitnessResult"] and got.body[0] == 0xbeef and
+              isinstance(got.body[1], float) and math.isfinite(got.body[1]),
+              "a witness answers the %s's WitnessRows with the WitnessResult" % name,
+              got and got.body)
+
+    # 15 GetSignature -> 16 Signature (k = 2 centroids).
+    rid, reply = client.ask("GetSignature", [])
+    if check(reply is not None and reply.type == TYPES["Signature"], "GetSignature -> Signature",
+             reply and reply.name):
+        rows, cols = reply.body[:2]
+        check(rows == 2 and len(floats(reply.blobs[0])) == rows * cols,
+              "Signature holds k x cols centroids", (rows, cols))
+
+    # 17 Goodbye -> Goodbye (acknowledged with an empty reason).
+    rid, reply = client.ask("Goodbye", ["leaving for a moment"])
+    check(reply is not None and reply.type == TYPES["Goodbye"] and reply.body == [""] and
+          reply.request_id == rid, "Goodbye is acknowledged with a Goodbye", reply and reply.body)
+
+    # Reply-only types sent as requests: invalid_argument (11 Error included).
+    for name, body, blobs in (("HelloAck", [silent_endpoint, architecture, "x", "", 1], []),
+                              ("Model", [0, 1, False, layout, []], [blob(weights)]),
+                              ("EmbedReply", [1, 2], [blob([1, 2])]),
+                              ("Pong", [1], []), ("Error", [13, "x"], []),
+                              ("WitnessResult", [1, 0.5], []),
+                              ("Signature", [1, 2], [blob([1, 2])])):
+        rid, reply = client.ask(name, body, blobs)
+        if check(reply is not None, name + " as a request is answered"):
+            check_error(reply, "invalid_argument", rid, name + " as a request")
+
+    # ---- every error code ------------------------------------------------------------------
+    def raw(frames, what, code_name, request_id):
+        reply = client.send(frames)
+        if check(reply is not None, what + " is answered"):
+            check_error(reply, code_name, request_id, what)
+
+    raw([envelope(9, "py-client", 7001), b"\xc1"], "a body that is not msgpack", "malformed", 7001)
+    raw([envelope(9, "py-client", 7002), b"\x81\x01\x02"], "a map where an array belongs",
+        "malformed", 7002)
+    raw([envelope(11, "py-client", 7003), b"\x92\x0d\xa2\xff\xfe"], "a str that is not UTF-8",
+        "malformed", 7003)
+    raw([envelope(9, "py-client", 7004)], "a message of one frame", "malformed", 7004)
+    raw([envelope(9, "py-client", 7005, magic=0xDEADBEEF), pack([1])], "bad magic", "bad_magic",
+        7005)
+    reply = client.send([envelope(9, "py-client", 7006, version=9, min_version=9), pack([1])])
+    if check(reply is not None, "a version-9-only peer is answered"):
+        check_error(reply, "unsupported_version", 7006, "version 9..9")
+        check("9..9" in reply.body[1] and "1..2" in reply.body[1],
+              "unsupported_version names both ranges", reply.body[1])
+    raw([envelope(200, "py-client", 7007), pack([])], "type 200", "unknown_type", 7007)
+    raw([envelope(11, "py-client", 7008), pack([13, "e" * (MAX_STRING_BYTES + 1)])],
+        "a string of max_string_bytes + 1", "too_large", 7008)
+    raw([envelope(9, "py-client", 7009), pack([1]), b"\0" * (MAX_MESSAGE_BYTES // 2),
+         b"\0" * (MAX_MESSAGE_BYTES // 2)], "frames summing above max_message_bytes", "too_large",
+        7009)
+    raw([envelope(9, "py-client", 7010), b"\0" * (MAX_MESSAGE_BYTES + 1000)],
+        "one frame above max_message_bytes (within twice it)", "too_large", 7010)
+    raw([envelope(9, "py-client", 7011), pack([1]), b"", b"", b""], "5 frames", "too_many", 7011)
+    raw([envelope(3, "py-client", 7012),
+         pack([[["p%d" % i, "tcp://127.0.0.1:1", ""] for i in range(MAX_PEERS + 1)]])],
+        "a PeerList of max_peers + 1", "too_many", 7012)
+    raw([envelope(6, "py-client", 7013), pack([1, 5, [["t%d" % i, [1], i]
+                                                     for i in range(MAX_TENSORS + 1)]]),
+         blob([0.0] * (MAX_TENSORS + 1))], "a layout of max_tensors + 1", "too_many", 7013)
+    raw([envelope(6, "py-client", 7014), pack([1, 5, [["w", [1] * (MAX_RANK + 1), 0]]]),
+         blob([0.0])], "a tensor of rank max_tensor_rank + 1", "too_many", 7014)
+    raw([envelope(5, "py-client", 7015),
+         pack([0, 1, False, layout, [["p%d" % i, 0.5] for i in range(MAX_SCORES + 1)]]),
+         blob(weights)], "a score row of max_score_entries + 1", "too_many", 7015)
+    raw([envelope(7, "py-client", 7016), pack([MAX_EMBED + 1, 1]), blob([0.0] * (MAX_EMBED + 1))],
+        "EmbedReply rows max_embed_rows + 1", "too_many", 7016)
+    raw([envelope(6, "py-client", 7017), pack([1, 5, [["w", [3], 0]]]), blob([1, 2, 3])],
+        "an EmbedRequest of another layout", "layout_mismatch", 7017)
+    raw([envelope(6, "py-client", 7018), pack([1, 5, layout]), blob(weights[:-1])],
+        "a blob one float short", "layout_mismatch", 7018)
+    raw([envelope(8, "py-client", 7019), pack([True, float("nan"), 0.0])], "a NaN float64",
+        "non_finite", 7019)
+    bad = list(weights)
+    bad[3] = float("inf")
+    raw([envelope(6, "py-client", 7020), pack([1, 5, layout]), blob(bad)], "an Inf weight",
+        "non_finite", 7020)
+    raw([envelope(9, "bad id", 7021), pack([1])], "a sender id with a space", "invalid_argument",
+        7021)
+    raw([envelope(9, "x" * 65, 7022), pack([1])], "a sender id of 65 characters",
+        "invalid_argument", 7022)
+    raw([envelope(3, "py-client", 7023), pack([[["-dash", "tcp://127.0.0.1:1", ""]]])],
+        "a PeerInfo id starting with '-'", "invalid_argument", 7023)
+    raw([envelope(1, "conf-node", 7024), pack([silent_endpoint, architecture, "x", "", 1])],
+        "a Hello claiming the node's own id", "invalid_argument", 7024)
+    raw([envelope(1, "py-client", 7025), pack(["tcp://300.1.2.3:5555", architecture, "x", "", 1])],
+        "a Hello with an invalid listen_endpoint", "invalid_argument", 7025)
+    raw([envelope(1, "py-other", 7026), pack([silent_endpoint, "mlp/10/784/1", "x", "", 1])],
+        "a Hello with another architecture", "refused", 7026)
+    started = time.time()
+    reply = client.send([envelope(4, "py-client", 7027), pack([10 ** 9, True])], timeout=60)
+    held = time.time() - started
+    if check(reply is not None, "GetModel{wait} for a future round is answered"):
+        check_error(reply, "timeout", 7027, "GetModel{wait} past the hold limit")
+        check(held >= 0.9 * ROUND_DEADLINE_S,
+              "the request was held for the node's round_deadline_s", "%.2f s" % held)
+
+    # A frame above twice max_message_bytes: the connection is closed and nothing is answered;
+    # the node serves a new connection.
+    reply = client.send([envelope(9, "py-client", 7028), b"\0" * (2 * MAX_MESSAGE_BYTES + 1)],
+                        timeout=3)
+    check(reply is None, "a frame above twice max_message_bytes gets no reply", reply and reply.name)
+    client.reconnect()
+    rid, reply = client.ask("Ping", [3])
+    check(reply is not None and reply.type == TYPES["Pong"], "the node serves on afterwards")
+
+    # unavailable and unknown_sender: the secure node (no signatures; key bound to py-client).
+    secure_client = Client(context, secure_endpoint, "py-client",
+                           curve=(node_public.encode(), client_public, client_secret))
+    def secure_up():
+        if secure.poll() is not None:
+            return None
+        reply = secure_client.ask("Ping", [1], timeout=1.0)[1]
+        if reply is None:
+            secure_client.reconnect()
+        return reply
+    up = wait_for(secure_up, 240, step=0.5)
+    if check(up is not None, "the secure node answers over CURVE"):
+        rid, reply = secure_client.ask("GetSignature", [])
+        if check(reply is not None, "GetSignature to a node without signatures is answered"):
+            check_error(reply, "unavailable", rid, "GetSignature without signatures")
+        rid, reply = secure_client.ask("Hello", [silent_endpoint, architecture, "x",
+                                                 client_public.decode(), 1], sender="impostor")
+        if check(reply is not None, "a Hello claiming another id than the key's is answered"):
+            check_error(reply, "unknown_sender", rid, "Hello claiming another id over a bound key")
+        rid, reply = secure_client.ask("Ping", [1], sender="impostor")
+        if check(reply is not None, "any request claiming another id is answered"):
+            check_error(reply, "unknown_sender", rid, "Ping claiming another id over a bound key")
+        rid, reply = secure_client.ask("Hello", [silent_endpoint, architecture, "x",
+                                                 client_public.decode(), 1])
+        check(reply is not None and reply.type == TYPES["HelloAck"] and
+              Z85_KEY.match(reply.body[3]), "the key's own id is greeted, with the node's key",
+              reply and reply.body)
+    check(set(SENT_CODES) <= seen_codes, "every error code a node sends was provoked",
+          sorted(set(SENT_CODES) - seen_codes))
+
+    # ---- versions ----------------------------------------------------------------------------
+    rid, reply = client.ask("Ping", [11], version=1, min_version=1)
+    if check(reply is not None and reply.type == TYPES["Pong"], "a version-1 peer is served"):
+        check(reply.version == 2 and reply.min_version == 1,
+              "the answer says 2, still speaking 1", (reply.version, reply.min_version))
+    rid, reply = client.ask("Ping", [12], version=7, min_version=2)
+    check(reply is not None and reply.type == TYPES["Pong"],
+          "a future peer that still speaks 2 is served", reply and reply.name)
+
+    # /status stays valid JSON after all this, and counts the refusals by code.
+    with urllib.request.urlopen("http://127.0.0.1:%d/status" % http_port, timeout=10) as r:
+        status = json.loads(r.read().decode("utf-8"))
+    codes = status["counters"]["rejected_by_code"]
+    check(codes.get("too_large", 0) >= 3 and codes.get("malformed", 0) >= 4,
+          "/status counts the refusals by code", codes)
+    check("py-client" not in [p["id"] for p in status["peers"] if p["liveness"] != "candidate"],
+          "the client that never answered is only a candidate", status["peers"])
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % http_port, timeout=10) as r:
+        metrics = r.read().decode("utf-8")
+    check('code="too_large"' in metrics, "/metrics counts too_large")
+
+    # ---- Goodbye when the node stops -------------------------------------------------------
+    plain.send_signal(signal.SIGTERM)
+    try:
+        code = plain.wait(60)
+    except subprocess.TimeoutExpired:
+        code = None
+    check(code == 0, "the node exits 0 on SIGTERM", code)
+    goodbyes = peer.requests("Goodbye")
+    if check(len(goodbyes) == 1, "the node said Goodbye to its version-2 peer", len(goodbyes)):
+        check(goodbyes[0].body == ["stopped"] and goodbyes[0].sender == "conf-node" and
+              len(goodbyes[0].frames) == 2, "Goodbye = [reason]", goodbyes[0].body)
+    check(old_peer.requests("Hello") and not old_peer.requests("Goodbye"),
+          "no Goodbye to a peer that announced version 1")
+    secure.send_signal(signal.SIGTERM)
+    try:
+        secure.wait(60)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,432 @@
+#include "tools/dashboard/dashboard_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/atomic_file.h"
+#include "node/outputs.h"
+#include "tools/plot/matrix_csv.h"
+
+namespace meshlearn::dashboard {
+namespace {
+
+using nlohmann::json;
+
+json Number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+// One node of a method, as last seen.
+struct NodeView {
+  int64_t round = -1;
+  double val_loss = NAN;
+  std::optional<int> peers_alive;
+  int peers_known = 0;
+  uint64_t bytes_in = 0, bytes_out = 0, failures = 0;
+  bool answering = false;
+  uint16_t http_port = 0;
+  std::map<int64_t, double> metric;  // round -> test metric
+  int64_t rows_read = -1;            // the last round read from rounds.csv
+  std::vector<int64_t> history_rounds;
+  std::vector<std::vector<float>> probabilities, scores;  // per history round, node index order
+};
+
+// A row of floats over the nodes, NaN where unknown.
+std::vector<float> Unknown(size_t n) { return std::vector<float>(n, NAN); }
+
+// Reads "peer,score,probability" (scores.csv) into rows over the nodes of `index`.
+Status ReadScores(const std::string& path, const std::map<std::string, size_t>& index,
+                  std::vector<float>& scores, std::vector<float>& probabilities) {
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return text.status();
+  std::istringstream lines(*text);
+  std::string line;
+  std::getline(lines, line);  // header
+  for (int number = 2; std::getline(lines, line); ++number) {
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    if (cells.size() < 3) {
+      return Status::Malformed(path + ":" + std::to_string(number) +
+                               ": expected peer,score,probability");
+    }
+    auto it = index.find(cells[0]);
+    if (it == index.end()) continue;
+    scores[it->second] = cells[1].empty() ? NAN : std::strtof(cells[1].c_str(), nullptr);
+    probabilities[it->second] = std::strtof(cells[2].c_str(), nullptr);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct DashboardModel::Method {
+  std::string name, dir;
+  std::string state = "pending";  // running, done, interrupted
+  std::string source;             // "status" (live) or "files"
+  int64_t rounds = 0;
+  double elapsed = 0;
+  std::vector<NodeView> nodes;
+  std::vector<double> heat;  // N x N in node index order; NaN where unknown
+  std::optional<launch::EmdMatrix> emd;
+  std::optional<launch::PolicyClusters> policy;
+  uint64_t observations = 0;
+};
+
+DashboardModel::DashboardModel(RunInfo info) : info_(std::move(info)) {
+  const launch::Partition& p = info_.partition;
+  for (size_t i = 0; i < p.ids.size(); ++i) index_[p.ids[i]] = i;
+  order_.resize(p.ids.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
+    if (p.clusters[a] != p.clusters[b]) return p.clusters[a] < p.clusters[b];
+    return plot::NaturalLess(p.ids[a], p.ids[b]);
+  });
+  size_t n = p.ids.size();
+  for (const std::string& name : info_.methods) {
+    auto m = std::make_unique<Method>();
+    m->name = name;
+    m->nodes.resize(n);
+    m->heat.assign(n * n, NAN);
+    methods_.push_back(std::move(m));
+  }
+}
+
+DashboardModel::~DashboardModel() = default;
+
+DashboardModel::Method* DashboardModel::Find(const std::string& name) const {
+  for (const auto& m : methods_) {
+    if (m->name == name) return m.get();
+  }
+  return nullptr;
+}
+
+void DashboardModel::MethodStarted(const launch::MethodRun& run) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Method* m = Find(run.method.name);
+  if (!m) {
+    methods_.push_back(std::make_unique<Method>());
+    m = methods_.back().get();
+    m->name = run.method.name;
+  }
+  size_t n = info_.partition.ids.size();
+  m->dir = run.dir;
+  m->state = "running";
+  m->source = "status";
+  m->rounds = 0;
+  m->elapsed = 0;
+  m->nodes.assign(n, NodeView{});
+  m->heat.assign(n * n, NAN);
+  for (size_t i = 0; i < n && i < run.nodes.size(); ++i) {
+    m->nodes[i].http_port = run.nodes[i].http_port;
+  }
+}
+
+void DashboardModel::Observe(const std::string& name,
+                             const std::vector<std::optional<node::NodeStatus>>& statuses,
+                             double elapsed) {
+  // Rounds files are read outside the lock: which ones is decided under it.
+  std::vector<size_t> stale;
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Method* m = Find(name);
+    if (!m || m->state != "running") return;
+    ++observations_;
+    ++m->observations;
+    m->elapsed = elapsed;
+    dir = m->dir;
+    size_t n = info_.partition.ids.size();
+    for (size_t i = 0; i < n && i < statuses.size(); ++i) {
+      NodeView& v = m->nodes[i];
+      v.answering = statuses[i].has_value();
+      if (!statuses[i]) continue;
+      const node::NodeStatus& s = *statuses[i];
+      m->rounds = std::max(m->rounds, s.rounds);
+      v.round = s.round;
+      v.val_loss = s.val_loss;
+      v.peers_known = static_cast<int>(s.peers.size());
+      v.peers_alive = static_cast<int>(std::count_if(
+          s.peers.begin(), s.peers.end(),
+          [](const node::PeerStatus& p) { return p.liveness == topology::Liveness::kAlive; }));
+      v.bytes_in = s.transport.bytes_in;
+      v.bytes_out = s.transport.bytes_out;
+      v.failures = s.counters.missed_deadlines;
+      std::vector<float> probabilities = Unknown(n), scores = Unknown(n);
+      for (size_t j = 0; j < n; ++j) {
+        if (j != i) m->heat[i * n + j] = 0;
+      }
+      for (const node::PeerStatus& p : s.peers) {
+        auto j = index_.find(p.id);
+        if (j == index_.end()) continue;
+        m->heat[i * n + j->second] = static_cast<double>(p.times_sampled);
+        probabilities[j->second] = static_cast<float>(p.probability);
+        if (p.score) scores[j->second] = static_cast<float>(*p.score);
+      }
+      if (s.round >= 0 && (v.history_rounds.empty() || s.round > v.history_rounds.back())) {
+        v.history_rounds.push_back(s.round);
+        v.probabilities.push_back(std::move(probabilities));
+        v.scores.push_back(std::move(scores));
+      }
+      if (s.round > v.rows_read) stale.push_back(i);
+    }
+  }
+  for (size_t i : stale) {
+    auto rows = node::ReadRoundsCsv(dir + "/node-" + info_.partition.ids[i] + "/rounds.csv");
+    if (!rows.ok()) continue;  // not written yet
+    std::lock_guard<std::mutex> lock(mutex_);
+    Method* m = Find(name);
+    if (!m || m->state != "running") return;
+    NodeView& v = m->nodes[i];
+    for (const node::RoundRow& r : *rows) {
+      v.metric[r.round] = launch::Metric(r, info_.partition.classification);
+      v.rows_read = std::max(v.rows_read, r.round);
+    }
+  }
+}
+
+Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
+  const launch::Partition& p = info_.partition;
+  size_t n = p.ids.size();
+  Status first_error;
+  auto note = [&](const Status& status) {
+    if (!status.ok() && first_error.ok()) first_error = status;
+  };
+  std::vector<NodeView> nodes(n);
+  int64_t last_round = -1;
+  for (size_t i = 0; i < n && i < run.nodes.size(); ++i) {
+    NodeView& v = nodes[i];
+    std::vector<node::RoundRow> rows = run.nodes[i].rounds;
+    if (rows.empty()) {
+      auto read = node::ReadRoundsCsv(run.nodes[i].dir + "/rounds.csv");
+      if (read.ok()) {
+        rows = std::move(*read);
+      } else if (read.status().code() != ErrorCode::kNotFound) {
+        note(read.status());
+      }
+    }
+    for (const node::RoundRow& r : rows) {
+      v.metric[r.round] = launch::Metric(r, p.classification);
+      v.failures += static_cast<uint64_t>(std::max(0, r.sampled - r.answered));
+    }
+    if (!rows.empty()) {
+      v.round = rows.back().round;
+      v.val_loss = rows.back().val_loss;
+      v.bytes_in = rows.back().bytes_in;
+      v.bytes_out = rows.back().bytes_out;
+      v.rows_read = v.round;
+      last_round = std::max(last_round, v.round);
+    }
+  }
+  std::vector<double> heat(n * n, NAN);
+  auto comm = plot::MergeCommCounts(run.dir, p.ids);
+  if (comm.ok()) {
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < n; ++j) heat[i * n + j] = i == j ? NAN : comm->at(i, j);
+    }
+  } else if (comm.status().code() != ErrorCode::kNotFound) {
+    note(comm.status());
+  }
+  std::optional<launch::EmdMatrix> emd = launch::ReadEmdMatrix(run, p);
+  auto policy = launch::ReadPolicyClusters(run, p);
+  note(policy.status());
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  Method* m = Find(run.method.name);
+  if (!m) {
+    methods_.push_back(std::make_unique<Method>());
+    m = methods_.back().get();
+    m->name = run.method.name;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    NodeView& v = nodes[i];
+    if (i < m->nodes.size()) {  // keep what was seen live
+      v.http_port = m->nodes[i].http_port;
+      v.history_rounds = std::move(m->nodes[i].history_rounds);
+      v.probabilities = std::move(m->nodes[i].probabilities);
+      v.scores = std::move(m->nodes[i].scores);
+    }
+    std::vector<float> scores = Unknown(n), probabilities = Unknown(n);
+    if (i < run.nodes.size()) {
+      Status read = ReadScores(run.nodes[i].dir + "/scores.csv", index_, scores, probabilities);
+      if (read.ok() && v.round >= 0) {
+        if (!v.history_rounds.empty() && v.history_rounds.back() >= v.round) {
+          v.history_rounds.pop_back();
+          v.probabilities.pop_back();
+          v.scores.pop_back();
+        }
+        v.history_rounds.push_back(v.round);
+        v.probabilities.push_back(std::move(probabilities));
+        v.scores.push_back(std::move(scores));
+      } else if (!read.ok() && read.code() != ErrorCode::kNotFound) {
+        note(read);
+      }
+    }
+  }
+  m->dir = run.dir;
+  m->nodes = std::move(nodes);
+  m->heat = std::move(heat);
+  m->emd = std::move(emd);
+  m->policy = policy.ok() ? *policy : std::nullopt;
+  m->state = run.interrupted ? "interrupted" : "done";
+  m->source = "files";
+  m->elapsed = run.wall_seconds;
+  if (m->rounds == 0) m->rounds = std::max<int64_t>(last_round, 0);
+  return first_error;
+}
+
+std::string DashboardModel::StateJson(const std::string& method) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const launch::Partition& p = info_.partition;
+  size_t n = p.ids.size();
+  json ids = json::array(), clusters = json::array();
+  for (size_t i : order_) {
+    ids.push_back(p.ids[i]);
+    clusters.push_back(p.clusters[i]);
+  }
+  json methods = json::array();
+  const Method* selected = nullptr;
+  for (const auto& m : methods_) {
+    if (m->name == method) selected = m.get();
+    std::vector<int64_t> reached;
+    int64_t lo = -1, sum = 0;
+    for (const NodeView& v : m->nodes) {
+      reached.push_back(v.round);
+      sum += std::max<int64_t>(v.round, 0);
+    }
+    if (!reached.empty()) lo = *std::min_element(reached.begin(), reached.end());
+    std::optional<double> eta;
+    if (m->state == "running") eta = launch::EstimateSecondsLeft(reached, m->rounds, m->elapsed);
+    // Curves: the mean test metric per round, over all nodes and per cluster.
+    int64_t max_round = -1;
+    for (const NodeView& v : m->nodes) {
+      if (!v.metric.empty()) max_round = std::max(max_round, v.metric.rbegin()->first);
+    }
+    std::vector<double> total(max_round + 1, 0), count(max_round + 1, 0);
+    std::vector<std::vector<double>> c_total(p.num_clusters, total), c_count(p.num_clusters, total);
+    for (size_t i = 0; i < m->nodes.size() && i < n; ++i) {
+      for (const auto& [round, value] : m->nodes[i].metric) {
+        if (round < 0 || !std::isfinite(value)) continue;
+        total[round] += value;
+        count[round] += 1;
+        c_total[p.clusters[i]][round] += value;
+        c_count[p.clusters[i]][round] += 1;
+      }
+    }
+    json rounds = json::array(), mean = json::array(), per_cluster = json::array();
+    for (int64_t r = 0; r <= max_round; ++r) {
+      rounds.push_back(r);
+      mean.push_back(count[r] ? Number(total[r] / count[r]) : json(nullptr));
+    }
+    for (int c = 0; c < p.num_clusters; ++c) {
+      json line = json::array();
+      for (int64_t r = 0; r <= max_round; ++r) {
+        line.push_back(c_count[c][r] ? Number(c_total[c][r] / c_count[c][r]) : json(nullptr));
+      }
+      per_cluster.push_back(std::move(line));
+    }
+    methods.push_back({{"name", m->name},
+                       {"state", m->state},
+                       {"source", m->source},
+                       {"rounds", m->rounds},
+                       {"reached_min", lo},
+                       {"reached_mean", reached.empty() ? 0.0 : double(sum) / reached.size()},
+                       {"elapsed_s", Number(m->elapsed)},
+                       {"eta_s", eta ? Number(*eta) : json(nullptr)},
+                       {"observations", m->observations},
+                       {"curve", {{"rounds", rounds}, {"mean", mean}, {"clusters", per_cluster}}}});
+  }
+  if (!selected) {  // the running method, else the last one that has data
+    for (const auto& m : methods_) {
+      if (m->state == "running") selected = m.get();
+    }
+    for (auto it = methods_.rbegin(); !selected && it != methods_.rend(); ++it) {
+      if ((*it)->state != "pending") selected = it->get();
+    }
+  }
+  json document = {{"scenario", info_.scenario},
+                   {"mode", info_.mode},
+                   {"out_dir", info_.out_dir},
+                   {"metric", p.classification ? "test accuracy (%)" : "test MSE"},
+                   {"nodes", ids},
+                   {"clusters", clusters},
+                   {"num_clusters", p.num_clusters},
+                   {"observations", observations_},
+                   {"methods", methods},
+                   {"method", selected ? json(selected->name) : json(nullptr)}};
+  if (selected) {
+    const Method& m = *selected;
+    json heat = json::array(), table = json::array();
+    for (size_t i : order_) {
+      json row = json::array();
+      for (size_t j : order_) row.push_back(Number(m.heat[i * n + j]));
+      heat.push_back(std::move(row));
+      const NodeView& v = m.nodes[i];
+      table.push_back({{"id", p.ids[i]},
+                       {"cluster", p.clusters[i]},
+                       {"round", v.round},
+                       {"val_loss", Number(v.val_loss)},
+                       {"peers_alive", v.peers_alive ? json(*v.peers_alive) : json(nullptr)},
+                       {"peers_known", v.peers_known},
+                       {"bytes_in", v.bytes_in},
+                       {"bytes_out", v.bytes_out},
+                       {"failures", v.failures},
+                       {"answering", m.source == "files" || v.answering},
+                       {"http_port", v.http_port ? json(v.http_port) : json(nullptr)}});
+    }
+    document["heatmap"] = std::move(heat);
+    document["table"] = std::move(table);
+    document["emd"] = nullptr;
+    if (m.emd) {
+      json matrix = json::array(), found = json::array();
+      for (size_t i : order_) {
+        json row = json::array();
+        for (size_t j : order_) row.push_back(Number(m.emd->matrix.values[i * n + j]));
+        matrix.push_back(std::move(row));
+        found.push_back(m.emd->found[i]);
+      }
+      document["emd"] = {{"matrix", matrix}, {"found", found}, {"ari", Number(m.emd->ari)}};
+    }
+    document["policy"] = nullptr;
+    if (m.policy) {
+      document["policy"] = {{"ari", Number(m.policy->ari)},
+                            {"mean_round", Number(m.policy->mean_round)},
+                            {"clustered_nodes", m.policy->clustered_nodes}};
+    }
+  }
+  return document.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<std::string> DashboardModel::NodeJson(const std::string& method,
+                                             const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Method* m = Find(method);
+  if (!m) return Status::NotFound("no method '" + method + "' in this run");
+  auto it = index_.find(id);
+  if (it == index_.end()) return Status::NotFound("no node '" + id + "' in this run");
+  const NodeView& v = m->nodes[it->second];
+  json peers = json::array(), probabilities = json::array(), scores = json::array();
+  for (size_t j : order_) peers.push_back(info_.partition.ids[j]);
+  for (size_t r = 0; r < v.history_rounds.size(); ++r) {
+    json p = json::array(), s = json::array();
+    for (size_t j : order_) {
+      p.push_back(Number(v.probabilities[r][j]));
+      s.push_back(Number(v.scores[r][j]));
+    }
+    probabilities.push_back(std::move(p));
+    scores.push_back(std::move(s));
+  }
+  json document = {{"method", m->name},
+                   {"id", id},
+                   {"cluster", info_.partition.clusters[it->second]},
+                   {"peers", peers},
+                   {"rounds", v.history_rounds},
+                   {"probabilities", probabilities},
+                   {"scores", scores},
+                   {"http_port", v.http_port ? json(v.http_port) : json(nullptr)}};
+  return document.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace meshlearn::dashboard

@@ -1,0 +1,261 @@
+#include "tools/launch/engine_run.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "base/atomic_file.h"
+#include "node/engine_identity.h"
+#include "node/free_port.h"
+#include "tools/launch/node_processes.h"
+
+namespace meshlearn::launch {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// How long ranks get to stop cleanly after an interrupt before the engine is killed.
+constexpr double kStopGraceSeconds = 60;
+
+// The rank script: the node's output to node-<rank>/node.log, signals passed on, and its exit
+// status to node-<rank>/exit_status.
+std::string RankScript(const std::string& node_binary, const std::string& template_path,
+                       const std::string& dir) {
+  return "#!/bin/sh\n"
+         "# One rank of a meshlearn engine run (written by meshlearn-launch).\n"
+         "rank=\"${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-}}\"\n"
+         "if [ -z \"$rank\" ]; then\n"
+         "  echo \"rank.sh: neither OMPI_COMM_WORLD_RANK nor SLURM_PROCID is set\" >&2\n"
+         "  exit 2\n"
+         "fi\n"
+         "dir='" +
+         dir +
+         "/node-'\"$rank\"\n"
+         "mkdir -p \"$dir\"\n"
+         "if [ -n \"${SLURM_JOB_ID:-}\" ]; then echo \"$SLURM_JOB_ID\" >'" +
+         dir +
+         "/slurm_job_id'; fi\n"
+         "'" +
+         node_binary + "' --config '" + template_path +
+         "' >>\"$dir/node.log\" 2>&1 &\n"
+         "node=$!\n"
+         "# A wait cut short by a signal returns 128 + n; wait again for the node's own status.\n"
+         "trap 'signalled=1; kill -TERM $node 2>/dev/null' TERM INT\n"
+         "while :; do\n"
+         "  signalled=0\n"
+         "  wait $node\n"
+         "  status=$?\n"
+         "  [ $signalled = 1 ] || break\n"
+         "done\n"
+         "echo $status >\"$dir/exit_status\"\n"
+         "exit $status\n";
+}
+
+Status WriteExecutable(const std::string& path, const std::string& text) {
+  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(path, text));
+  if (::chmod(path.c_str(), 0755) != 0)
+    return Status::IoError("cannot make " + path + " executable");
+  return Status::Ok();
+}
+
+// The exit status a rank script wrote, or nullopt when there is none (yet).
+std::optional<int> ExitStatus(const NodeRun& n) {
+  std::ifstream in(n.dir + "/exit_status");
+  int status = 0;
+  if (!(in >> status)) return std::nullopt;
+  return status;
+}
+
+std::string DescribeRankExit(int status) {
+  if (status > 128) return "killed by signal " + std::to_string(status - 128);
+  return "exited with code " + std::to_string(status);
+}
+
+// The Slurm job id: the one a rank wrote to <dir>/slurm_job_id, else the one sbatch --parsable
+// printed ("1234" or "1234;cluster" on a line of its own); "" when neither is there yet.
+std::string SlurmJobId(const std::string& dir, const std::string& engine_log) {
+  std::ifstream from_rank(dir + "/slurm_job_id");
+  std::string id;
+  if (from_rank >> id) return id;
+  std::ifstream in(engine_log);
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find(';'));
+    if (!line.empty() && std::all_of(line.begin(), line.end(), ::isdigit)) return line;
+  }
+  return "";
+}
+
+// Runs `argv` to completion with its output appended to `log` (for scancel).
+void RunQuietly(const std::vector<std::string>& argv, const std::string& log) {
+  auto pid = SpawnLogged(argv, log);
+  if (!pid.ok()) return;
+  int status = 0;
+  ::waitpid(*pid, &status, 0);
+}
+
+}  // namespace
+
+Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
+                   const RunOptions& options, const std::atomic<bool>& interrupt, MethodRun& run) {
+  const int n = static_cast<int>(run.nodes.size());
+  if (scenario.security) {
+    return Status::InvalidArgument(
+        "--engine " + std::string(NameOf(EngineNames(), options.engine)) +
+        ": scenarios with security = true run in local mode only (each node needs its own key "
+        "files and its peers' keys, which one template does not express yet)");
+  }
+  if (std::any_of(run.nodes.begin(), run.nodes.end(),
+                  [](const NodeRun& r) { return r.attacker; })) {
+    return Status::InvalidArgument("--engine " +
+                                   std::string(NameOf(EngineNames(), options.engine)) +
+                                   ": methods with [attack] run in local mode only (attackers and "
+                                   "honest nodes need different configs)");
+  }
+  const std::string dir = std::filesystem::absolute(run.dir).lexically_normal().string();
+  const std::string shards =
+      std::filesystem::absolute(options.out_dir + "/shards").lexically_normal().string();
+  auto port = node::FindFreeTcpPortRange(options.bind, n);
+  if (!port.ok()) return port.status().WithContext("--bind " + options.bind);
+
+  std::string hostfile = options.hostfile;
+  if (options.engine == Engine::kMpirun && hostfile.empty()) {
+    hostfile = dir + "/hostfile";
+    MESHLEARN_RETURN_IF_ERROR(
+        WriteFileAtomically(hostfile, "localhost slots=" + std::to_string(n) + "\n"));
+  }
+  if (!hostfile.empty()) hostfile = std::filesystem::absolute(hostfile).string();
+
+  node::NodeConfig t = config;
+  t.id = "{rank}";
+  t.listen = "tcp://" + options.bind + ":{port}";
+  t.output_dir = dir + "/node-{rank}";
+  t.shard = shards + "/client-{rank}.shard";
+  t.peers.clear();
+  t.advertise.clear();
+  t.mesh_size = 0;
+  std::string template_text = node::RenderNodeConfig(t);
+  template_text += "\n[engine]\nkind = \"";
+  template_text += options.engine == Engine::kSlurm ? "slurm" : "mpi";
+  template_text += "\"\nport = " + std::to_string(*port) + "\n";
+  if (options.engine == Engine::kMpirun) {
+    template_text += "hostfile = \"" + hostfile + "\"\n";
+  }
+  const std::string template_path = dir + "/node-template.toml";
+  const std::string script = dir + "/rank.sh";
+  const std::string engine_log = dir + "/engine.log";
+  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(template_path, template_text));
+  MESHLEARN_RETURN_IF_ERROR(
+      WriteExecutable(script, RankScript(options.node_binary, template_path, dir)));
+
+  std::vector<std::string> argv;
+  const std::string ntasks = "--ntasks=" + std::to_string(n);
+  if (options.engine == Engine::kSlurm && options.slurm_batch) {
+    MESHLEARN_RETURN_IF_ERROR(
+        WriteExecutable(dir + "/job.sh",
+                        "#!/bin/sh\n# The batch job of a meshlearn method (meshlearn-launch).\n"
+                        "exec srun --kill-on-bad-exit=0 '" +
+                            script + "'\n"));
+    argv = {"sbatch",
+            "--wait",
+            "--parsable",
+            ntasks,
+            "--output=" + engine_log,
+            "--open-mode=append",
+            "--job-name=meshlearn-" + Slug(run.method.name)};
+  } else if (options.engine == Engine::kSlurm) {
+    argv = {"srun", ntasks, "--kill-on-bad-exit=0",
+            "--job-name=meshlearn-" + Slug(run.method.name)};
+  } else {
+    // Rationale: mpirun follows its SIGTERM with SIGKILL after 1 s by default; the ranks need
+    // longer to stop cleanly and record their exit status.
+    argv = {"mpirun", "-np",   std::to_string(n),           "--hostfile",
+            hostfile, "--mca", "odls_base_sigkill_timeout", "30"};
+    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  }
+  argv.insert(argv.end(), options.engine_args.begin(), options.engine_args.end());
+  argv.push_back(options.slurm_batch && options.engine == Engine::kSlurm ? dir + "/job.sh"
+                                                                         : script);
+  {
+    std::ofstream log(engine_log, std::ios::app);
+    log << "# meshlearn-launch:";
+    for (const std::string& a : argv) log << ' ' << a;
+    log << '\n';
+  }
+  std::printf("meshlearn-launch: %s: starting %d ranks:", run.method.name.c_str(), n);
+  for (const std::string& a : argv) std::printf(" %s", a.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+  auto pid = SpawnLogged(argv, engine_log, /*own_group=*/true);
+  if (!pid.ok()) return pid.status();
+
+  ProgressLine progress(run.method.name, config.rounds);
+  auto start = SteadyClock::now();
+  double stop_requested_at = -1;
+  std::vector<bool> reported(run.nodes.size(), false);
+  int engine_status = 0;
+  while (true) {
+    double elapsed = SecondsSince(start);
+    if (interrupt && stop_requested_at < 0) {
+      stop_requested_at = elapsed;
+      run.interrupted = true;
+      // Rationale: srun answers SIGTERM by killing the step; scancel --signal=TERM lets the
+      // ranks stop cleanly. mpirun passes SIGTERM on to the ranks.
+      std::string job =
+          options.engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      if (!job.empty()) {
+        RunQuietly({"scancel", "--signal=TERM", job}, engine_log);
+      } else {
+        ::kill(*pid, SIGTERM);
+      }
+    }
+    if (stop_requested_at >= 0 && elapsed - stop_requested_at > kStopGraceSeconds) {
+      std::string job =
+          options.engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      if (!job.empty()) RunQuietly({"scancel", job}, engine_log);
+      ::kill(-*pid, SIGKILL);
+    }
+    int dead = 0;
+    for (size_t i = 0; i < run.nodes.size(); ++i) {
+      NodeRun& node = run.nodes[i];
+      std::optional<int> status = ExitStatus(node);
+      if (status && *status != 0 && !reported[i] && !(run.interrupted && *status < 128)) {
+        reported[i] = true;
+        node.failure =
+            DescribeRankExit(*status) + "; last log lines:" + Tail(node.dir + "/node.log", 8);
+        progress.Finish();
+        std::printf("node %s died: %s\n", node.id.c_str(), node.failure->c_str());
+      }
+      dead += node.failure.has_value();
+    }
+    ShowProgressFromFiles(progress, run.nodes, dead, elapsed);
+    if (::waitpid(*pid, &engine_status, WNOHANG) == *pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  progress.Finish();
+
+  int ran = 0;
+  for (NodeRun& node : run.nodes) {
+    std::optional<int> status = ExitStatus(node);
+    ran += status.has_value() || std::filesystem::exists(node.dir + "/node.log");
+    if (status || node.failure) continue;
+    node.failure = "no exit status: the engine never started this rank or killed it (" +
+                   std::string(argv[0]) + " " + DescribeExit(engine_status) + "); last lines of " +
+                   engine_log + ":" + Tail(engine_log, 8);
+    if (!run.interrupted)
+      std::printf("node %s failed: %s\n", node.id.c_str(), node.failure->c_str());
+  }
+  if (ran == 0 && !run.interrupted) {
+    return Status::Unavailable(argv[0] + " ran no rank (" + DescribeExit(engine_status) +
+                               "); last lines of " + engine_log + ":" + Tail(engine_log, 12));
+  }
+  return Status::Ok();
+}
+
+}  // namespace meshlearn::launch
