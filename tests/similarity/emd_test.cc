@@ -184,9 +184,14 @@ TEST(SinkhornEmdTest, WithinOnePercentOfExactAtSmallRegularisation) {
   auto sinkhorn = Solver(options);
   auto exact = Solver({});
   for (const EmdFixture& f : LoadFixtures()) {
-    // "close" has W = 0.0013, below the blur of any practical regularisation; n = 512 and the
-    // 100 x 100 case are slow (seconds each at this regularisation).
-    if (f.name == "close" || f.name == "n512_d115" || f.name == "equal_n100_d115") continue;
+    // "close" has W = 0.0013, below the blur of any practical regularisation; n = 512, the
+    // 100 x 100 case and the divisible sizes (500 x 100, 100 x 300: fixtures of the exact
+    // solver's capacitated path) are slow (seconds each at this regularisation, minutes under
+    // the sanitizers).
+    if (f.name == "close" || f.name == "n512_d115" || f.name == "equal_n100_d115" ||
+        f.name.rfind("divisible_", 0) == 0) {
+      continue;
+    }
     Result<double> approximate = sinkhorn->Distance(f.A(), f.B());
     Result<double> reference = exact->Distance(f.A(), f.B());
     ASSERT_TRUE(approximate.ok() && reference.ok()) << f.name;
