@@ -198,7 +198,18 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("emd", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(t.Bool("enabled", &c.emd_enabled));
-    MESHLEARN_RETURN_IF_ERROR(t.Number("epsilon", &c.emd_epsilon, -10, 10));
+    MESHLEARN_RETURN_IF_ERROR(t.Read("epsilon", false, [&](const toml::node& n) -> Status {
+      if (n.value<std::string>() == "auto") {
+        c.emd_epsilon.reset();
+        return Status::Ok();
+      }
+      const std::optional<double> v = n.is_number() ? n.value<double>() : std::nullopt;
+      if (!v || !(*v >= -10 && *v <= 10)) {
+        return t.Fail("epsilon", n, "must be \"auto\" or a number in [-10, 10]");
+      }
+      c.emd_epsilon = *v;
+      return Status::Ok();
+    }));
     MESHLEARN_RETURN_IF_ERROR(t.Choice("solver", &c.emd_solver, similarity::EmdSolverKindNames()));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("max_samples", &c.emd_max_samples, 1, 4096));
     MESHLEARN_RETURN_IF_ERROR(t.Number("proj_ratio", &c.emd_proj_ratio, 0, 1, true));
@@ -348,9 +359,13 @@ std::string RenderNodeConfig(const NodeConfig& c) {
       << "\npeers_per_round = " << c.peers_per_round
       << "\naggregation = " << QuotedName(training::AggregationKindNames(), c.aggregation) << "\n";
   if (c.merge_min_score) out << "merge_min_score = " << *c.merge_min_score << "\n";
-  out << "\n[emd]\nenabled = " << (c.emd_enabled ? "true" : "false")
-      << "\nepsilon = " << c.emd_epsilon
-      << "\nsolver = " << QuotedName(similarity::EmdSolverKindNames(), c.emd_solver)
+  out << "\n[emd]\nenabled = " << (c.emd_enabled ? "true" : "false") << "\nepsilon = ";
+  if (c.emd_epsilon) {
+    out << *c.emd_epsilon;
+  } else {
+    out << "\"auto\"";
+  }
+  out << "\nsolver = " << QuotedName(similarity::EmdSolverKindNames(), c.emd_solver)
       << "\nmax_samples = " << c.emd_max_samples << "\nproj_ratio = " << c.emd_proj_ratio
       << "\nrefresh = " << c.emd_refresh << "\npeers_per_round = " << c.emd_peers_per_round
       << "\nwitness = " << (c.emd_witness ? "true" : "false") << "\n";

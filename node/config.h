@@ -115,7 +115,9 @@ struct NodeConfig {
 
   // [emd]: the EMD embedding exchange (DESIGN.md "EMD embedding exchange").
   bool emd_enabled = false;
-  double emd_epsilon = 0.1;  // accept j when EMD_ij - ref_i < epsilon
+  // Accept j when EMD_ij - ref_i < epsilon; empty ("auto"): each node decides with the automatic
+  // rule over its measurements (similarity::AutomaticThreshold).
+  std::optional<double> emd_epsilon;
   similarity::EmdSolverKind emd_solver = similarity::EmdSolverKind::kExact;
   int emd_max_samples = 512;
   double emd_proj_ratio = 0.9;

@@ -1,6 +1,8 @@
 #include "node/emd_exchange.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include "base/stable_hash.h"
 #include "similarity/emd_decision.h"
@@ -27,6 +29,10 @@ Clock::duration EmdExchange::HoldLimit() const {
   return kEmdDeadlineRounds * config_.round_deadline;
 }
 
+Clock::duration EmdExchange::LingerLimit(Clock::duration round_deadline) {
+  return kEmdAttempts * kEmdDeadlineRounds * round_deadline;
+}
+
 // ---- requester ----------------------------------------------------------------------------
 
 void EmdExchange::OnRoundStart(int64_t round, TimePoint now, Actions& out) {
@@ -38,6 +44,8 @@ void EmdExchange::OnRoundStart(int64_t round, TimePoint now, Actions& out) {
     for (const topology::PeerEntry& p : peers.Entries()) {
       if (peers.IsSamplable(p.id, now) && membership_.NonceOf(p.id)) queue_.push_back(p.id);
     }
+    started_at_ = now;
+    attempts_.clear();
     node_.log.info("EMD exchange with {} peers", queue_.size());
   }
   SendRequests(now, out);
@@ -61,47 +69,56 @@ void EmdExchange::SendRequests(TimePoint now, Actions& out) {
   while (budget > 0 && !queue_.empty() && server_.HavePublished()) {
     std::string peer = queue_.front();
     queue_.erase(queue_.begin());
-    const topology::PeerEntry* entry = membership_.peers().Find(peer);
-    if (!entry) continue;
-    --budget;
-    uint64_t seed =
-        similarity::AgreedProjectionSeed(config_.nonce, membership_.NonceOf(peer).value_or(0));
-    TimePoint deadline = now + HoldLimit();
-    if (config_.witness) {
-      const topology::PeerEntry* witness = PickWitness(peer, now);
-      if (!witness) {
-        node_.log.warn("no third peer can witness the EMD exchange with {}; skipped", peer);
-        continue;
-      }
-      WitnessTarget target{{witness->id, witness->endpoint, witness->public_key}, witness_rng_()};
-      WitnessEmbedRequest request;
-      request.projection_seed = seed;
-      request.max_samples = config_.max_samples;
-      request.session = target.session;
-      request.witness = target.witness;
-      request.layout = config_.layout;
-      request.weights = phi;
-      Pending pending{Kind::kWitnessEmbed, peer};
-      pending.session = target.session;
-      // The responder answers only after the witness did, which may take the witness's whole
-      // hold limit; one more deadline covers its embedding.
-      Track(node_.requests.Open(Part::kEmd, *entry, std::move(request),
-                                deadline + config_.round_deadline),
-            pending, out);
-      ++jobs_running_;
-      out.push_back(
-          StartOwnProjection{OwnProjectionJob{peer, seed, config_.max_samples, std::move(target)}});
-      continue;
+    if (RequestMeasure(peer, phi, now, out)) --budget;
+  }
+  DecideWhenMeasured(now, out);  // peers that left the queue without a request
+}
+
+bool EmdExchange::RequestMeasure(const std::string& peer, const FloatArray& phi, TimePoint now,
+                                 Actions& out) {
+  const topology::PeerEntry* entry = membership_.peers().Find(peer);
+  if (!entry) return false;
+  ++attempts_[peer];
+  uint64_t seed =
+      similarity::AgreedProjectionSeed(config_.nonce, membership_.NonceOf(peer).value_or(0));
+  TimePoint deadline = now + HoldLimit();
+  if (config_.witness) {
+    const topology::PeerEntry* witness = PickWitness(peer, now);
+    if (!witness) {
+      node_.log.warn("no third peer can witness the EMD exchange with {}; skipped", peer);
+      return true;
     }
-    EmbedRequest request;
+    WitnessTarget target{{witness->id, witness->endpoint, witness->public_key}, witness_rng_()};
+    WitnessEmbedRequest request;
     request.projection_seed = seed;
     request.max_samples = config_.max_samples;
+    request.session = target.session;
+    request.witness = target.witness;
     request.layout = config_.layout;
     request.weights = phi;
-    Pending pending{Kind::kEmbed, peer};
-    pending.projection_seed = seed;
-    Track(node_.requests.Open(Part::kEmd, *entry, std::move(request), deadline), pending, out);
+    Pending pending{Kind::kWitnessEmbed, peer};
+    pending.session = target.session;
+    // The responder answers only after the witness did, which may take the witness's whole
+    // hold limit; one more deadline covers its embedding.
+    Track(node_.requests.Open(Part::kEmd, *entry, std::move(request),
+                              deadline + config_.round_deadline),
+          pending, out);
+    ++jobs_running_;
+    measuring_.insert(peer);
+    out.push_back(
+        StartOwnProjection{OwnProjectionJob{peer, seed, config_.max_samples, std::move(target)}});
+    return true;
   }
+  EmbedRequest request;
+  request.projection_seed = seed;
+  request.max_samples = config_.max_samples;
+  request.layout = config_.layout;
+  request.weights = phi;
+  Pending pending{Kind::kEmbed, peer};
+  pending.projection_seed = seed;
+  Track(node_.requests.Open(Part::kEmd, *entry, std::move(request), deadline), pending, out);
+  measuring_.insert(peer);
+  return true;
 }
 
 const topology::PeerEntry* EmdExchange::PickWitness(const std::string& peer, TimePoint now) {
@@ -141,6 +158,7 @@ void EmdExchange::OnReply(uint64_t request_id, const Result<Message>& reply,
         if (failure.ok())
           failure = Status::Malformed("EmbedRequest was not answered with EmbedReply");
         node_.log.warn("EMD exchange with {} failed: {}", pending.peer, failure.ToString());
+        AbandonMeasure(pending.peer, failure, now, out);
         return;
       }
       ++jobs_running_;
@@ -179,6 +197,7 @@ void EmdExchange::OnReply(uint64_t request_id, const Result<Message>& reply,
       }
       if (!result) {
         node_.log.warn("witnessed EMD with {} failed: {}", pending.peer, failure.ToString());
+        AbandonMeasure(pending.peer, failure, now, out);
         return;
       }
       CompleteMeasure(pending.peer, result->emd, pending.reference, reply->envelope.sender, now,
@@ -193,6 +212,7 @@ void EmdExchange::OnEmdDone(const EmdJob& job, const Result<EmdMeasure>& result,
   --jobs_running_;
   if (!result.ok()) {
     node_.log.warn("EMD with {} failed: {}", job.peer, result.status().ToString());
+    AbandonMeasure(job.peer, result.status(), now, out);
     return;
   }
   CompleteMeasure(job.peer, result->emd, result->reference, "", now, out);
@@ -205,6 +225,7 @@ void EmdExchange::OnOwnProjectionDone(const OwnProjectionJob& job,
   if (!result.ok()) {
     node_.log.warn("could not project our rows for the EMD with {}: {}", job.peer,
                    result.status().ToString());
+    AbandonMeasure(job.peer, result.status(), now, out);
     return;
   }
   WitnessRows rows;
@@ -223,15 +244,16 @@ void EmdExchange::OnOwnProjectionDone(const OwnProjectionJob& job,
 
 void EmdExchange::CompleteMeasure(const std::string& peer, double emd, double reference,
                                   const std::string& witness, TimePoint now, Actions& out) {
+  measuring_.erase(peer);
   EmdRow& row = rows_[peer];
   row.peer = peer;
   row.emd = emd;
   row.reference = reference;
   row.witness = witness;
-  row.accepted = similarity::AcceptPeer(emd, reference, config_.epsilon);
-  node_.log.info("EMD to {}: {:.4f} (reference {:.4f}{}{}): {}", peer, emd, reference,
-                 witness.empty() ? "" : ", witnessed by ", witness,
-                 *row.accepted ? "accepted" : "rejected");
+  row.measured_round = node_.requests.round() + 1;
+  row.measured_seconds = Seconds(now - started_at_);
+  node_.log.info("EMD to {}: {:.4f} (reference {:.4f}{}{})", peer, emd, reference,
+                 witness.empty() ? "" : ", witnessed by ", witness);
   if (config_.metric) {
     similarity::MetricInput input;
     input.exchanged_score = emd - reference;
@@ -241,13 +263,82 @@ void EmdExchange::CompleteMeasure(const std::string& peer, double emd, double re
     } else {
       node_.log.warn("EMD score of {} unusable: {}", peer, score.status().ToString());
     }
+    ApplyDecision(peer);  // the score goes to the sampler at once, whatever the decision
   }
+  if (config_.epsilon) {
+    Decide(peer, similarity::AcceptPeer(emd, reference, *config_.epsilon), *config_.epsilon, now,
+           out);
+  } else {
+    ++revision_;
+    DecideWhenMeasured(now, out);
+  }
+}
+
+void EmdExchange::AbandonMeasure(const std::string& peer, const Status& why, TimePoint now,
+                                 Actions& out) {
+  measuring_.erase(peer);
+  const int attempts = attempts_[peer];
+  if (attempts < kEmdAttempts && server_.HavePublished()) {
+    node_.log.info("EMD exchange with {}: attempt {} of {} failed ({}); trying again", peer,
+                   attempts, kEmdAttempts, why.ToString());
+    // A retry replaces the failed request, so it does not wait for the per-round budget.
+    if (RequestMeasure(peer, server_.RoundZeroWeights(), now, out)) return;
+  }
+  node_.log.warn("EMD exchange with {} given up after {} attempt(s): {}", peer, attempts,
+                 why.ToString());
+  DecideWhenMeasured(now, out);
+}
+
+void EmdExchange::OnFinish(TimePoint now, Actions& out) {
+  std::set<std::string> unmeasured = measuring_;
+  unmeasured.insert(queue_.begin(), queue_.end());
+  if (!unmeasured.empty()) {
+    std::string names;
+    for (const std::string& peer : unmeasured) names += (names.empty() ? "" : ", ") + peer;
+    node_.log.warn("EMD exchange: finished with {} peer(s) unmeasured, given up: {}",
+                   unmeasured.size(), names);
+  }
+  OnTick(now, true, out);
+}
+
+void EmdExchange::DecideWhenMeasured(TimePoint now, Actions& out) {
+  if (config_.epsilon || !queue_.empty() || !measuring_.empty()) return;
+  std::map<std::string, double> ratios;  // ρ of each measured peer
+  for (const auto& [peer, row] : rows_) {
+    if (!row.emd) continue;
+    double ratio = *row.emd / *row.reference;
+    if (row.peer_emd && row.peer_reference) {
+      ratio = (ratio + *row.peer_emd / *row.peer_reference) / 2;
+    }
+    ratios[peer] = ratio;
+  }
+  if (ratios.empty()) return;
+  std::vector<double> values;
+  for (const auto& [peer, ratio] : ratios) values.push_back(ratio);
+  const double threshold = similarity::AutomaticThreshold(values);
+  for (const auto& [peer, ratio] : ratios) Decide(peer, ratio < threshold, threshold, now, out);
+}
+
+void EmdExchange::Decide(const std::string& peer, bool accepted, double threshold, TimePoint now,
+                         Actions& out) {
+  EmdRow& row = rows_[peer];
+  const bool changed = row.accepted != accepted;
+  row.accepted = accepted;
+  row.threshold = threshold;
+  if (!changed) return;
+  node_.log.info("EMD to {}: {:.4f} (reference {:.4f}) against {} {:.4f}: {}", peer, *row.emd,
+                 *row.reference, config_.epsilon ? "epsilon" : "the automatic threshold", threshold,
+                 accepted ? "accepted" : "rejected");
   if (const topology::PeerEntry* entry = membership_.peers().Find(peer)) {
-    Track(node_.requests.Open(Part::kEmd, *entry, EmdDecision{*row.accepted, emd, reference},
+    Track(node_.requests.Open(Part::kEmd, *entry, EmdDecision{accepted, *row.emd, *row.reference},
                               now + config_.round_deadline),
           Pending{Kind::kDecision, peer}, out);
   }
-  ApplyDecision(peer);
+  if (config_.metric) {
+    ++revision_;  // the score reached the sampler with the measurement
+  } else {
+    ApplyDecision(peer);
+  }
 }
 
 void EmdExchange::ApplyDecision(const std::string& peer) {
@@ -325,13 +416,19 @@ void EmdExchange::OnTick(TimePoint now, bool expire_all, Actions& out) {
 }
 
 void EmdExchange::OnDecision(InboundId inbound, const Envelope& env, const EmdDecision& decision,
-                             Actions& out) {
-  if (membership_.peers().Find(env.sender) != nullptr) {
-    rows_[env.sender].peer = env.sender;
-    rows_[env.sender].peer_accepted = decision.accepted;
-    ApplyDecision(env.sender);
-  }
+                             TimePoint now, Actions& out) {
   out.push_back(node_.requests.ReplyTo(inbound, env.request_id, decision));
+  if (membership_.peers().Find(env.sender) == nullptr) return;
+  EmdRow& row = rows_[env.sender];
+  row.peer = env.sender;
+  row.peer_accepted = decision.accepted;
+  const bool new_ratio = row.peer_emd != decision.emd || row.peer_reference != decision.reference;
+  if (std::isfinite(decision.emd) && std::isfinite(decision.reference) && decision.reference > 0) {
+    row.peer_emd = decision.emd;
+    row.peer_reference = decision.reference;
+  }
+  ApplyDecision(env.sender);
+  if (new_ratio && row.emd) DecideWhenMeasured(now, out);
 }
 
 void EmdExchange::OnEmbedDone(const EmbedJob& job, const Result<ProjectedEmbeddings>& result,

@@ -17,8 +17,24 @@
 //   (node/emd_witness.h); j forwards it to i as its answer.
 //   Rationale: the paper's server, which never learns R, becomes a peer; the seed travels only
 //   between i and j.
-// - i accepts j when EMD_ij − ref_i < epsilon and sends j its decision (EmdDecision); the edge
-//   holds when both accept. Every change of a row bumps revision() (emd.csv follows it).
+// - i accepts j when EMD_ij − ref_i < ε and sends j its decision (EmdDecision); the edge holds
+//   when both accept. Every change of a row bumps revision() (emd.csv follows it).
+//   - A fixed ε (`epsilon` set): i decides each peer as soon as it has measured it.
+//   - Automatic rule (`epsilon` empty; similarity/emd_decision.h): i decides once the exchange
+//     it started has measured or given up on every queued peer, over the ratios ρ of every peer
+//     it has measured (averaged with the peer's ratio once the peer's EmdDecision brought it), and
+//     decides again whenever a peer's decision brings a new ratio. It sends each peer whose
+//     decision is new or changed.
+//     Rationale: the largest gap of a row needs the whole row; the peer's ratio arrives with its
+//     decision, so waiting for it before deciding would deadlock two nodes that wait for each
+//     other.
+// - A measurement that fails (timeout, an error from the peer or the witness, a failed job) is
+//   retried with a fresh request (and in witness mode a freshly drawn witness), up to kEmdAttempts
+//   attempts in all; then the peer is given up with a log line. A finished node lingers while the
+//   exchange is in flight, at most LingerLimit() past its linger time, and logs the peers it leaves
+//   unmeasured.
+//   Rationale: under load one request can time out (a 16-node run once left pair (15, 0)
+//   unmeasured, which broke the clusters of both).
 // - Scores: with `metric` the exchange scores j as s_ij = −max(0, EMD_ij − ref_i) (the `emd`
 //   metric) and sets it in the sampler at once; with `cluster_sampler` it sets +1 / −1 for a
 //   mutual / one-sided edge once both decisions are known. ScoreOf() hands the same s_ij to the
@@ -36,6 +52,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,7 +71,7 @@ namespace meshlearn::node {
 // What the EMD exchange needs to know about its node ([emd] of the node config).
 struct EmdExchangeConfig {
   bool enabled = false;
-  double epsilon = 0.1;
+  std::optional<double> epsilon = 0.1;  // empty: automatic (see the specification)
   uint32_t max_samples = 512;
   int64_t refresh = 0;           // 0: once after round 0; R: also every R rounds
   int peers_per_round = 0;       // 0: every queued peer at once
@@ -71,16 +88,32 @@ struct EmdRow {
   std::string peer;
   std::optional<double> emd;          // EMD_ij
   std::optional<double> reference;    // ref_i
-  std::optional<bool> accepted;       // our decision: EMD_ij - ref_i < epsilon
+  std::optional<bool> accepted;       // our decision
   std::optional<bool> peer_accepted;  // the peer's decision about us
-  std::string witness;                // the peer that measured emd (witness mode), else empty
+  // The peer's measurement of us, EMD_ji and ref_j, from its decision.
+  std::optional<double> peer_emd;
+  std::optional<double> peer_reference;
+  // What our decision compared against: the fixed ε (accepted iff EMD_ij − ref_i < ε), or the
+  // automatic threshold t (accepted iff the pair's ratio ρ < t).
+  std::optional<double> threshold;
+  // When our measurement completed: the round then in progress, and the seconds since the
+  // exchange started (the round start that queued the peer).
+  std::optional<int64_t> measured_round;
+  std::optional<double> measured_seconds;
+  std::string witness;  // the peer that measured emd (witness mode), else empty
   // The edge holds when both sides accept.
   bool mutual() const { return accepted.value_or(false) && peer_accepted.value_or(false); }
 };
 
+// Attempts at measuring one peer, the first included (see the specification).
+inline constexpr int kEmdAttempts = 3;
+
 // The node's EMD exchange (see the specification). Not thread-safe.
 class EmdExchange {
  public:
+  // How long past its linger time a finished node waits for the exchange: every attempt of a
+  // measurement, each up to its request's deadline.
+  static Clock::duration LingerLimit(Clock::duration round_deadline);
   // The exchange of the node of `node` with `membership`'s peers; φ_i comes from `server`'s
   // round-0 snapshot, and scores go to the node's sampler.
   EmdExchange(EmdExchangeConfig config, NodeServices node, Membership& membership,
@@ -96,7 +129,7 @@ class EmdExchange {
   void OnWitnessRows(InboundId inbound, const Envelope& env, const WitnessRows& rows, TimePoint now,
                      Actions& out);
   void OnDecision(InboundId inbound, const Envelope& env, const EmdDecision& decision,
-                  Actions& out);
+                  TimePoint now, Actions& out);
   // The outcome of one of our requests; `failure` is why there is no usable reply.
   void OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
                TimePoint now, Actions& out);
@@ -109,6 +142,8 @@ class EmdExchange {
   void OnWitnessEmdDone(const WitnessEmdJob& job, const Result<double>& result, Actions& out);
   // Expires witnessed measurements past their hold limit (all of them with `expire_all`).
   void OnTick(TimePoint now, bool expire_all, Actions& out);
+  // The node finishes: logs the peers left unmeasured (given up), and expires every held request.
+  void OnFinish(TimePoint now, Actions& out);
 
   // True while the exchange is in flight (see the specification).
   bool InFlight() const;
@@ -141,10 +176,22 @@ class EmdExchange {
 
   bool Refused(InboundId inbound, const Envelope& env, TimePoint now, Actions& out);
   void SendRequests(TimePoint now, Actions& out);
+  // Sends the request that measures `peer` with φ_i = `phi`; false when the peer is unknown.
+  bool RequestMeasure(const std::string& peer, const FloatArray& phi, TimePoint now, Actions& out);
   void Track(SendRequest request, Pending pending, Actions& out);
-  // Records i's measurement of `peer`, decides, and sends the decision to the peer.
+  // Records i's measurement of `peer`; with a fixed ε decides and sends the decision to the peer.
   void CompleteMeasure(const std::string& peer, double emd, double reference,
                        const std::string& witness, TimePoint now, Actions& out);
+  // The measurement of `peer` ended without a value (`why`): queues it again, or gives it up
+  // after kEmdAttempts attempts.
+  void AbandonMeasure(const std::string& peer, const Status& why, TimePoint now, Actions& out);
+  // Automatic rule: once nothing is queued or being measured, decides every measured peer and
+  // sends the decisions that are new or changed.
+  void DecideWhenMeasured(TimePoint now, Actions& out);
+  // Sets our decision about `peer` (`accepted`, compared against `threshold`); sends it when it is
+  // new or changed.
+  void Decide(const std::string& peer, bool accepted, double threshold, TimePoint now,
+              Actions& out);
   void ApplyDecision(const std::string& peer);
   // A WitnessRows request to `witness`, with the hold limit as deadline.
   SendRequest RequestToWitness(const PeerInfo& witness, WitnessRows rows, TimePoint now);
@@ -162,6 +209,9 @@ class EmdExchange {
   std::map<std::string, EmdRow> rows_;    // by peer
   std::map<std::string, double> scores_;  // s_ij of the `emd` metric, by peer
   std::vector<std::string> queue_;        // peers still to exchange with
+  std::set<std::string> measuring_;       // peers whose measurement is under way
+  std::map<std::string, int> attempts_;   // requests sent per peer since it was last queued
+  TimePoint started_at_{};                // when the peers were last queued
   int jobs_running_ = 0;                  // learner jobs of the requester and responder roles
   uint64_t revision_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "node/learner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -184,12 +185,19 @@ class TrainingLearner final : public Learner {
     if (!own_train_z_) {
       // phi_i's embeddings of the node's own samples are the same for every peer (only R
       // differs), so they are computed once. The samples are chosen with the node's own seed.
+      // The training sample is a multiple of the validation sample (Learner::MeasureEmd).
       auto phi = model_->Clone();
       if (!phi.ok()) return phi.status();
       MESHLEARN_RETURN_IF_ERROR((*phi)->LoadParameters(EmbeddingWeights()));
-      auto train_z = EmbedSample(**phi, shard_.train, max_samples, train_seed_);
+      const size_t validation = std::min<size_t>(max_samples, shard_.validation.size());
+      const size_t train = std::min<size_t>(max_samples, shard_.train.size());
+      const size_t train_multiple =
+          validation > 0 && train >= validation ? train / validation * validation : train;
+      auto train_z =
+          EmbedSample(**phi, shard_.train, static_cast<uint32_t>(train_multiple), train_seed_);
       if (!train_z.ok()) return train_z.status();
-      auto val_z = EmbedSample(**phi, shard_.validation, max_samples, train_seed_ + 1);
+      auto val_z =
+          EmbedSample(**phi, shard_.validation, static_cast<uint32_t>(validation), train_seed_ + 1);
       if (!val_z.ok()) return val_z.status();
       own_train_z_ = std::move(*train_z);
       own_val_z_ = std::move(*val_z);

@@ -77,6 +77,7 @@ StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& lear
   r.round_deadline = deadline;
   r.rounds = config.rounds;
   r.linger = DurationOf(config.linger_s);
+  r.exchange_linger = EmdExchange::LingerLimit(deadline);
   r.min_round = DurationOf(config.min_round_s);
 
   EmdExchangeConfig& e = c.emd;

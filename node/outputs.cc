@@ -224,13 +224,16 @@ Status NodeOutputs::WriteCluster(const std::vector<std::pair<std::string, int>>&
 
 Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
   std::ostringstream csv;
-  csv << "peer,emd,ref,accepted,peer_accepted,mutual,witness\n";
+  csv << "peer,emd,ref,accepted,peer_accepted,mutual,witness,threshold,measured_round,measured_s\n";
   auto flag = [](const std::optional<bool>& b) { return b ? (*b ? "1" : "0") : ""; };
   for (const EmdRow& r : rows) {
     csv << JoinPeers({r.peer}) << ',' << (r.emd ? Number(*r.emd) : "") << ','
         << (r.reference ? Number(*r.reference) : "") << ',' << flag(r.accepted) << ','
         << flag(r.peer_accepted) << ',' << (r.mutual() ? 1 : 0) << ','
-        << (r.witness.empty() ? "" : JoinPeers({r.witness})) << '\n';
+        << (r.witness.empty() ? "" : JoinPeers({r.witness})) << ','
+        << (r.threshold ? Number(*r.threshold) : "") << ','
+        << (r.measured_round ? std::to_string(*r.measured_round) : "") << ','
+        << (r.measured_seconds ? Number(*r.measured_seconds) : "") << '\n';
   }
   return Replace("emd.csv", csv.str());
 }

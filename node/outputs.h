@@ -78,8 +78,11 @@ class NodeOutputs {
   // Replaces cluster.csv with the clustering policy's latest partition, `node,label,round` (one
   // line per clustered node; round: when it was computed).
   Status WriteCluster(const std::vector<std::pair<std::string, int>>& partition, int64_t round);
-  // Replaces emd.csv: `peer,emd,ref,accepted,peer_accepted,mutual,witness` (empty cells: not
-  // measured; witness: the peer that measured emd in witness mode).
+  // Replaces emd.csv:
+  // `peer,emd,ref,accepted,peer_accepted,mutual,witness,threshold,measured_round,measured_s` (empty
+  // cells: not measured or not decided; witness: the peer that measured emd in witness mode;
+  // threshold: EmdRow::threshold; measured_round and measured_s: the round in progress and the
+  // seconds since the exchange started when our measurement completed).
   Status WriteEmd(const std::vector<EmdRow>& rows);
   // Replaces signature.csv: `peer,distance,related` (FLT: D between our data signature and the
   // peer's; related: 1 when D < [signature] threshold).

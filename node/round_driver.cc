@@ -244,8 +244,7 @@ void RoundDriver::OnTick(TimePoint now, Actions& out) {
   if (phase_ == Phase::kFetching && now >= fetch_.deadline + config_.round_deadline / 4) {
     FinishFetch(out);
   }
-  bool exchange_waits =
-      hooks_.ExchangesInFlight() && now < linger_until_ + 4 * config_.round_deadline;
+  bool exchange_waits = hooks_.ExchangesInFlight() && now < linger_until_ + config_.exchange_linger;
   if (phase_ == Phase::kLingering && now >= linger_until_ && !exchange_waits) {
     phase_ = Phase::kFinished;
     server_.AnswerHeld(now, true, done(), out);

@@ -35,7 +35,7 @@
 // - A failed computation (e.g. a NaN loss) keeps the last snapshot, records the round as stopped
 //   and stops learning; the node keeps serving.
 // - After the last round the node keeps serving for `linger` and then emits Finished; while an
-//   exchange is in flight (RoundHooks::ExchangesInFlight) it waits up to 4 round deadlines longer.
+//   exchange is in flight (RoundHooks::ExchangesInFlight) it waits up to `exchange_linger` longer.
 //   Rationale: peers that are a little behind still fetch from it, and a one-shot exchange that
 //   started late must not be cut off.
 
@@ -67,6 +67,8 @@ struct RoundConfig {
   Clock::duration round_deadline = std::chrono::seconds(10);
   int64_t rounds = 50;
   Clock::duration linger = std::chrono::seconds(5);
+  // After `linger`, a finished node waits at most this much longer for an exchange in flight.
+  Clock::duration exchange_linger = std::chrono::seconds(40);
   Clock::duration min_round = Clock::duration::zero();  // a round lasts at least this long
 };
 

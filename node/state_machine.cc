@@ -61,7 +61,7 @@ Actions NodeStateMachine::OnInbound(InboundId inbound, const Message& message, T
   } else if (const auto* rows = std::get_if<WitnessRows>(&body)) {
     emd_.OnWitnessRows(inbound, env, *rows, now, out);
   } else if (const auto* decision = std::get_if<EmdDecision>(&body)) {
-    emd_.OnDecision(inbound, env, *decision, out);
+    emd_.OnDecision(inbound, env, *decision, now, out);
   } else if (std::holds_alternative<GetSignature>(body)) {
     signatures_.OnGetSignature(inbound, env, now, out);
   } else if (const auto* ping = std::get_if<Ping>(&body)) {
@@ -211,6 +211,6 @@ bool NodeStateMachine::ExchangesInFlight() const {
   return emd_.InFlight() || signatures_.InFlight();
 }
 
-void NodeStateMachine::OnFinish(TimePoint now, Actions& out) { emd_.OnTick(now, true, out); }
+void NodeStateMachine::OnFinish(TimePoint now, Actions& out) { emd_.OnFinish(now, out); }
 
 }  // namespace meshlearn::node

@@ -236,6 +236,7 @@ class Simulator {
     report_.real_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start).count();
     report_.compute_seconds = static_cast<double>(compute_ns_.load()) * 1e-9;
+    report_.exchange_compute_seconds = static_cast<double>(exchange_compute_ns_.load()) * 1e-9;
     report_.threads = threads_;
     if (options_.on_progress) options_.on_progress(Progress(real_start));
     return report_;
@@ -416,15 +417,17 @@ class Simulator {
     if (n.running || n.jobs.empty() || n.state != NodeState::kRunning) return;
     node::LearnerJob job = std::move(n.jobs.front());
     n.jobs.pop_front();
-    double cost =
-        std::holds_alternative<node::RoundJob>(job) ? options_.network.round_compute_s : 0.0;
+    const bool round_job = std::holds_alternative<node::RoundJob>(job);
+    double cost = round_job ? options_.network.round_compute_s : 0.0;
     std::shared_ptr<node::Learner> learner = n.learner;
-    n.running = pool_.Submit([this, learner, job = std::move(job)]() mutable {
+    n.running = pool_.Submit([this, learner, round_job, job = std::move(job)]() mutable {
       auto start = std::chrono::steady_clock::now();
       node::LearnerResult result = node::RunLearnerJob(*learner, std::move(job));
-      compute_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+      compute_ns_ += ns;
+      if (!round_job) exchange_compute_ns_ += ns;
       return result;
     });
     ++report_.jobs;
@@ -535,7 +538,8 @@ class Simulator {
   }
 
   const SimulationOptions& options_;
-  std::atomic<int64_t> compute_ns_{0};  // written by the workers
+  std::atomic<int64_t> compute_ns_{0};           // written by the workers
+  std::atomic<int64_t> exchange_compute_ns_{0};  // the part in jobs other than rounds
   int threads_;
   WorkerPool pool_;
   std::mt19937_64 loss_rng_;

@@ -71,7 +71,10 @@ struct SimulationReport {
   uint64_t messages = 0;       // requests and replies sent
   uint64_t jobs = 0;           // learner jobs run
   double compute_seconds = 0;  // real seconds the workers spent in learner jobs, summed
-  int threads = 0;             // learner workers it ran
+  // The part of compute_seconds spent in jobs other than rounds (the EMD exchange's embeddings,
+  // projections and measurements).
+  double exchange_compute_seconds = 0;
+  int threads = 0;  // learner workers it ran
   bool interrupted = false;
   // Per node, in config order: why it failed (its own error, e.g. a NaN loss that stopped the
   // learner, is not a failure; an output folder it cannot write is), or nothing.

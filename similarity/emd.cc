@@ -11,6 +11,9 @@
 #include <string>
 #include <utility>
 
+#include "similarity/assignment.h"
+#include "similarity/dot_products.h"
+
 namespace meshlearn::similarity {
 namespace {
 
@@ -52,48 +55,6 @@ Status CheckPair(const PointSet& a, const PointSet& b) {
                            std::to_string(kMaxTransportArcs));
   }
   return Status::Ok();
-}
-
-// Writes out[i * n_b + j] = a_i · b_j for the rows of a (n_a × d, row-major) and b_t = b transposed
-// (d × n_b, row-major). Tiles of 4 rows of a by 8 columns of b keep 32 sums in registers over the
-// whole k loop, so the inner loop loads b_t once per 4 rows and stores nothing; the edges, where a
-// tile does not fit, sum in the same order (k ascending from 0.0), so every entry has the same bits
-// whichever path computed it.
-// Rationale for target_clones: the cost matrix is a large part of an exact EMD at n = 512
-// (DESIGN.md "Performance targets"); AVX2 doubles the vector width where the CPU has it, chosen at
-// load time, without -march flags. The clones do the same additions in the same order (ISO C++
-// mode does not contract to FMA), so every machine computes the same bits.
-__attribute__((target_clones("avx2", "default"))) void DotProducts(const double* a, size_t n_a,
-                                                                   const double* b_t, size_t n_b,
-                                                                   size_t d, double* out) {
-  constexpr size_t kRows = 4, kColumns = 8;
-  const size_t full_rows = n_a - n_a % kRows, full_columns = n_b - n_b % kColumns;
-  for (size_t i = 0; i < full_rows; i += kRows) {
-    for (size_t j = 0; j < full_columns; j += kColumns) {
-      double sums[kRows][kColumns] = {};
-      for (size_t k = 0; k < d; ++k) {
-        const double* column = b_t + k * n_b + j;
-        for (size_t r = 0; r < kRows; ++r) {
-          const double x = a[(i + r) * d + k];
-          for (size_t c = 0; c < kColumns; ++c) sums[r][c] += x * column[c];
-        }
-      }
-      for (size_t r = 0; r < kRows; ++r) {
-        for (size_t c = 0; c < kColumns; ++c) out[(i + r) * n_b + j + c] = sums[r][c];
-      }
-    }
-  }
-  const auto edge = [&](size_t i, size_t j) {
-    double sum = 0;
-    for (size_t k = 0; k < d; ++k) sum += a[i * d + k] * b_t[k * n_b + j];
-    out[i * n_b + j] = sum;
-  };
-  for (size_t i = 0; i < full_rows; ++i) {
-    for (size_t j = full_columns; j < n_b; ++j) edge(i, j);
-  }
-  for (size_t i = full_rows; i < n_a; ++i) {
-    for (size_t j = 0; j < n_b; ++j) edge(i, j);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -175,7 +136,16 @@ class TransportNetwork {
   std::unique_ptr<Simplex> simplex_;
 };
 
-// "exact": LEMON's network simplex on TransportNetwork.
+// "exact": for two sets of the same size, the optimal plan of uniform weights is a permutation
+// (Birkhoff–von Neumann: the plan is n × doubly stochastic, and its polytope's vertices are the
+// permutation matrices), so W is the least-cost assignment's cost over n, found by Jonker and
+// Volgenant's algorithm (similarity/assignment.h). When one size divides the other (n = k · m),
+// the optimal flow is integral too: each of the n points goes whole to one of the m, each of which
+// takes k, a capacitated assignment. Other sizes go to LEMON's network simplex on
+// TransportNetwork.
+// Rationale: the exchange measures sets whose sizes divide (similarity/emd.h, node/learner.h),
+// and the assignment solvers take a fraction of the network simplex's time (issue 19:
+// `meshlearn-bench --benchmark_filter=Emd`).
 // The network of the last shape is kept between calls. Rationale: building it touches ~16 MB at
 // 512 × 512 (fresh pages, a third of the solve time); the exchange computes EMD_ij and ref_i on
 // sets of the same size, so the second call and every later peer reuse it. Calls are serialised
@@ -187,6 +157,28 @@ class ExactEmdSolver final : public EmdSolver {
   Result<double> Distance(const PointSet& a, const PointSet& b) const override {
     Result<std::vector<double>> cost = CosineCostMatrix(a, b);
     if (!cost.ok()) return cost.status();
+    if (a.rows == b.rows) {
+      Result<Assignment> matching = MinCostAssignment(*cost, a.rows, b.rows);
+      if (!matching.ok()) return matching.status().WithContext("emd");
+      return std::max(0.0, matching->total_cost / static_cast<double>(a.rows));
+    }
+    if (a.rows % b.rows == 0 || b.rows % a.rows == 0) {
+      // Each point of the larger set carries 1/n of the mass; each of the smaller set takes the
+      // mass of n / n_small of them.
+      const bool a_larger = a.rows > b.rows;
+      const size_t large = a_larger ? a.rows : b.rows, small = a_larger ? b.rows : a.rows;
+      std::vector<double> transposed;
+      if (!a_larger) {
+        transposed.resize(cost->size());
+        for (size_t i = 0; i < a.rows; ++i) {
+          for (size_t j = 0; j < b.rows; ++j) transposed[j * a.rows + i] = (*cost)[i * b.rows + j];
+        }
+      }
+      Result<Assignment> matching =
+          MinCostCapacitatedAssignment(a_larger ? *cost : transposed, large, small, large / small);
+      if (!matching.ok()) return matching.status().WithContext("emd");
+      return std::max(0.0, matching->total_cost / static_cast<double>(large));
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     if (network_ == nullptr || network_->rows_a() != a.rows || network_->rows_b() != b.rows) {
       network_.reset();  // free the old network before allocating the new one
@@ -289,13 +281,8 @@ Result<std::vector<double>> CosineCostMatrix(const PointSet& a, const PointSet& 
   Result<std::vector<double>> unit_b = UnitRows(b, "b");
   if (!unit_b.ok()) return unit_b.status();
   const size_t n_a = a.rows, n_b = b.rows, d = a.cols;
-  // b transposed (d × n_b), so the inner loop runs over contiguous j and vectorises.
-  std::vector<double> b_t(d * n_b);
-  for (size_t j = 0; j < n_b; ++j) {
-    for (size_t k = 0; k < d; ++k) b_t[k * n_b + j] = (*unit_b)[j * d + k];
-  }
   std::vector<double> cost(n_a * n_b);
-  DotProducts(unit_a->data(), n_a, b_t.data(), n_b, d, cost.data());
+  DotProducts(unit_a->data(), n_a, unit_b->data(), n_b, d, cost.data());
   for (double& c : cost) c = 1 - c;
   return cost;
 }

@@ -9,8 +9,11 @@
 //   C_ij = 1 − cos(a_i, b_j). W is in [0, 2]; W(a, a) = 0.
 //   Rationale: DESIGN.md fixes uniform weights and the cosine cost, as in the authors' code.
 // - Solvers (EmdOptions::solver):
-//   - "exact": the transportation problem solved to optimality by LEMON's network simplex; equals
-//     Python POT's ot.emd2 on the same cost matrix to 1e-6 relative (tests/similarity/emd_test.cc).
+//   - "exact": the transportation problem solved to optimality, and the same value as Python
+//     POT's ot.emd2 on the same cost matrix to 1e-9 relative (tests/similarity/emd_test.cc). Two
+//     sets of the same size are an assignment problem (the optimal plan of uniform weights is a
+//     permutation), solved by Jonker and Volgenant's algorithm (similarity/assignment.h); other
+//     sizes go to LEMON's network simplex.
 //   - "sinkhorn": log-domain stabilised Sinkhorn iterations on the entropy-regularised problem;
 //     returns the transport cost <P, C> of the regularised plan P (the entropy term excluded, like
 //     POT's ot.sinkhorn2), which is >= the exact W and approaches it as the regularisation shrinks.
@@ -20,9 +23,10 @@
 //   cosine) is kInvalidArgument; column counts that differ are kLayoutMismatch; more than
 //   kMaxTransportArcs pairs of rows is kTooMany. Rationale: a bad peer must cost an error line,
 //   never a crash or a NaN (similarity/metric.h).
-// - The cost matrix is computed in double from the float inputs, in one fused pass over
-//   precomputed row norms (DESIGN.md "Performance targets": exact EMD at n = 512, d = 115 no
-//   slower than POT).
+// - The cost matrix is computed in double from the float inputs as one matrix product of the
+//   rows scaled to unit norm (DESIGN.md "Performance targets": exact EMD at n = 512, d = 115 in at
+//   most half of POT's time). Every entry has the same bits on every machine (no fused
+//   multiply-add, one summation order).
 
 #include <cstddef>
 #include <memory>
@@ -57,7 +61,7 @@ class EmdSolver {
 
 // The EMD solvers.
 enum class EmdSolverKind {
-  kExact,     // "exact": network simplex (or the assignment solver for equal uniform clouds)
+  kExact,     // "exact": the assignment solver for equal sizes, the network simplex otherwise
   kSinkhorn,  // "sinkhorn": entropic regularisation
 };
 
@@ -88,7 +92,8 @@ struct EmdOptions {
 Result<std::unique_ptr<EmdSolver>> MakeEmdSolver(const EmdOptions& options);
 
 // Returns the n_a × n_b cosine cost matrix C_ij = 1 − cos(a_i, b_j), row-major, computed in double
-// in one pass over precomputed norms, or the input error of the header specification. Exposed so
+// as 1 − (the unit rows of a)(the unit rows of b)ᵀ, or the input error of the header
+// specification. Exposed so
 // that tests and benchmarks can hand exactly the solver's matrix to a reference implementation.
 Result<std::vector<double>> CosineCostMatrix(const PointSet& a, const PointSet& b);
 

@@ -2,11 +2,28 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace meshlearn::similarity {
 
 bool AcceptPeer(double emd_ij, double reference_i, double epsilon) {
   return emd_ij - reference_i < epsilon;
+}
+
+double AutomaticThreshold(std::span<const double> ratios) {
+  std::vector<double> logs;
+  for (double r : ratios) {
+    if (std::isfinite(r) && r > 0) logs.push_back(std::log(r));
+  }
+  std::sort(logs.begin(), logs.end());
+  double threshold = 0, widest = -1;
+  for (size_t k = 0; k + 1 < logs.size(); ++k) {
+    if (logs[k + 1] - logs[k] > widest) {
+      widest = logs[k + 1] - logs[k];
+      threshold = std::exp((logs[k] + logs[k + 1]) / 2);
+    }
+  }
+  return std::max(threshold, kAutomaticRatioFloor);
 }
 
 double EmdScore(double excess) { return -std::max(0.0, excess); }

@@ -16,6 +16,11 @@ constexpr NamedValue<ShiftKind> kShiftNames[] = {
     {"domain", ShiftKind::kDomain}, {"synthetic", ShiftKind::kSynthetic},
 };
 
+constexpr NamedValue<PixelRange> kPixelRangeNames[] = {
+    {"unit", PixelRange::kUnit},
+    {"symmetric", PixelRange::kSymmetric},
+};
+
 // Seed streams: one per client, plus fixed streams for pool hold-outs and synthetic thetas.
 constexpr uint64_t kHoldoutStream = 1'000'000'000;
 constexpr uint64_t kThetaStream = 2'000'000'000;
@@ -97,9 +102,13 @@ std::vector<size_t> Eligible(const std::vector<size_t>& rows, const Dataset& dat
   return out;
 }
 
-// Applies the cluster's transformation (rotation, label swap, label offset) in place.
+// Applies the pixel range, then the cluster's transformation (rotation, label swap, label
+// offset) in place.
 void TransformForCluster(Dataset& d, const PartitionConfig& config, int cluster,
                          int64_t label_offset, int64_t num_classes) {
+  if (config.pixel_range == PixelRange::kSymmetric) {
+    for (float& x : d.features) x = (x - 0.5f) / 0.5f;
+  }
   if (config.shift == ShiftKind::kCovariate && config.rotations_deg[cluster] != 0.0) {
     const size_t numel = d.SampleNumel();
     std::vector<float> rotated(numel);
@@ -262,6 +271,8 @@ Result<std::vector<ClientShard>> BuildSynthetic(const PartitionConfig& c,
 
 NameTable<ShiftKind> ShiftKindNames() { return kShiftNames; }
 
+NameTable<PixelRange> PixelRangeNames() { return kPixelRangeNames; }
+
 Result<ShiftKind> ParseShiftKind(std::string_view name) {
   if (std::optional<ShiftKind> kind = ValueNamed(ShiftKindNames(), name)) return *kind;
   std::string allowed;
@@ -330,7 +341,13 @@ Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>
   MESHLEARN_RETURN_IF_ERROR(CheckShiftParameters(sources, c, clusters));
   std::vector<int> cluster_of;
   for (int k = 0; k < clusters; ++k) cluster_of.insert(cluster_of.end(), (*sizes)[k], k);
-  if (c.shift == ShiftKind::kSynthetic) return BuildSynthetic(c, cluster_of);
+  if (c.shift == ShiftKind::kSynthetic) {
+    if (c.pixel_range != PixelRange::kUnit) {
+      return Status::InvalidArgument(
+          "pixel_range applies to image sources; the synthetic problem has no pixels");
+    }
+    return BuildSynthetic(c, cluster_of);
+  }
 
   int64_t num_classes = 0;
   for (const DataSource& s : sources) {

@@ -39,6 +39,18 @@ enum class ShiftKind {
 // The config name of every ShiftKind ([data] shift), in documentation order.
 NameTable<ShiftKind> ShiftKindNames();
 
+// The range the partitioner maps image pixels to. Sources hold pixels in [0, 1] (the readers
+// divide bytes by 255); the partitioner rescales them before any rotation, so a rotation's
+// outside fill (0) is black in [0, 1] and mid-grey in [−1, 1].
+enum class PixelRange {
+  kUnit,       // "unit": [0, 1], as read
+  kSymmetric,  // "symmetric": [−1, 1] by x ↦ (x − 0.5) / 0.5, then the rotation: file 004's code
+               // (torchvision ToTensor, Normalize((0.5,), (0.5,)), then RandomRotation)
+};
+
+// The config name of every PixelRange ([data] pixel_range), in documentation order.
+NameTable<PixelRange> PixelRangeNames();
+
 // Parses a shift name ("iid", "covariate", "label", "label_swap", "domain", "synthetic").
 // Unknown names give kInvalidArgument listing the allowed ones.
 Result<ShiftKind> ParseShiftKind(std::string_view name);
@@ -63,6 +75,8 @@ struct PartitionConfig {
   // With no separate test pool, this fraction of the pool is held out (by seed) for test sets.
   double test_holdout_fraction = 0.15;
 
+  // Image sources only (not "synthetic"): see PixelRange.
+  PixelRange pixel_range = PixelRange::kUnit;
   std::vector<double> rotations_deg;             // covariate: one angle per cluster (any)
   std::vector<std::vector<int64_t>> label_sets;  // label: the classes of each cluster
   std::vector<std::vector<std::pair<int64_t, int64_t>>> label_swaps;  // label_swap: per cluster

@@ -90,6 +90,30 @@ TEST(Config, AMeshSizeLetsANodeStartWithoutPeersAndAdvertiseIsAnEndpoint) {
             std::string::npos);
 }
 
+TEST(Config, EmdEpsilonIsAutoByDefaultOrANumber) {
+  auto c = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->emd_epsilon.has_value());  // "auto"
+  auto fixed = ParseNodeConfig(std::string(kMinimal) + "\n[emd]\nepsilon = 0.009\n", "n.toml");
+  ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+  EXPECT_EQ(fixed->emd_epsilon, 0.009);
+  auto again = ParseNodeConfig(RenderNodeConfig(*fixed), "rendered.toml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->emd_epsilon, 0.009);
+  auto automatic =
+      ParseNodeConfig(std::string(kMinimal) + "\n[emd]\nepsilon = \"auto\"\n", "n.toml");
+  ASSERT_TRUE(automatic.ok());
+  EXPECT_FALSE(automatic->emd_epsilon.has_value());
+  auto rendered = ParseNodeConfig(RenderNodeConfig(*automatic), "rendered.toml");
+  ASSERT_TRUE(rendered.ok());
+  EXPECT_FALSE(rendered->emd_epsilon.has_value());
+  for (const char* bad : {"\"sometimes\"", "11", "true"}) {
+    Status s = ParseError(std::string(kMinimal) + "\n[emd]\nepsilon = " + bad + "\n");
+    EXPECT_NE(s.message().find("must be \"auto\" or a number in [-10, 10]"), std::string::npos)
+        << s.ToString();
+  }
+}
+
 TEST(Config, UnknownKeyIsRejectedWithItsNameAndLine) {
   Status s = ParseError(std::string(kMinimal) + "\n[training]\nlearning_rat = 0.1\n");
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);

@@ -100,6 +100,67 @@ TEST(EmdExchange, MutualAcceptanceMakesTheEdgeAndTheClusterSamplerUsesOnlyIt) {
   EXPECT_DOUBLE_EQ(m->sampler().Find("b")->probability, 0.0);
 }
 
+TEST(EmdExchange, AutomaticRuleDecidesOnceAllAreMeasuredAndAgainWithThePeersRatio) {
+  auto config = MachineConfig("me", kPeers, 5);  // peers a, b, c
+  config.emd.enabled = true;
+  config.emd.cluster_sampler = true;
+  config.emd.epsilon = std::nullopt;
+  config.membership.nonce = config.emd.nonce = 1000;
+  auto m = MakeMachine(config, topology::SamplerKind::kEmdCluster);
+  TimePoint t0{};
+  StartAndAdmitAll(*m, t0);
+  std::map<std::string, uint64_t> request_of;
+  for (const auto& r : All<SendRequest>(m->OnComputeDone(Outcome(0), t0))) {
+    if (std::holds_alternative<EmbedRequest>(r.message.body)) request_of[r.peer] = r.request_id;
+  }
+  ASSERT_EQ(request_of.size(), 3u);
+  EmbedReply reply;
+  reply.rows = 1;
+  reply.cols = 2;
+  reply.embeddings = FloatArray::Own({1, 0});
+  const auto measure = [&](const std::string& peer, double emd) {
+    auto jobs = All<StartEmd>(m->OnReply(request_of[peer], From(peer, 1, reply), t0));
+    EXPECT_EQ(jobs.size(), 1u);
+    return All<SendRequest>(m->OnEmdDone(jobs[0].job, EmdMeasure{emd, 0.03}, t0));
+  };
+  // a is close (ratio 1.0) and b far (2.0): no decision while c is still outstanding.
+  EXPECT_TRUE(measure("a", 0.03).empty());
+  EXPECT_TRUE(measure("b", 0.06).empty());
+  EXPECT_FALSE(m->EmdRows()[0].accepted.has_value());
+  // c times out: it is asked again (a fresh request), twice, and given up after the third
+  // attempt. Then a and b are decided at once, the threshold in the log gap: sqrt(1.0 * 2.0).
+  std::vector<SendRequest> decisions;
+  for (int attempt = 1; attempt <= kEmdAttempts; ++attempt) {
+    decisions = All<SendRequest>(
+        m->OnReply(request_of["c"], Result<Message>(Status::Timeout("no reply")), t0));
+    if (attempt == kEmdAttempts) break;
+    ASSERT_EQ(decisions.size(), 1u) << "attempt " << attempt;
+    EXPECT_EQ(decisions[0].peer, "c");
+    ASSERT_TRUE(std::holds_alternative<EmbedRequest>(decisions[0].message.body));
+    EXPECT_NE(decisions[0].request_id, request_of["c"]);
+    request_of["c"] = decisions[0].request_id;
+    EXPECT_FALSE(m->EmdRows()[0].accepted.has_value());
+  }
+  ASSERT_EQ(decisions.size(), 2u);
+  for (const SendRequest& d : decisions) {
+    EXPECT_EQ(std::get<EmdDecision>(d.message.body).accepted, d.peer == "a") << d.peer;
+  }
+  std::vector<EmdRow> rows = m->EmdRows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(*rows[0].accepted);
+  EXPECT_FALSE(*rows[1].accepted);
+  EXPECT_NEAR(*rows[0].threshold, std::sqrt(2.0), 1e-12);
+  // b measured us at ratio 0.4: the pair's mean ratio (2.0 + 0.4) / 2 = 1.2 is below the floor,
+  // so b is accepted after all and hears of it; a's decision does not change and is not re-sent.
+  auto again = All<SendRequest>(m->OnInbound(9, From("b", 4, EmdDecision{false, 0.012, 0.03}), t0));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].peer, "b");
+  EXPECT_TRUE(std::get<EmdDecision>(again[0].message.body).accepted);
+  rows = m->EmdRows();
+  EXPECT_TRUE(*rows[1].accepted);
+  EXPECT_DOUBLE_EQ(*rows[1].peer_emd, 0.012);
+}
+
 TEST(EmdExchange, FinishedNodeLingersOnlyWhileItsExchangeIsInFlight) {
   auto config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}, 0);
   config.emd.enabled = true;

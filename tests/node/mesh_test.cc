@@ -379,7 +379,11 @@ TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
     std::string line;
     int measured = 0;
     std::getline(emd, line);
-    while (std::getline(emd, line)) measured += line.find(",,") == std::string::npos;
+    while (std::getline(emd, line)) {
+      // peer,emd,...: the emd cell is empty when the pair was not measured.
+      const size_t emd_cell = line.find(',') + 1;
+      measured += emd_cell < line.size() && line[emd_cell] != ',';
+    }
     EXPECT_EQ(measured, 2) << c.id;
   }
 }

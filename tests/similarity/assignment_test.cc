@@ -1,4 +1,4 @@
-// The Hungarian method (similarity/assignment.h): hand-checked matrices, brute force over all
+// The assignment solver (similarity/assignment.h): hand-checked matrices, brute force over all
 // permutations, rectangular shapes and bad input.
 
 #include "similarity/assignment.h"
@@ -126,6 +126,60 @@ TEST(MinCostAssignmentTest, MatchesBruteForceOnRandomMatrices) {
                 result->column_of_row);
     }
   }
+}
+
+TEST(MinCostCapacitatedAssignmentTest, EqualsTheAssignmentOfTheRepeatedColumns) {
+  // Each column of capacity k is k interchangeable columns of capacity 1.
+  std::mt19937_64 rng(7);
+  const auto uniform = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  struct Shape {
+    size_t cols, capacity;
+  };
+  for (const Shape shape :
+       {Shape{1, 1}, Shape{1, 4}, Shape{3, 2}, Shape{5, 5}, Shape{20, 5}, Shape{37, 3}}) {
+    const size_t rows = shape.cols * shape.capacity;
+    for (int trial = 0; trial < 10; ++trial) {
+      std::vector<double> cost(rows * shape.cols);
+      // Half the trials use small integers, so that many plans tie for the optimum.
+      for (double& c : cost) c = trial % 2 ? std::floor(uniform() * 4) : uniform() * 10 - 3;
+      std::vector<double> repeated(rows * rows);
+      for (size_t i = 0; i < rows; ++i) {
+        for (size_t j = 0; j < rows; ++j)
+          repeated[i * rows + j] = cost[i * shape.cols + j / shape.capacity];
+      }
+      Result<Assignment> capacitated =
+          MinCostCapacitatedAssignment(cost, rows, shape.cols, shape.capacity);
+      ASSERT_TRUE(capacitated.ok()) << capacitated.status().ToString();
+      Result<Assignment> reference = MinCostAssignment(repeated, rows, rows);
+      ASSERT_TRUE(reference.ok());
+      EXPECT_NEAR(capacitated->total_cost, reference->total_cost, 1e-9)
+          << rows << " x " << shape.cols << " trial " << trial;
+      // A valid plan: every row placed, every column exactly full, the total its cost.
+      std::vector<size_t> load(shape.cols, 0);
+      double total = 0;
+      for (size_t i = 0; i < rows; ++i) {
+        const int j = capacitated->column_of_row[i];
+        ASSERT_GE(j, 0);
+        ASSERT_LT(static_cast<size_t>(j), shape.cols);
+        ++load[static_cast<size_t>(j)];
+        total += cost[i * shape.cols + static_cast<size_t>(j)];
+      }
+      for (size_t l : load) EXPECT_EQ(l, shape.capacity);
+      EXPECT_DOUBLE_EQ(capacitated->total_cost, total);
+    }
+  }
+}
+
+TEST(MinCostCapacitatedAssignmentTest, RejectsRowsThatDoNotFillTheColumns) {
+  const std::vector<double> six = {1, 2, 3, 4, 5, 6};
+  EXPECT_TRUE(MinCostCapacitatedAssignment(six, 3, 2, 2).status().code() ==
+              ErrorCode::kInvalidArgument);
+  EXPECT_EQ(MinCostCapacitatedAssignment(six, 6, 1, 0).status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(MinCostCapacitatedAssignment(six, 6, 1, 6).ok());
+  std::vector<double> bad = six;
+  bad[2] = NAN;
+  EXPECT_EQ(MinCostCapacitatedAssignment(bad, 6, 1, 6).status().code(), ErrorCode::kNonFinite);
 }
 
 TEST(MinCostAssignmentTest, RejectsBadInput) {

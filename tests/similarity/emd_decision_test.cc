@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 namespace meshlearn::similarity {
 namespace {
@@ -24,6 +25,30 @@ TEST(AcceptPeerTest, NanRejects) {
   EXPECT_FALSE(AcceptPeer(NAN, 0.1));
   EXPECT_FALSE(AcceptPeer(0.1, NAN));
   EXPECT_FALSE(AcceptPeer(0.1, 0.1, NAN));
+}
+
+TEST(AutomaticThresholdTest, SitsInTheLargestGapOfTheSortedLogRatios) {
+  // Three peers near rho = 1 (one cluster), then clusters at 2.0-2.4 and 4.0-4.4: on a linear
+  // scale the widest gap (2.4 -> 4.0) would cut off the far cluster; on the log scale the widest
+  // is 1.1 -> 2.0, the own cluster's.
+  const std::vector<double> ratios = {2.0, 0.9, 4.4, 1.1, 2.4, 1.0, 4.0};
+  EXPECT_NEAR(AutomaticThreshold(ratios), std::sqrt(1.1 * 2.0), 1e-12);
+  // The threshold scales with the ratios, and order does not matter.
+  const std::vector<double> scaled = {8.8, 2.0, 4.0, 2.2, 1.8, 4.8, 8.0};
+  EXPECT_NEAR(AutomaticThreshold(scaled), std::sqrt(2.2 * 4.0), 1e-12);
+  // Non-finite and non-positive values are left out.
+  const std::vector<double> with_bad = {2.0, NAN, 0.9, INFINITY, 1.1, 0.0, -3.0};
+  EXPECT_NEAR(AutomaticThreshold(with_bad), std::sqrt(1.1 * 2.0), 1e-12);
+}
+
+TEST(AutomaticThresholdTest, TheFloorKeepsARowOfOneDistributionWhole) {
+  // Noise only: the widest log gap (0.8 -> 1.05) lies below the floor.
+  const std::vector<double> noise = {0.8, 1.05, 1.1, 1.2};
+  EXPECT_DOUBLE_EQ(AutomaticThreshold(noise), kAutomaticRatioFloor);
+  for (double r : noise) EXPECT_LT(r, AutomaticThreshold(noise));
+  // Fewer than two values have no gap: the floor.
+  EXPECT_DOUBLE_EQ(AutomaticThreshold(std::vector<double>{3.0}), kAutomaticRatioFloor);
+  EXPECT_DOUBLE_EQ(AutomaticThreshold(std::vector<double>{}), kAutomaticRatioFloor);
 }
 
 TEST(EmdScoreTest, IsMinusThePositiveExcess) {

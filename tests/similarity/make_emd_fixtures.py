@@ -18,7 +18,8 @@ import ot
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata")
 
-# name, n_a, n_b, d, shift of b's mean, noise of b around a (None: independent draws)
+# name, n_a, n_b, d, shift of b's mean, noise of b around a (None: independent draws;
+# "repeat": both sets are 6 random points repeated 10 times)
 CASES = [
     ("tiny", 3, 2, 2, 0.0, None),
     ("small_equal", 8, 8, 5, 0.5, None),
@@ -26,6 +27,14 @@ CASES = [
     ("unequal_wide", 100, 64, 115, 0.2, None),
     ("close", 64, 64, 32, 0.0, 0.05),
     ("n512_d115", 512, 512, 115, 0.3, None),
+    # Equal sizes take the exact solver's assignment path (similarity/emd.h): the exchange's
+    # validation-set size, and a cloud of repeated points, whose costs tie by the hundred.
+    ("equal_n100_d115", 100, 100, 115, 0.1, None),
+    ("equal_repeated", 60, 60, 4, 0.0, "repeat"),
+    # One size divides the other: the capacitated assignment, either way round (the exchange's
+    # 500 training rows against 100 validation rows of 58 projected columns).
+    ("divisible_500_100", 500, 100, 58, 0.1, None),
+    ("divisible_100_300", 100, 300, 16, 0.2, None),
 ]
 
 
@@ -43,7 +52,11 @@ def main():
     lines = []
     for name, n_a, n_b, d, shift, noise in CASES:
         a = rng.standard_normal((n_a, d)).astype(np.float32)
-        if noise is None:
+        if noise == "repeat":
+            # Six distinct points on each side, each repeated ten times.
+            a = np.repeat(rng.standard_normal((n_a // 10, d)), 10, axis=0).astype(np.float32)
+            b = np.repeat(rng.standard_normal((n_b // 10, d)), 10, axis=0).astype(np.float32)
+        elif noise is None:
             b = (rng.standard_normal((n_b, d)) + shift).astype(np.float32)
         else:
             b = (a[:n_b] + noise * rng.standard_normal((n_b, d))).astype(np.float32)

@@ -1,5 +1,5 @@
 // The launcher's scenario files: the [network] section of --simulate (sim/network_model.h), where
-// errors in node keys point.
+// errors in node keys point, and [data] pixel_range.
 #include "tools/launch/scenario.h"
 
 #include <gtest/gtest.h>
@@ -155,6 +155,33 @@ TEST(ScenarioNodeKeys, ABadValueFromSetPointsAtTheSet) {
   message = scenario.status().message();
   EXPECT_EQ(message.rfind("--set node.learning.nonesuch=1: unknown key 'learning.nonesuch'", 0), 0u)
       << message;
+}
+
+// A 4-node scenario of `dataset` with `data_keys` added to its [data] section.
+Result<Scenario> WithData(const std::string& dataset, const std::string& data_keys) {
+  std::string path = ::testing::TempDir() + "/scenario_data.toml";
+  std::ofstream(path) << "name = \"data\"\n[data]\ndataset = \"" << dataset << "\"\nclients = 4\n"
+                      << data_keys << "[node.model]\narchitecture = \"linear\"\n";
+  return LoadScenario(path, {});
+}
+
+TEST(ScenarioData, PixelRangeIsReadForImagesAndRefusedWithoutPixels) {
+  auto unset = WithData("fashion-mnist", "");
+  ASSERT_TRUE(unset.ok()) << unset.status().ToString();
+  EXPECT_EQ(unset->data.partition.pixel_range, training::PixelRange::kUnit);
+  auto symmetric = WithData("fashion-mnist", "pixel_range = \"symmetric\"\n");
+  ASSERT_TRUE(symmetric.ok()) << symmetric.status().ToString();
+  EXPECT_EQ(symmetric->data.partition.pixel_range, training::PixelRange::kSymmetric);
+  auto unknown = WithData("fashion-mnist", "pixel_range = \"0-255\"\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().ToString().find("must be one of \"unit\", \"symmetric\""),
+            std::string::npos)
+      << unknown.status().ToString();
+  auto synthetic = WithData("synthetic", "pixel_range = \"symmetric\"\n");
+  ASSERT_FALSE(synthetic.ok());
+  EXPECT_NE(synthetic.status().ToString().find("pixel_range applies to image datasets"),
+            std::string::npos)
+      << synthetic.status().ToString();
 }
 
 }  // namespace

@@ -152,6 +152,52 @@ TEST(Partition, CovariateShiftRotatesEveryClustersImagesIncludingTest) {
   }
 }
 
+TEST(Partition, SymmetricPixelRangeMapsToMinusOneOneBeforeTheRotation) {
+  // Black images (every pixel 0): in [-1, 1] they are -1 everywhere, and a 10 degree rotation
+  // after the rescaling lets the outside fill (0, mid-grey) into the corners, as file 004's code
+  // does (Normalize, then RandomRotation). Rotating first would leave every pixel at -1.
+  Dataset pool;
+  pool.sample_shape = {1, 8, 8};
+  pool.num_classes = 10;
+  pool.features.assign(1000 * 64, 0.0f);
+  for (int64_t i = 0; i < 1000; ++i) pool.labels.push_back(i % 10);
+  PartitionConfig c = SmallConfig(ShiftKind::kCovariate);
+  c.rotations_deg = {0, 10, 180, 350};
+  c.pixel_range = PixelRange::kSymmetric;
+  auto shards = BuildClientShards({{&pool}}, c);
+  ASSERT_TRUE(shards.ok()) << shards.status().ToString();
+  for (const ClientShard& s : *shards) {
+    const double angle = c.rotations_deg[static_cast<size_t>(s.cluster_id)];
+    for (const Dataset* d : {&s.train, &s.validation, &s.test}) {
+      for (size_t i = 0; i < d->size(); ++i) {
+        const auto sample = d->Sample(i);
+        for (float x : sample) {
+          ASSERT_GE(x, -1.0f);
+          ASSERT_LE(x, 1.0f);
+        }
+        EXPECT_EQ(sample[3 * 8 + 3], -1.0f) << "the centre stays black";
+        if (angle == 0 || angle == 180) {
+          EXPECT_EQ(sample[0], -1.0f) << "a quarter turn moves no fill in";
+        } else {
+          EXPECT_GT(sample[0], -0.9f) << "client " << s.client_id << ": the corner of a " << angle
+                                      << " degree rotation holds the grey fill";
+        }
+      }
+    }
+  }
+  // The default range keeps the pixels as read: black stays 0 whatever the rotation.
+  c.pixel_range = PixelRange::kUnit;
+  auto unit = BuildClientShards({{&pool}}, c);
+  ASSERT_TRUE(unit.ok());
+  for (const ClientShard& s : *unit) {
+    for (float x : s.train.features) ASSERT_EQ(x, 0.0f);
+  }
+  // The synthetic problem has no pixels.
+  PartitionConfig synthetic = SmallConfig(ShiftKind::kSynthetic);
+  synthetic.pixel_range = PixelRange::kSymmetric;
+  EXPECT_EQ(BuildClientShards({}, synthetic).status().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(RotateImage, PositiveAnglesTurnCounterClockwise) {
   std::vector<float> image(28 * 28, 0.0f), out(28 * 28);
   image[13 * 28 + 27] = 1.0f;  // right edge, row 13

@@ -63,8 +63,9 @@ PairTiming TimeAlternating(benchmark::State& state, const std::function<void()>&
   return timing;
 }
 
-RatioSpread MedianRatio(const PairTiming& timing) {
-  std::vector<double> ratios = timing.pair_ratios;
+RatioSpread MedianRatio(const PairTiming& timing) { return SpreadOf(timing.pair_ratios); }
+
+RatioSpread SpreadOf(std::vector<double> ratios) {
   if (ratios.empty()) return {};
   std::sort(ratios.begin(), ratios.end());
   auto at = [&](double q) { return ratios[static_cast<size_t>(q * (ratios.size() - 1) + 0.5)]; };

@@ -57,6 +57,8 @@ PairTiming TimeAlternating(benchmark::State& state, const std::function<void()>&
 // The median and interquartile range of `timing`'s per-iteration ratios (all 0 without any).
 // Rationale: a burst of load skews a total but only a few pairs; the median of pairs stays put.
 RatioSpread MedianRatio(const PairTiming& timing);
+// The median and interquartile range of `ratios` (all 0 when empty).
+RatioSpread SpreadOf(std::vector<double> ratios);
 
 // Records comparison `name` with `value` and its `target`: sets the user counters "ratio" and
 // "target" on `state` (so --benchmark_format=json carries them) and remembers the latest value

@@ -23,6 +23,13 @@ std::string Fixed(double value, int digits) {
   return text;
 }
 
+// "first-last" (or "r" for a single round) of an exchange's rounds.
+std::string ExchangeRounds(const std::pair<int64_t, int64_t>& rounds) {
+  return rounds.first == rounds.second
+             ? std::to_string(rounds.first)
+             : std::to_string(rounds.first) + "-" + std::to_string(rounds.second);
+}
+
 }  // namespace
 
 double Metric(const node::RoundRow& row, bool classification) {
@@ -113,7 +120,7 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
          "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
-         "last_node_round\n";
+         "last_node_round,exchange_s,exchange_rounds\n";
   for (const MethodSummary& s : summaries) {
     csv << '"' << s.name << "\"," << s.metric;
     for (double v : s.per_cluster) csv << ',' << v;
@@ -124,7 +131,11 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
     csv << ',';
     if (s.cluster_round) csv << *s.cluster_round;
     csv << ',' << s.attackers << ',' << s.status << ',' << s.rounds << ',' << s.first_node_round
-        << ',' << s.last_node_round << '\n';
+        << ',' << s.last_node_round << ',';
+    if (s.exchange_seconds) csv << *s.exchange_seconds;
+    csv << ',';
+    if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
+    csv << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -151,6 +162,10 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
   bool any_round = std::any_of(summaries.begin(), summaries.end(),
                                [](const MethodSummary& s) { return s.cluster_round.has_value(); });
   if (any_round) out << pad("clustered@", 12);
+  bool any_exchange = std::any_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
+    return s.exchange_seconds.has_value();
+  });
+  if (any_exchange) out << pad("exchange", 18);
   out << "\n";
   for (const MethodSummary& s : summaries) {
     out << s.name << std::string(name_width - s.name.size(), ' ');
@@ -159,6 +174,12 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
         << pad(Fixed(s.wall_seconds, 0) + "s", 8) << pad(Fixed(100 * s.overhead, 1) + "%", 10);
     if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
     if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
+    if (any_exchange) {
+      out << pad(s.exchange_seconds ? Fixed(*s.exchange_seconds, 1) + "s rounds " +
+                                          ExchangeRounds(*s.exchange_rounds)
+                                    : "-",
+                 18);
+    }
     if (s.status == kInterrupted) {
       out << "  (interrupted: nodes reached rounds " << s.first_node_round << "-"
           << s.last_node_round << " of " << s.rounds << ")";
@@ -212,6 +233,16 @@ std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& pa
       size_t j = index[cells[0]];
       if (!cells[1].empty()) emd.matrix.values[i * n + j] = std::strtod(cells[1].c_str(), nullptr);
       accepted[i][j] = cells[5] == "1";
+      // measured_round, measured_s (columns 9 and 10; absent in files of older nodes).
+      if (cells.size() >= 10 && !cells[8].empty() && !cells[9].empty()) {
+        const int64_t round = std::strtoll(cells[8].c_str(), nullptr, 10);
+        const double seconds = std::strtod(cells[9].c_str(), nullptr);
+        emd.exchange_seconds = std::max(emd.exchange_seconds.value_or(0.0), seconds);
+        emd.exchange_rounds = emd.exchange_rounds
+                                  ? std::make_pair(std::min(emd.exchange_rounds->first, round),
+                                                   std::max(emd.exchange_rounds->second, round))
+                                  : std::make_pair(round, round);
+      }
     }
   }
   if (!any) return std::nullopt;
@@ -220,9 +251,9 @@ std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& pa
   return emd;
 }
 
-Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partition& partition) {
+Result<std::optional<EmdMatrix>> WriteEmdMatrix(const MethodRun& run, const Partition& partition) {
   std::optional<EmdMatrix> emd = ReadEmdMatrix(run, partition);
-  if (!emd) return std::optional<double>();
+  if (!emd) return emd;
   std::map<std::string, int> clusters;
   for (size_t i = 0; i < partition.ids.size(); ++i)
     clusters[partition.ids[i]] = partition.clusters[i];
@@ -235,7 +266,7 @@ Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partiti
   options.col_title = "peer j (its validation data)";
   options.clusters = &clusters;
   MESHLEARN_RETURN_IF_ERROR(plot::RenderHeatmapPng(ordered, run.dir + "/emd_matrix.png", options));
-  return std::optional<double>(emd->ari);
+  return emd;
 }
 
 Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
@@ -322,7 +353,7 @@ Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>&
   std::ostringstream csv;
   const std::string header =
       "method,simulated_s,real_s,events,events_per_s,messages,jobs,compute_s,threads,"
-      "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node";
+      "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node,exchange_compute_s";
   csv << header << '\n';
   // The rows an earlier launch of the run wrote for methods not simulated now stay.
   if (auto old = ReadWholeFile(path); old.ok() && old->rfind(header + "\n", 0) == 0) {
@@ -344,7 +375,7 @@ Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>&
         << r.events << ',' << (r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ','
         << r.messages << ',' << r.jobs << ',' << r.compute_seconds << ',' << r.threads << ','
         << RealOverCompute(r) << ',' << run.nodes.size() << ',' << run.simulation_peak_rss_mib
-        << ',' << run.simulation_peak_rss_mib / nodes << '\n';
+        << ',' << run.simulation_peak_rss_mib / nodes << ',' << r.exchange_compute_seconds << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -361,7 +392,13 @@ std::string DescribeSimulation(const MethodRun& run) {
                 r.real_seconds > 0 ? r.events / r.real_seconds / 1000 : 0.0,
                 run.simulation_peak_rss_mib,
                 run.simulation_peak_rss_mib / std::max<size_t>(run.nodes.size(), 1));
-  return text;
+  std::string line = text;
+  if (r.exchange_compute_seconds > 0) {
+    std::snprintf(text, sizeof(text), "; the EMD exchange's jobs took %.1f s of the %.1f s compute",
+                  r.exchange_compute_seconds, r.compute_seconds);
+    line += text;
+  }
+  return line;
 }
 
 }  // namespace meshlearn::launch

@@ -2,8 +2,10 @@
 // Results of a launcher run: the paper-style table (file 004, Tables 2/3), summary.csv, the
 // per-method heatmaps and the curves picture.
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -35,6 +37,10 @@ struct MethodSummary {
   int64_t rounds = 0;  // the configured last round
   // The lowest and highest last round the nodes completed (-1: none completed round 0).
   int64_t first_node_round = -1, last_node_round = -1;
+  // EMD exchange: the longest time a node took from the start of its exchange to its last
+  // measurement, and the first and last round in which measurements completed.
+  std::optional<double> exchange_seconds;
+  std::optional<std::pair<int64_t, int64_t>> exchange_rounds;
 };
 
 // What the clustering policies (samplers louvain and temperature) found.
@@ -72,6 +78,10 @@ struct EmdMatrix {
   plot::LabeledMatrix matrix;  // EMD_ij in partition order; NaN where not measured
   std::vector<int> found;      // the clusters found (identical mutual neighbourhoods), per node
   double ari = 0;              // adjusted Rand index of `found` against the ground truth
+  // Over every measurement of every node (emd.csv measured_s and measured_round), when recorded:
+  // the longest time from the start of a node's exchange, and the first and last round.
+  std::optional<double> exchange_seconds;
+  std::optional<std::pair<int64_t, int64_t>> exchange_rounds;
 };
 
 // Reads the emd.csv files the nodes of `run` wrote so far; nullopt when none did.
@@ -80,8 +90,9 @@ std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& pa
 // When the nodes of `run` wrote emd.csv: writes "<run.dir>/emd_matrix.csv" (entry (i, j) =
 // EMD_ij, empty when not measured) and emd_matrix.png, finds clusters as identical mutual
 // neighbourhoods (file 000; DESIGN.md "EMD embedding exchange", step 5) and returns the adjusted
-// Rand index against the ground truth. Returns nullopt when no node took part in the exchange.
-Result<std::optional<double>> WriteEmdMatrix(const MethodRun& run, const Partition& partition);
+// Rand index against the ground truth, with how long the exchange ran and in which rounds (as
+// ReadEmdMatrix). Returns nullopt when no node took part in the exchange.
+Result<std::optional<EmdMatrix>> WriteEmdMatrix(const MethodRun& run, const Partition& partition);
 
 // When nodes of `run` wrote cluster.csv (samplers louvain and temperature): each node's final
 // partition of the peers it clustered is scored by ARI against their true clusters (issue 9: "ARI

@@ -125,12 +125,14 @@ MethodSummary ReportMethod(const MethodRun& run, const Partition& partition,
                  heatmap.ToString().c_str());
   }
   MethodSummary summary = Summarize(run, partition);
-  auto ari = WriteEmdMatrix(run, partition);
-  if (!ari.ok()) {
+  auto emd = WriteEmdMatrix(run, partition);
+  if (!emd.ok()) {
     std::fprintf(stderr, "meshlearn-launch: EMD matrix of '%s': %s\n", run.method.name.c_str(),
-                 ari.status().ToString().c_str());
-  } else {
-    summary.ari = *ari;
+                 emd.status().ToString().c_str());
+  } else if (*emd) {
+    summary.ari = (*emd)->ari;
+    summary.exchange_seconds = (*emd)->exchange_seconds;
+    summary.exchange_rounds = (*emd)->exchange_rounds;
   }
   auto policy = ReadPolicyClusters(run, partition);
   if (!policy.ok()) {

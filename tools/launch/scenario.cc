@@ -215,6 +215,7 @@ Status ParseData(TableReader& t, DataSpec& d) {
   MESHLEARN_RETURN_IF_ERROR(t.Integer("clusters", &p.num_clusters, 0, 100000));
   MESHLEARN_RETURN_IF_ERROR(NumberList(t, "cluster_sizes", &p.cluster_sizes));
   MESHLEARN_RETURN_IF_ERROR(NumberList(t, "rotations", &p.rotations_deg));
+  MESHLEARN_RETURN_IF_ERROR(t.Choice("pixel_range", &p.pixel_range, training::PixelRangeNames()));
   MESHLEARN_RETURN_IF_ERROR(IntListList(t, "label_sets", &p.label_sets));
   MESHLEARN_RETURN_IF_ERROR(SwapLists(t, "label_swaps", &p.label_swaps));
   MESHLEARN_RETURN_IF_ERROR(t.Integer("train_per_client", &p.train_per_client, 1, 1 << 24));
@@ -237,6 +238,13 @@ Status ParseData(TableReader& t, DataSpec& d) {
     return Status::InvalidArgument(t.file() +
                                    ": [data] dataset = \"idx\" needs 'images' and "
                                    "'labels' (IDX files, plain or .gz)");
+  }
+  if ((d.dataset == DatasetKind::kCsv || d.dataset == DatasetKind::kSynthetic) &&
+      p.pixel_range != training::PixelRange::kUnit) {
+    return Status::InvalidArgument(t.file() +
+                                   ": [data] pixel_range applies to image datasets "
+                                   "(fashion-mnist, mnist, mnist+fashion-mnist, idx), not to \"" +
+                                   std::string(NameOf(DatasetKindNames(), d.dataset)) + "\"");
   }
   if (d.dataset == DatasetKind::kCsv && (d.csv_path.empty() || d.label_column.empty())) {
     return Status::InvalidArgument(t.file() +
