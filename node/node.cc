@@ -10,8 +10,8 @@
 #include <variant>
 
 #include "node/checkpoint.h"
-#include "node/http_server.h"
 #include "node/endpoint.h"
+#include "node/http_server.h"
 #include "node/learner_worker.h"
 #include "node/logging.h"
 #include "node/node_recorder.h"
