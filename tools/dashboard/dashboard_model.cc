@@ -103,14 +103,16 @@ DashboardModel::Method* DashboardModel::Find(const std::string& name) const {
   return nullptr;
 }
 
+DashboardModel::Method* DashboardModel::FindOrAdd(const std::string& name) {
+  if (Method* m = Find(name)) return m;
+  methods_.push_back(std::make_unique<Method>());
+  methods_.back()->name = name;
+  return methods_.back().get();
+}
+
 void DashboardModel::MethodStarted(const launch::MethodRun& run) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Method* m = Find(run.method.name);
-  if (!m) {
-    methods_.push_back(std::make_unique<Method>());
-    m = methods_.back().get();
-    m->name = run.method.name;
-  }
+  Method* m = FindOrAdd(run.method.name);
   size_t n = info_.partition.ids.size();
   m->dir = run.dir;
   m->state = "running";
@@ -234,12 +236,7 @@ Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
   note(policy.status());
 
   std::lock_guard<std::mutex> lock(mutex_);
-  Method* m = Find(run.method.name);
-  if (!m) {
-    methods_.push_back(std::make_unique<Method>());
-    m = methods_.back().get();
-    m->name = run.method.name;
-  }
+  Method* m = FindOrAdd(run.method.name);
   for (size_t i = 0; i < n; ++i) {
     NodeView& v = nodes[i];
     if (i < m->nodes.size()) {  // keep what was seen live

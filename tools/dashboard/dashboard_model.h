@@ -74,6 +74,8 @@ class DashboardModel {
  private:
   struct Method;
   Method* Find(const std::string& name) const;
+  // The method named `name`, added (empty) when it is not there yet. Requires mutex_ held.
+  Method* FindOrAdd(const std::string& name);
 
   RunInfo info_;
   std::vector<size_t> order_;            // node indices in cluster order
