@@ -303,41 +303,92 @@ void EmdExchange::OnFinish(TimePoint now, Actions& out) {
 
 void EmdExchange::DecideWhenMeasured(TimePoint now, Actions& out) {
   if (config_.epsilon || !queue_.empty() || !measuring_.empty()) return;
-  std::map<std::string, double> ratios;  // ρ of each measured peer
+  std::vector<double> ratios;  // ρ_ij of each measured peer
   for (const auto& [peer, row] : rows_) {
-    if (!row.emd) continue;
-    double ratio = *row.emd / *row.reference;
-    if (row.peer_emd && row.peer_reference) {
-      ratio = (ratio + *row.peer_emd / *row.peer_reference) / 2;
-    }
-    ratios[peer] = ratio;
+    if (row.emd) ratios.push_back(*row.emd / *row.reference);
   }
   if (ratios.empty()) return;
-  std::vector<double> values;
-  for (const auto& [peer, ratio] : ratios) values.push_back(ratio);
-  const double threshold = similarity::AutomaticThreshold(values);
-  for (const auto& [peer, ratio] : ratios) Decide(peer, ratio < threshold, threshold, now, out);
+  const double threshold = similarity::AutomaticThreshold(ratios);
+  bool changed = false;
+  for (const auto& [peer, row] : rows_) {
+    if (row.emd) changed |= SetDecision(peer, *row.emd / *row.reference < threshold, threshold);
+  }
+  if (!changed) return;
+  std::vector<std::string> accepts;  // sorted: rows_ is ordered by peer id
+  for (const auto& [peer, row] : rows_) {
+    if (row.accepted.value_or(false)) accepts.push_back(peer);
+  }
+  for (const auto& [peer, row] : rows_) {
+    if (row.emd) SendDecision(peer, accepts, now, out);
+  }
+  ++revision_;
+  Agree();
 }
 
 void EmdExchange::Decide(const std::string& peer, bool accepted, double threshold, TimePoint now,
                          Actions& out) {
-  EmdRow& row = rows_[peer];
-  const bool changed = row.accepted != accepted;
-  row.accepted = accepted;
-  row.threshold = threshold;
-  if (!changed) return;
-  node_.log.info("EMD to {}: {:.4f} (reference {:.4f}) against {} {:.4f}: {}", peer, *row.emd,
-                 *row.reference, config_.epsilon ? "epsilon" : "the automatic threshold", threshold,
-                 accepted ? "accepted" : "rejected");
-  if (const topology::PeerEntry* entry = membership_.peers().Find(peer)) {
-    Track(node_.requests.Open(Part::kEmd, *entry, EmdDecision{accepted, *row.emd, *row.reference},
-                              now + config_.round_deadline),
-          Pending{Kind::kDecision, peer}, out);
-  }
+  if (!SetDecision(peer, accepted, threshold)) return;
+  SendDecision(peer, std::nullopt, now, out);
   if (config_.metric) {
     ++revision_;  // the score reached the sampler with the measurement
   } else {
     ApplyDecision(peer);
+  }
+}
+
+bool EmdExchange::SetDecision(const std::string& peer, bool accepted, double threshold) {
+  EmdRow& row = rows_[peer];
+  const bool changed = row.accepted != accepted;
+  row.accepted = accepted;
+  row.threshold = threshold;
+  if (changed) {
+    node_.log.info("EMD to {}: {:.4f} (reference {:.4f}) against {} {:.4f}: {}", peer, *row.emd,
+                   *row.reference, config_.epsilon ? "epsilon" : "the automatic threshold",
+                   threshold, accepted ? "accepted" : "rejected");
+  }
+  return changed;
+}
+
+void EmdExchange::SendDecision(const std::string& peer,
+                               std::optional<std::vector<std::string>> accepts, TimePoint now,
+                               Actions& out) {
+  const topology::PeerEntry* entry = membership_.peers().Find(peer);
+  if (entry == nullptr) return;
+  const EmdRow& row = rows_[peer];
+  Track(
+      node_.requests.Open(Part::kEmd, *entry,
+                          EmdDecision{*row.accepted, *row.emd, *row.reference, std::move(accepts)},
+                          now + config_.round_deadline),
+      Pending{Kind::kDecision, peer}, out);
+}
+
+void EmdExchange::Agree() {
+  if (config_.epsilon) return;
+  // K_x = {x} ∪ {k : k leans to accept x}, from our leanings and those the peers sent.
+  const std::string& self = node_.requests.self();
+  std::map<std::string, std::set<std::string>> column;
+  column[self].insert(self);
+  for (const auto& [peer, row] : rows_) {
+    column[peer].insert(peer);
+    if (row.accepted.value_or(false)) column[peer].insert(self);
+    if (row.peer_accepted.value_or(false)) column[self].insert(peer);
+    if (row.peer_accepts) {
+      for (const std::string& x : *row.peer_accepts) column[x].insert(peer);
+    }
+  }
+  for (auto& [peer, row] : rows_) {
+    if (!row.accepted || !row.peer_accepted) continue;
+    const bool agreed =
+        similarity::Jaccard(column[self], column[peer]) >= similarity::kColumnAgreement;
+    if (row.agreed == agreed) continue;
+    row.agreed = agreed;
+    node_.log.info("EMD edge with {}: {}", peer,
+                   agreed ? "the columns agree" : "the columns disagree");
+    if (config_.metric) {
+      ++revision_;
+    } else {
+      ApplyDecision(peer);
+    }
   }
 }
 
@@ -416,19 +467,19 @@ void EmdExchange::OnTick(TimePoint now, bool expire_all, Actions& out) {
 }
 
 void EmdExchange::OnDecision(InboundId inbound, const Envelope& env, const EmdDecision& decision,
-                             TimePoint now, Actions& out) {
+                             Actions& out) {
   out.push_back(node_.requests.ReplyTo(inbound, env.request_id, decision));
   if (membership_.peers().Find(env.sender) == nullptr) return;
   EmdRow& row = rows_[env.sender];
   row.peer = env.sender;
   row.peer_accepted = decision.accepted;
-  const bool new_ratio = row.peer_emd != decision.emd || row.peer_reference != decision.reference;
-  if (std::isfinite(decision.emd) && std::isfinite(decision.reference) && decision.reference > 0) {
-    row.peer_emd = decision.emd;
-    row.peer_reference = decision.reference;
+  if (decision.accepts) row.peer_accepts = decision.accepts;
+  if (config_.epsilon) {
+    ApplyDecision(env.sender);
+  } else {
+    ++revision_;
+    Agree();
   }
-  ApplyDecision(env.sender);
-  if (new_ratio && row.emd) DecideWhenMeasured(now, out);
 }
 
 void EmdExchange::OnEmbedDone(const EmbedJob& job, const Result<ProjectedEmbeddings>& result,

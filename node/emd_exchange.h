@@ -21,13 +21,14 @@
 //   when both accept. Every change of a row bumps revision() (emd.csv follows it).
 //   - A fixed ε (`epsilon` set): i decides each peer as soon as it has measured it.
 //   - Automatic rule (`epsilon` empty; similarity/emd_decision.h): i decides once the exchange
-//     it started has measured or given up on every queued peer, over the ratios ρ of every peer
-//     it has measured (averaged with the peer's ratio once the peer's EmdDecision brought it), and
-//     decides again whenever a peer's decision brings a new ratio. It sends each peer whose
-//     decision is new or changed.
-//     Rationale: the largest gap of a row needs the whole row; the peer's ratio arrives with its
-//     decision, so waiting for it before deciding would deadlock two nodes that wait for each
-//     other.
+//     it started has measured or given up on every queued peer, over the ratios ρ_ij of its row
+//     (step 1), and sends every peer it measured its decision with the ids it leans to accept
+//     (EmdDecision.accepts), again whenever a decision changes. Whenever its own or a peer's
+//     leanings change, it computes the edge of every pair whose two decisions it holds: the
+//     columns' agreement (step 2), kept in EmdRow::agreed.
+//     Rationale: the largest gap of a row needs the whole row; the columns need every peer's
+//     leanings, which arrive with the peers' decisions; a node decides its row without waiting
+//     for anyone, so no two nodes wait for each other.
 // - A measurement that fails (timeout, an error from the peer or the witness, a failed job) is
 //   retried with a fresh request (and in witness mode a freshly drawn witness), up to kEmdAttempts
 //   attempts in all; then the peer is given up with a log line. A finished node lingers while the
@@ -90,9 +91,10 @@ struct EmdRow {
   std::optional<double> reference;    // ref_i
   std::optional<bool> accepted;       // our decision
   std::optional<bool> peer_accepted;  // the peer's decision about us
-  // The peer's measurement of us, EMD_ji and ref_j, from its decision.
-  std::optional<double> peer_emd;
-  std::optional<double> peer_reference;
+  // Automatic rule: the ids the peer's own row leans to accept (from its decision), and whether
+  // the pair's columns agree (similarity/emd_decision.h, step 2), once both decisions are known.
+  std::optional<std::vector<std::string>> peer_accepts;
+  std::optional<bool> agreed;
   // What our decision compared against: the fixed ε (accepted iff EMD_ij − ref_i < ε), or the
   // automatic threshold t (accepted iff the pair's ratio ρ < t).
   std::optional<double> threshold;
@@ -101,8 +103,10 @@ struct EmdRow {
   std::optional<int64_t> measured_round;
   std::optional<double> measured_seconds;
   std::string witness;  // the peer that measured emd (witness mode), else empty
-  // The edge holds when both sides accept.
-  bool mutual() const { return accepted.value_or(false) && peer_accepted.value_or(false); }
+  // The edge: with a fixed ε both sides accept; with the automatic rule the columns agree.
+  bool mutual() const {
+    return agreed ? *agreed : accepted.value_or(false) && peer_accepted.value_or(false);
+  }
 };
 
 // Attempts at measuring one peer, the first included (see the specification).
@@ -129,7 +133,7 @@ class EmdExchange {
   void OnWitnessRows(InboundId inbound, const Envelope& env, const WitnessRows& rows, TimePoint now,
                      Actions& out);
   void OnDecision(InboundId inbound, const Envelope& env, const EmdDecision& decision,
-                  TimePoint now, Actions& out);
+                  Actions& out);
   // The outcome of one of our requests; `failure` is why there is no usable reply.
   void OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
                TimePoint now, Actions& out);
@@ -185,13 +189,21 @@ class EmdExchange {
   // The measurement of `peer` ended without a value (`why`): queues it again, or gives it up
   // after kEmdAttempts attempts.
   void AbandonMeasure(const std::string& peer, const Status& why, TimePoint now, Actions& out);
-  // Automatic rule: once nothing is queued or being measured, decides every measured peer and
-  // sends the decisions that are new or changed.
+  // Automatic rule: once nothing is queued or being measured, decides every measured peer and,
+  // when a decision is new or changed, sends every measured peer its decision and our leanings.
   void DecideWhenMeasured(TimePoint now, Actions& out);
-  // Sets our decision about `peer` (`accepted`, compared against `threshold`); sends it when it is
-  // new or changed.
+  // Fixed ε: sets our decision about `peer` and sends it when it is new or changed.
   void Decide(const std::string& peer, bool accepted, double threshold, TimePoint now,
               Actions& out);
+  // Sets our decision about `peer` (`accepted`, compared against `threshold`); true when it is
+  // new or changed (and then logged).
+  bool SetDecision(const std::string& peer, bool accepted, double threshold);
+  // Sends `peer` our decision about it, with our leanings `accepts` under the automatic rule.
+  void SendDecision(const std::string& peer, std::optional<std::vector<std::string>> accepts,
+                    TimePoint now, Actions& out);
+  // Automatic rule: sets EmdRow::agreed of every pair whose two decisions are known, from the
+  // leanings known so far, and hands the changed edges to the sampler.
+  void Agree();
   void ApplyDecision(const std::string& peer);
   // A WitnessRows request to `witness`, with the hold limit as deadline.
   SendRequest RequestToWitness(const PeerInfo& witness, WitnessRows rows, TimePoint now);

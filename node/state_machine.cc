@@ -61,7 +61,7 @@ Actions NodeStateMachine::OnInbound(InboundId inbound, const Message& message, T
   } else if (const auto* rows = std::get_if<WitnessRows>(&body)) {
     emd_.OnWitnessRows(inbound, env, *rows, now, out);
   } else if (const auto* decision = std::get_if<EmdDecision>(&body)) {
-    emd_.OnDecision(inbound, env, *decision, now, out);
+    emd_.OnDecision(inbound, env, *decision, out);
   } else if (std::holds_alternative<GetSignature>(body)) {
     signatures_.OnGetSignature(inbound, env, now, out);
   } else if (const auto* ping = std::get_if<Ping>(&body)) {

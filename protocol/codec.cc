@@ -118,10 +118,11 @@ struct BodyPacker {
     blobs.push_back(BlobOf(m.embeddings));
   }
   void operator()(const EmdDecision& m) {
-    pk.pack_array(3);
+    pk.pack_array(m.accepts ? 4 : 3);
     pk.pack(m.accepted);
     PackFloat64(buffer, m.emd);
     PackFloat64(buffer, m.reference);
+    if (m.accepts) pk.pack(*m.accepts);
   }
   void operator()(const WitnessEmbedRequest& m) {
     pk.pack_array(5);
@@ -523,7 +524,18 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Bool(0, "accepted", &m.accepted));
       MESHLEARN_RETURN_IF_ERROR(f.Double(1, "emd", &m.emd));
       MESHLEARN_RETURN_IF_ERROR(f.Double(2, "reference", &m.reference));
-      return Body(m);
+      if (f.size() > 3) {
+        const msgpack::object* items;
+        uint32_t count;
+        MESHLEARN_RETURN_IF_ERROR(f.List(3, "accepts", limits.max_peers, &items, &count));
+        ASSIGN_FIELDS(ids, f.at(3), "EmdDecision", 0);
+        m.accepts.emplace(count);
+        for (uint32_t i = 0; i < count; ++i) {
+          const std::string field = "accepts[" + std::to_string(i) + "]";
+          MESHLEARN_RETURN_IF_ERROR(ids.NodeId(i, field.c_str(), &(*m.accepts)[i]));
+        }
+      }
+      return Body(std::move(m));
     }
     case MessageType::kWitnessEmbedRequest: {
       ASSIGN_FIELDS(f, o, "WitnessEmbedRequest", 5);

@@ -148,6 +148,9 @@ struct EmdDecision {
   bool accepted = false;
   double emd = 0;        // EMD between the sender's train embeddings and the receiver's val ones
   double reference = 0;  // the sender's own train-vs-val EMD
+  // Automatic rule only (similarity/emd_decision.h, step 1): the ids the sender's own row leans
+  // to accept, sorted. Absent on the wire with a fixed ε and from older nodes.
+  std::optional<std::vector<std::string>> accepts;
   bool operator==(const EmdDecision&) const = default;
 };
 

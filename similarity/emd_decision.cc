@@ -26,6 +26,13 @@ double AutomaticThreshold(std::span<const double> ratios) {
   return std::max(threshold, kAutomaticRatioFloor);
 }
 
+double Jaccard(const std::set<std::string>& a, const std::set<std::string>& b) {
+  if (a.empty() && b.empty()) return 1;
+  size_t common = 0;
+  for (const std::string& id : a) common += b.count(id);
+  return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
+}
+
 double EmdScore(double excess) { return -std::max(0.0, excess); }
 
 Result<double> EmdMetric::Score(const MetricInput& input) const {

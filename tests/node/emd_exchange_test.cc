@@ -90,8 +90,8 @@ TEST(EmdExchange, MutualAcceptanceMakesTheEdgeAndTheClusterSamplerUsesOnlyIt) {
     EXPECT_EQ(std::get<EmdDecision>(decisions[0].message.body).accepted, r.peer == "a");
   }
   // a accepts us too, b does not: only a forms an edge.
-  m->OnInbound(8, From("a", 3, EmdDecision{true, 0.04, 0.02}), t0);
-  m->OnInbound(9, From("b", 4, EmdDecision{false, 0.6, 0.02}), t0);
+  m->OnInbound(8, From("a", 3, EmdDecision{true, 0.04, 0.02, std::nullopt}), t0);
+  m->OnInbound(9, From("b", 4, EmdDecision{false, 0.6, 0.02, std::nullopt}), t0);
   std::vector<EmdRow> rows = m->EmdRows();
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_TRUE(rows[0].mutual());
@@ -100,15 +100,22 @@ TEST(EmdExchange, MutualAcceptanceMakesTheEdgeAndTheClusterSamplerUsesOnlyIt) {
   EXPECT_DOUBLE_EQ(m->sampler().Find("b")->probability, 0.0);
 }
 
-TEST(EmdExchange, AutomaticRuleDecidesOnceAllAreMeasuredAndAgainWithThePeersRatio) {
-  auto config = MachineConfig("me", kPeers, 5);  // peers a, b, c
+// A machine with peers a, b and c admitted, the exchange on with the automatic rule and the
+// emd_cluster sampler.
+std::unique_ptr<NodeStateMachine> AutomaticRuleMachine(TimePoint t0) {
+  auto config = MachineConfig("me", kPeers, 5);
   config.emd.enabled = true;
   config.emd.cluster_sampler = true;
   config.emd.epsilon = std::nullopt;
   config.membership.nonce = config.emd.nonce = 1000;
   auto m = MakeMachine(config, topology::SamplerKind::kEmdCluster);
-  TimePoint t0{};
   StartAndAdmitAll(*m, t0);
+  return m;
+}
+
+TEST(EmdExchange, AutomaticRuleDecidesOnceAllAreMeasuredAndTheColumnsMakeTheEdges) {
+  TimePoint t0{};
+  auto m = AutomaticRuleMachine(t0);
   std::map<std::string, uint64_t> request_of;
   for (const auto& r : All<SendRequest>(m->OnComputeDone(Outcome(0), t0))) {
     if (std::holds_alternative<EmbedRequest>(r.message.body)) request_of[r.peer] = r.request_id;
@@ -141,24 +148,65 @@ TEST(EmdExchange, AutomaticRuleDecidesOnceAllAreMeasuredAndAgainWithThePeersRati
     request_of["c"] = decisions[0].request_id;
     EXPECT_FALSE(m->EmdRows()[0].accepted.has_value());
   }
+  // Each measured peer hears our decision about it and every id our row leans to accept.
   ASSERT_EQ(decisions.size(), 2u);
   for (const SendRequest& d : decisions) {
-    EXPECT_EQ(std::get<EmdDecision>(d.message.body).accepted, d.peer == "a") << d.peer;
+    const auto& decision = std::get<EmdDecision>(d.message.body);
+    EXPECT_EQ(decision.accepted, d.peer == "a") << d.peer;
+    EXPECT_EQ(decision.accepts, std::vector<std::string>{"a"}) << d.peer;
   }
   std::vector<EmdRow> rows = m->EmdRows();
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_TRUE(*rows[0].accepted);
   EXPECT_FALSE(*rows[1].accepted);
   EXPECT_NEAR(*rows[0].threshold, std::sqrt(2.0), 1e-12);
-  // b measured us at ratio 0.4: the pair's mean ratio (2.0 + 0.4) / 2 = 1.2 is below the floor,
-  // so b is accepted after all and hears of it; a's decision does not change and is not re-sent.
-  auto again = All<SendRequest>(m->OnInbound(9, From("b", 4, EmdDecision{false, 0.012, 0.03}), t0));
-  ASSERT_EQ(again.size(), 1u);
-  EXPECT_EQ(again[0].peer, "b");
-  EXPECT_TRUE(std::get<EmdDecision>(again[0].message.body).accepted);
+  EXPECT_FALSE(rows[0].agreed.has_value()) << "no edge before the peer's decision";
+  // a leans to us and to b; b leans to us, a and c. The columns: K_me = {me, a, b},
+  // K_a = {a, me, b}, K_b = {b, a}. Both pairs agree (Jaccard 1 and 2/3 >= 1/2): b, which our
+  // row rejected, is in our cluster because the peers that accept us accept it too.
+  EXPECT_TRUE(All<SendRequest>(
+                  m->OnInbound(8, From("a", 3, EmdDecision{true, 0.03, 0.03, {{"b", "me"}}}), t0))
+                  .empty());
   rows = m->EmdRows();
-  EXPECT_TRUE(*rows[1].accepted);
-  EXPECT_DOUBLE_EQ(*rows[1].peer_emd, 0.012);
+  EXPECT_TRUE(*rows[0].agreed);
+  EXPECT_FALSE(rows[1].agreed.has_value());
+  m->OnInbound(9, From("b", 4, EmdDecision{true, 0.03, 0.03, {{"a", "c", "me"}}}), t0);
+  rows = m->EmdRows();
+  EXPECT_TRUE(rows[0].mutual());
+  EXPECT_TRUE(rows[1].mutual());
+  EXPECT_FALSE(*rows[1].accepted);
+  EXPECT_DOUBLE_EQ(m->sampler().Find("a")->probability, 0.5);
+  EXPECT_DOUBLE_EQ(m->sampler().Find("b")->probability, 0.5);
+}
+
+TEST(EmdExchange, AutomaticRuleKeepsNoEdgeWhereTheColumnsDisagree) {
+  TimePoint t0{};
+  auto m = AutomaticRuleMachine(t0);
+  EmbedReply reply;
+  reply.rows = 1;
+  reply.cols = 2;
+  reply.embeddings = FloatArray::Own({1, 0});
+  // Our row cannot tell the peers apart (ratios 1.0, 1.1, 1.2 are all below the floor): we lean
+  // to every peer.
+  const std::map<std::string, double> emd_of = {{"a", 0.030}, {"b", 0.033}, {"c", 0.036}};
+  for (const auto& r : All<SendRequest>(m->OnComputeDone(Outcome(0), t0))) {
+    if (!std::holds_alternative<EmbedRequest>(r.message.body)) continue;
+    auto jobs = All<StartEmd>(m->OnReply(r.request_id, From(r.peer, 1, reply), t0));
+    ASSERT_EQ(jobs.size(), 1u);
+    m->OnEmdDone(jobs[0].job, EmdMeasure{emd_of.at(r.peer), 0.03}, t0);
+  }
+  for (const EmdRow& row : m->EmdRows()) EXPECT_TRUE(*row.accepted) << row.peer;
+  // The peers see two groups, {me, a} and {b, c}: K_me = {me, a}, K_a = {a, me},
+  // K_b = {b, me, c}, K_c = {c, me, b}. Only the edge with a holds (Jaccard 1; 1/4 with b and c).
+  m->OnInbound(7, From("a", 3, EmdDecision{true, 0.03, 0.03, {{"me"}}}), t0);
+  m->OnInbound(8, From("b", 3, EmdDecision{false, 0.09, 0.03, {{"c"}}}), t0);
+  m->OnInbound(9, From("c", 3, EmdDecision{false, 0.09, 0.03, {{"b"}}}), t0);
+  std::vector<EmdRow> rows = m->EmdRows();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[0].mutual());
+  EXPECT_FALSE(rows[1].mutual());
+  EXPECT_FALSE(rows[2].mutual());
+  EXPECT_DOUBLE_EQ(m->sampler().Find("a")->probability, 1.0);
 }
 
 TEST(EmdExchange, FinishedNodeLingersOnlyWhileItsExchangeIsInFlight) {
@@ -207,7 +255,7 @@ TEST(EmdExchange, FinishedNodeWaitsForTheDecisionOfAPeerItMeasured) {
   // Our side is done, but a has not measured us yet: we stay past the linger time...
   EXPECT_TRUE(All<Finished>(m->OnTick(t0 + seconds(20))).empty());
   // ...until its decision arrives.
-  m->OnInbound(3, From("a", 9, EmdDecision{true, 0.04, 0.03}), t0 + seconds(21));
+  m->OnInbound(3, From("a", 9, EmdDecision{true, 0.04, 0.03, std::nullopt}), t0 + seconds(21));
   EXPECT_EQ(All<Finished>(m->OnTick(t0 + seconds(22))).size(), 1u);
 }
 

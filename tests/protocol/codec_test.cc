@@ -39,6 +39,25 @@ TEST_P(RoundTrip, EncodeDecodeEncodeGivesSameBytesAndEqualMessage) {
   EXPECT_EQ(Concat(Encode(*decoded)), Concat(frames));
 }
 
+// PROTOCOL.md, type 8: the automatic rule's `accepts` travels as a fourth field; without it the
+// decision decodes with no list (a fixed ε, or an older node).
+TEST(EmdDecisionCodec, AcceptsIsAnOptionalFourthFieldOfIds) {
+  Message with = MakeMessage("node-0", 5, 1,
+                             EmdDecision{false, 0.5, 0.0625, std::vector<std::string>{"a", "b"}});
+  auto decoded = Decode(Encode(with));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, with);
+  Message empty = MakeMessage("node-0", 5, 1, EmdDecision{true, 0.5, 0.0625, {{}}});
+  decoded = Decode(Encode(empty));
+  ASSERT_TRUE(decoded.ok());
+  ASSERT_TRUE(std::get<EmdDecision>(decoded->body).accepts.has_value());
+  EXPECT_TRUE(std::get<EmdDecision>(decoded->body).accepts->empty());
+  decoded =
+      Decode(Encode(MakeMessage("node-0", 5, 1, EmdDecision{true, 0.5, 0.0625, std::nullopt})));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_FALSE(std::get<EmdDecision>(decoded->body).accepts.has_value());
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryType, RoundTrip, ::testing::Range<size_t>(0, SampleMessages().size()),
                          [](const auto& info) {
                            return std::string(
@@ -403,6 +422,9 @@ TEST(Hostile, NodeIdsOutsideTheAlphabetAreInvalidArguments) {
     Message model = SampleModel();
     std::get<Model>(model.body).score_row = {{id, 0.5}};
     EXPECT_EQ(DecodeCode(Encode(model)), ErrorCode::kInvalidArgument) << "score row '" << id << "'";
+    EmdDecision decision{true, 0.5, 0.25, std::vector<std::string>{"node-1", id}};
+    EXPECT_EQ(DecodeCode(Encode(MakeMessage("a", 1, 0, decision))), ErrorCode::kInvalidArgument)
+        << "EmdDecision accepts '" << id << "'";
   }
   for (const std::string& id :
        {std::string("a"), std::string("node-0"), std::string("Rank_17.b"), std::string(64, '9')}) {

@@ -514,6 +514,12 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
     check(reply is not None and reply.type == TYPES["EmdDecision"] and
           reply.body[:3] == [True, 0.125, 0.0625], "EmdDecision is answered with one",
           reply and reply.body)
+    # With the automatic rule's optional fourth field, the ids the sender leans to accept.
+    rid, reply = client.ask("EmdDecision", [False, 0.5, 0.0625, ["node-7", "node-8"]])
+    check(reply is not None and reply.type == TYPES["EmdDecision"],
+          "EmdDecision with accepts is answered with one", reply and (reply.name, reply.body))
+    rid, reply = client.ask("EmdDecision", [False, 0.5, 0.0625, ["node-7", "bad id"]])
+    check_error(reply, "invalid_argument", rid, "EmdDecision.accepts holding a bad node id")
 
     # 9 Ping -> 10 Pong, with the nonce.
     rid, reply = client.ask("Ping", [2 ** 63 + 5])

@@ -78,7 +78,7 @@ inline std::vector<Message> SampleMessages(uint16_t version = kProtocolVersion) 
   messages.push_back(MakeMessage("node-1", 3, 13, model));
   messages.push_back(MakeMessage("node-0", 4, 1, embed));
   messages.push_back(MakeMessage("node-1", 4, 1, reply));
-  messages.push_back(MakeMessage("node-0", 5, 1, EmdDecision{true, 0.125, 0.0625}));
+  messages.push_back(MakeMessage("node-0", 5, 1, EmdDecision{true, 0.125, 0.0625, std::nullopt}));
   messages.push_back(MakeMessage("node-0", 6, 2, Ping{7}));
   messages.push_back(MakeMessage("node-1", 6, 2, pong));
   messages.push_back(MakeMessage("node-1", 7, 2, Error{ErrorCode::kLayoutMismatch, "bad layout"}));

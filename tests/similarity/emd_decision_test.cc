@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace meshlearn::similarity {
@@ -49,6 +51,25 @@ TEST(AutomaticThresholdTest, TheFloorKeepsARowOfOneDistributionWhole) {
   // Fewer than two values have no gap: the floor.
   EXPECT_DOUBLE_EQ(AutomaticThreshold(std::vector<double>{3.0}), kAutomaticRatioFloor);
   EXPECT_DOUBLE_EQ(AutomaticThreshold(std::vector<double>{}), kAutomaticRatioFloor);
+}
+
+TEST(JaccardTest, IsTheSharedShareOfTheUnion) {
+  EXPECT_DOUBLE_EQ(Jaccard({"a", "b", "c"}, {"b", "c", "d"}), 2.0 / 4.0);
+  EXPECT_DOUBLE_EQ(Jaccard({"a"}, {"a"}), 1.0);
+  EXPECT_DOUBLE_EQ(Jaccard({"a"}, {"b"}), 0.0);
+  EXPECT_DOUBLE_EQ(Jaccard({}, {"b"}), 0.0);
+  EXPECT_DOUBLE_EQ(Jaccard({}, {}), 1.0);
+}
+
+TEST(JaccardTest, ColumnsOfOneClusterAgreeWhereARowSplitAtTheWrongGap) {
+  // Clusters {0,1,2,3} and {4,5,6}. Node 0's row split too low: it leans only to 1. Node 4's
+  // row split too high: it leans to everyone. The columns K_x = {x} ∪ {k : k leans to x} still
+  // put 0 with 2 and 3, and keep 4 away from 0.
+  const std::set<std::string> k0 = {"0", "1", "2", "3", "4"};  // 4 leans to everyone
+  const std::set<std::string> k2 = {"2", "1", "3", "4"};       // 0 does not lean to 2
+  const std::set<std::string> k4 = {"4", "5", "6"};            // only its own cluster leans to 4
+  EXPECT_GE(Jaccard(k0, k2), kColumnAgreement);
+  EXPECT_LT(Jaccard(k0, k4), kColumnAgreement);
 }
 
 TEST(EmdScoreTest, IsMinusThePositiveExcess) {
