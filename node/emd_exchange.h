@@ -96,7 +96,7 @@ struct EmdRow {
   std::optional<std::vector<std::string>> peer_accepts;
   std::optional<bool> agreed;
   // What our decision compared against: the fixed ε (accepted iff EMD_ij − ref_i < ε), or the
-  // automatic threshold t (accepted iff the pair's ratio ρ < t).
+  // automatic threshold t (accepted iff our ratio ρ_ij = EMD_ij / ref_i < t).
   std::optional<double> threshold;
   // When our measurement completed: the round then in progress, and the seconds since the
   // exchange started (the round start that queued the peer).
