@@ -473,7 +473,16 @@ void EmdExchange::OnDecision(InboundId inbound, const Envelope& env, const EmdDe
   EmdRow& row = rows_[env.sender];
   row.peer = env.sender;
   row.peer_accepted = decision.accepted;
-  if (decision.accepts) row.peer_accepts = decision.accepts;
+  if (decision.accepts) {
+    // Only ids of this mesh count (us and our peers): a peer cannot grow our state with others.
+    std::vector<std::string> known;
+    for (const std::string& id : *decision.accepts) {
+      if (id == node_.requests.self() || membership_.peers().Find(id) != nullptr) {
+        known.push_back(id);
+      }
+    }
+    row.peer_accepts = std::move(known);
+  }
   if (config_.epsilon) {
     ApplyDecision(env.sender);
   } else {

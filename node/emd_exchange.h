@@ -91,8 +91,9 @@ struct EmdRow {
   std::optional<double> reference;    // ref_i
   std::optional<bool> accepted;       // our decision
   std::optional<bool> peer_accepted;  // the peer's decision about us
-  // Automatic rule: the ids the peer's own row leans to accept (from its decision), and whether
-  // the pair's columns agree (similarity/emd_decision.h, step 2), once both decisions are known.
+  // Automatic rule: the ids the peer's own row leans to accept (from its decision; only us and
+  // our peers, other ids are dropped), and whether the pair's columns agree
+  // (similarity/emd_decision.h, step 2), once both decisions are known.
   std::optional<std::vector<std::string>> peer_accepts;
   std::optional<bool> agreed;
   // What our decision compared against: the fixed ε (accepted iff EMD_ij − ref_i < ε), or the
