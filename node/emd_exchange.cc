@@ -157,8 +157,7 @@ void EmdExchange::OnReply(uint64_t request_id, const Result<Message>& reply,
       if (!body) {
         if (failure.ok())
           failure = Status::Malformed("EmbedRequest was not answered with EmbedReply");
-        node_.log.warn("EMD exchange with {} failed: {}", pending.peer, failure.ToString());
-        AbandonMeasure(pending.peer, failure, now, out);
+        AbandonMeasure(pending.peer, failure.WithContext("embedding at the peer"), now, out);
         return;
       }
       ++jobs_running_;
@@ -196,8 +195,7 @@ void EmdExchange::OnReply(uint64_t request_id, const Result<Message>& reply,
         return;
       }
       if (!result) {
-        node_.log.warn("witnessed EMD with {} failed: {}", pending.peer, failure.ToString());
-        AbandonMeasure(pending.peer, failure, now, out);
+        AbandonMeasure(pending.peer, failure.WithContext("witnessed EMD"), now, out);
         return;
       }
       CompleteMeasure(pending.peer, result->emd, pending.reference, reply->envelope.sender, now,
@@ -211,8 +209,7 @@ void EmdExchange::OnEmdDone(const EmdJob& job, const Result<EmdMeasure>& result,
                             Actions& out) {
   --jobs_running_;
   if (!result.ok()) {
-    node_.log.warn("EMD with {} failed: {}", job.peer, result.status().ToString());
-    AbandonMeasure(job.peer, result.status(), now, out);
+    AbandonMeasure(job.peer, result.status().WithContext("EMD"), now, out);
     return;
   }
   CompleteMeasure(job.peer, result->emd, result->reference, "", now, out);
@@ -223,9 +220,7 @@ void EmdExchange::OnOwnProjectionDone(const OwnProjectionJob& job,
                                       Actions& out) {
   --jobs_running_;
   if (!result.ok()) {
-    node_.log.warn("could not project our rows for the EMD with {}: {}", job.peer,
-                   result.status().ToString());
-    AbandonMeasure(job.peer, result.status(), now, out);
+    AbandonMeasure(job.peer, result.status().WithContext("projecting our rows"), now, out);
     return;
   }
   WitnessRows rows;
@@ -279,7 +274,7 @@ void EmdExchange::AbandonMeasure(const std::string& peer, const Status& why, Tim
   measuring_.erase(peer);
   const int attempts = attempts_[peer];
   if (attempts < kEmdAttempts && server_.HavePublished()) {
-    node_.log.info("EMD exchange with {}: attempt {} of {} failed ({}); trying again", peer,
+    node_.log.warn("EMD exchange with {}: attempt {} of {} failed ({}); trying again", peer,
                    attempts, kEmdAttempts, why.ToString());
     // A retry replaces the failed request, so it does not wait for the per-round budget.
     if (RequestMeasure(peer, server_.RoundZeroWeights(), now, out)) return;

@@ -187,8 +187,8 @@ class EmdExchange {
   // Records i's measurement of `peer`; with a fixed ε decides and sends the decision to the peer.
   void CompleteMeasure(const std::string& peer, double emd, double reference,
                        const std::string& witness, TimePoint now, Actions& out);
-  // The measurement of `peer` ended without a value (`why`): queues it again, or gives it up
-  // after kEmdAttempts attempts.
+  // The measurement of `peer` ended without a value (`why`, with where it failed): logs it once,
+  // and asks again or gives the peer up after kEmdAttempts attempts.
   void AbandonMeasure(const std::string& peer, const Status& why, TimePoint now, Actions& out);
   // Automatic rule: once nothing is queued or being measured, decides every measured peer and,
   // when a decision is new or changed, sends every measured peer its decision and our leanings.
