@@ -46,8 +46,9 @@ struct RoundRow {
 // for a header other than kRoundsCsvHeader or a row that does not parse.
 Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path);
 
-// The process holding the lock of node folder `dir` ("<dir>/node.lock"), or 0 when no process
-// does (the folder is free, or has no lock file).
+// The process holding the lock of node folder `dir` ("<dir>/node.lock"): its id, -1 when the lock
+// is held but the holder's id is unreadable, or 0 when no process holds it (the folder is free,
+// or has no lock file). FileLock::Holder's contract.
 pid_t NodeFolderLockHolder(const std::string& dir);
 
 // The output folder of one node.

@@ -147,8 +147,8 @@ class TransportNetwork {
 // and the assignment solvers take a fraction of the network simplex's time (issue 19:
 // `meshlearn-bench --benchmark_filter=Emd`).
 // The network of the last shape is kept between calls. Rationale: building it touches ~16 MB at
-// 512 × 512 (fresh pages, a third of the solve time); the exchange computes EMD_ij and ref_i on
-// sets of the same size, so the second call and every later peer reuse it. Calls are serialised
+// 512 × 600 (fresh pages, a third of the solve time), and calls of one shape (a solver used on
+// sets whose sizes do not divide) reuse it. Calls are serialised
 // by a mutex; drop the solver to release the memory.
 class ExactEmdSolver final : public EmdSolver {
  public:

@@ -12,8 +12,10 @@
 //   - "exact": the transportation problem solved to optimality, and the same value as Python
 //     POT's ot.emd2 on the same cost matrix to 1e-9 relative (tests/similarity/emd_test.cc). Two
 //     sets of the same size are an assignment problem (the optimal plan of uniform weights is a
-//     permutation), solved by Jonker and Volgenant's algorithm (similarity/assignment.h); other
-//     sizes go to LEMON's network simplex.
+//     permutation), solved by Jonker and Volgenant's algorithm (similarity/assignment.h); when
+//     one size divides the other, a capacitated assignment (each point of the larger set goes
+//     whole to one of the smaller set, which takes n_large / n_small of them); other sizes go to
+//     LEMON's network simplex.
 //   - "sinkhorn": log-domain stabilised Sinkhorn iterations on the entropy-regularised problem;
 //     returns the transport cost <P, C> of the regularised plan P (the entropy term excluded, like
 //     POT's ot.sinkhorn2), which is >= the exact W and approaches it as the regularisation shrinks.
@@ -61,7 +63,7 @@ class EmdSolver {
 
 // The EMD solvers.
 enum class EmdSolverKind {
-  kExact,     // "exact": the assignment solver for equal sizes, the network simplex otherwise
+  kExact,     // "exact": an assignment when one size divides the other, else the network simplex
   kSinkhorn,  // "sinkhorn": entropic regularisation
 };
 

@@ -43,7 +43,9 @@ TEST(SlurmHostlist, RefusesMalformedLists) {
                           "node[[1]]", "node[1-]"}) {
     auto hosts = ExpandSlurmHostlist(bad);
     EXPECT_FALSE(hosts.ok()) << "'" << bad << "' was accepted";
-    if (!hosts.ok()) EXPECT_NE(hosts.status().message().find(bad), std::string::npos) << bad;
+    if (!hosts.ok()) {
+      EXPECT_NE(hosts.status().message().find(bad), std::string::npos) << bad;
+    }
   }
   auto huge = ExpandSlurmHostlist("n[1-2000000]", 1000);
   ASSERT_FALSE(huge.ok());

@@ -50,15 +50,15 @@ struct LaunchRecord {
 
 // The whole manifest.
 struct Manifest {
-  int format = 1;
+  int format = 1;                 // the manifest's own format; ParseManifest reads only 1
   std::string status = kRunning;  // of the run: the latest launch's
   std::string started, ended;     // first launch's start, latest launch's end
-  std::string scenario_name;
-  std::string scenario_file;
-  uint64_t seed = 0;
-  int nodes = 0;
-  std::string scenario_text;  // the file as given
-  std::string resolved;       // the scenario as run (Scenario::resolved)
+  std::string scenario_name;      // [scenario] name
+  std::string scenario_file;      // the scenario file as given on the command line
+  uint64_t seed = 0;              // the run's seed (--seed or the scenario's)
+  int nodes = 0;                  // the number of nodes (--nodes or the scenario's)
+  std::string scenario_text;      // the file as given
+  std::string resolved;           // the scenario as run (Scenario::resolved)
   std::vector<LaunchRecord> launches;
   std::vector<MethodRecord> methods;
 

@@ -32,20 +32,12 @@ const std::set<std::string> kNodeFiles = {
 
 // `name` without a trailing ".tmp".
 std::string Untemp(const std::string& name) {
-  const std::string tmp = ".tmp";
-  if (name.size() > tmp.size() && name.compare(name.size() - tmp.size(), tmp.size(), tmp) == 0) {
-    return name.substr(0, name.size() - tmp.size());
-  }
-  return name;
-}
-
-bool StartsWith(const std::string& text, const std::string& prefix) {
-  return text.rfind(prefix, 0) == 0;
+  return name.ends_with(".tmp") && name.size() > 4 ? name.substr(0, name.size() - 4) : name;
 }
 
 // "node-<id>" folder names (ids are what the launcher gives: client numbers).
 bool IsNodeFolder(const std::string& name) {
-  return StartsWith(name, "node-") && name.size() > 5 &&
+  return name.starts_with("node-") && name.size() > 5 &&
          name.find_first_not_of("0123456789", 5) == std::string::npos;
 }
 
@@ -97,7 +89,7 @@ bool WrittenByMeshlearn(const std::string& relative, const std::set<std::string>
   std::string file = Untemp(p.back());
   if (p.size() == 1) return kRunFiles.count(file) > 0;
   if (p.size() == 2 && p[0] == "shards") {
-    return StartsWith(file, "client-") && file.size() > 13 &&
+    return file.starts_with("client-") && file.size() > 13 &&
            file.compare(file.size() - 6, 6, ".shard") == 0 &&
            file.find_first_not_of("0123456789", 7) == file.size() - 6;
   }
@@ -105,7 +97,7 @@ bool WrittenByMeshlearn(const std::string& relative, const std::set<std::string>
   if (p.size() == 2) return kMethodFiles.count(file) > 0;
   if (p.size() == 3 && p[1] == "keys") {
     return file == "allowed_keys" ||
-           (StartsWith(file, "node-") && (file.ends_with(".key") || file.ends_with(".pub")));
+           (file.starts_with("node-") && (file.ends_with(".key") || file.ends_with(".pub")));
   }
   if (p.size() == 3 && IsNodeFolder(p[1])) return kNodeFiles.count(file) > 0;
   return false;
@@ -237,7 +229,7 @@ Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, Existin
     }
   }
   auto clusters = ReadWholeFile(dir + "/clusters.csv");
-  bool older_run = clusters.ok() && StartsWith(*clusters, "node,cluster\n");
+  bool older_run = clusters.ok() && clusters->starts_with("node,cluster\n");
   bool holds_run = previous || !unreadable.ok() || older_run;
   const std::string choices =
       "--resume continues that run, --force replaces it (deleting only the files meshlearn "

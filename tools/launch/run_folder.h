@@ -52,8 +52,6 @@ class ClaimedRunFolder {
 
   // The manifest as it stands.
   const Manifest& manifest() const { return manifest_; }
-  // The folder.
-  const std::string& dir() const { return dir_; }
   // Records `method` (adding or replacing its record) and rewrites the manifest.
   Status Record(const MethodRecord& method);
   // Ends this launch with `status` (the run's status too) and rewrites the manifest.

@@ -377,7 +377,7 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
     return ParseNetwork(t, s.network);
   }));
   MESHLEARN_RETURN_IF_ERROR(top.RejectUnknown());
-  if (s.methods.empty()) s.methods.push_back({"default", {}});
+  if (s.methods.empty()) s.methods.push_back({"default", {}, {}});
 
   if (overrides.seed) s.seed = *overrides.seed;
   s.data.partition.seed = s.seed;
