@@ -390,6 +390,7 @@ Result<Assignment> MinCostAssignment(std::span<const double> cost, size_t rows, 
 
 Result<Assignment> MinCostCapacitatedAssignment(std::span<const double> cost, size_t rows,
                                                 size_t cols, size_t capacity) {
+  if (capacity == 1 && rows == cols) return MinCostAssignment(cost, rows, cols);
   MESHLEARN_RETURN_IF_ERROR(CheckCosts(cost, rows, cols));
   if (capacity == 0 || rows != capacity * cols) {
     return Status::InvalidArgument("assignment: " + std::to_string(rows) + " rows cannot fill " +

@@ -63,7 +63,8 @@ Result<Assignment> MinCostAssignment(std::span<const double> cost, size_t rows, 
 // the transportation problem between rows of mass 1/rows and columns of mass 1/cols (an optimal
 // transport plan between uniform sets whose sizes divide, similarity/emd.h); its optimal flow is
 // integral. Returns column_of_row (every row matched) and the total; the same input errors as
-// MinCostAssignment, and kInvalidArgument when rows ≠ capacity · cols.
+// MinCostAssignment, and kInvalidArgument when rows ≠ capacity · cols. Capacity 1 is
+// MinCostAssignment's problem, and is solved by it.
 // The algorithm: rows take their cheapest column while it has room, then every row left is placed
 // by a shortest augmenting path over reduced costs (Dijkstra over the columns; a full column is
 // crossed through any of its rows), as in MinCostAssignment. Rationale: the exchange's EMD between

@@ -155,29 +155,17 @@ class ExactEmdSolver final : public EmdSolver {
   std::string_view Name() const override { return "exact"; }
 
   Result<double> Distance(const PointSet& a, const PointSet& b) const override {
+    // W is symmetric: the capacitated assignment takes the larger set as its rows.
+    if (a.rows > 0 && a.rows < b.rows && b.rows % a.rows == 0) return Distance(b, a);
     Result<std::vector<double>> cost = CosineCostMatrix(a, b);
     if (!cost.ok()) return cost.status();
-    if (a.rows == b.rows) {
-      Result<Assignment> matching = MinCostAssignment(*cost, a.rows, b.rows);
+    if (a.rows % b.rows == 0) {
+      // Each point of a carries 1/n_a of the mass; each of b takes the mass of n_a / n_b of them
+      // (one each for equal sizes: an assignment).
+      Result<Assignment> matching =
+          MinCostCapacitatedAssignment(*cost, a.rows, b.rows, a.rows / b.rows);
       if (!matching.ok()) return matching.status().WithContext("emd");
       return std::max(0.0, matching->total_cost / static_cast<double>(a.rows));
-    }
-    if (a.rows % b.rows == 0 || b.rows % a.rows == 0) {
-      // Each point of the larger set carries 1/n of the mass; each of the smaller set takes the
-      // mass of n / n_small of them.
-      const bool a_larger = a.rows > b.rows;
-      const size_t large = a_larger ? a.rows : b.rows, small = a_larger ? b.rows : a.rows;
-      std::vector<double> transposed;
-      if (!a_larger) {
-        transposed.resize(cost->size());
-        for (size_t i = 0; i < a.rows; ++i) {
-          for (size_t j = 0; j < b.rows; ++j) transposed[j * a.rows + i] = (*cost)[i * b.rows + j];
-        }
-      }
-      Result<Assignment> matching =
-          MinCostCapacitatedAssignment(a_larger ? *cost : transposed, large, small, large / small);
-      if (!matching.ok()) return matching.status().WithContext("emd");
-      return std::max(0.0, matching->total_cost / static_cast<double>(large));
     }
     std::lock_guard<std::mutex> lock(mutex_);
     if (network_ == nullptr || network_->rows_a() != a.rows || network_->rows_b() != b.rows) {
