@@ -21,6 +21,11 @@ constexpr NamedValue<PixelRange> kPixelRangeNames[] = {
     {"symmetric", PixelRange::kSymmetric},
 };
 
+constexpr NamedValue<Interpolation> kInterpolationNames[] = {
+    {"bilinear", Interpolation::kBilinear},
+    {"nearest", Interpolation::kNearest},
+};
+
 // Seed streams: one per client, plus fixed streams for pool hold-outs and synthetic thetas.
 constexpr uint64_t kHoldoutStream = 1'000'000'000;
 constexpr uint64_t kThetaStream = 2'000'000'000;
@@ -115,7 +120,7 @@ void TransformForCluster(Dataset& d, const PartitionConfig& config, int cluster,
     for (size_t i = 0; i < d.size(); ++i) {
       float* sample = d.features.data() + i * numel;
       RotateImage(sample, rotated.data(), d.sample_shape[0], d.sample_shape[1], d.sample_shape[2],
-                  config.rotations_deg[cluster]);
+                  config.rotations_deg[cluster], config.interpolation);
       std::copy(rotated.begin(), rotated.end(), sample);
     }
   }
@@ -273,6 +278,8 @@ NameTable<ShiftKind> ShiftKindNames() { return kShiftNames; }
 
 NameTable<PixelRange> PixelRangeNames() { return kPixelRangeNames; }
 
+NameTable<Interpolation> InterpolationNames() { return kInterpolationNames; }
+
 Result<ShiftKind> ParseShiftKind(std::string_view name) {
   if (std::optional<ShiftKind> kind = ValueNamed(ShiftKindNames(), name)) return *kind;
   std::string allowed;
@@ -425,7 +432,7 @@ Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>
 }
 
 void RotateImage(const float* src, float* dst, int64_t channels, int64_t height, int64_t width,
-                 double degrees) {
+                 double degrees, Interpolation interpolation) {
   double turns = std::fmod(degrees, 360.0);
   if (turns < 0) turns += 360.0;
   double cos_t = std::cos(turns * std::numbers::pi / 180.0);
@@ -451,6 +458,11 @@ void RotateImage(const float* src, float* dst, int64_t channels, int64_t height,
         const double dy = static_cast<double>(y) - cy;
         const double sx = cx + dx * cos_t - dy * sin_t;
         const double sy = cy + dx * sin_t + dy * cos_t;
+        if (interpolation == Interpolation::kNearest) {
+          out[y * width + x] = static_cast<float>(at(static_cast<int64_t>(std::nearbyint(sx)),
+                                                     static_cast<int64_t>(std::nearbyint(sy))));
+          continue;
+        }
         const double fx = std::floor(sx);
         const double fy = std::floor(sy);
         const double ax = sx - fx;

@@ -51,6 +51,16 @@ enum class PixelRange {
 // The config name of every PixelRange ([data] pixel_range), in documentation order.
 NameTable<PixelRange> PixelRangeNames();
 
+// How a rotation reads the source image between pixel centres.
+enum class Interpolation {
+  kBilinear,  // "bilinear": the four neighbours, weighted by distance (smooths the image)
+  kNearest,   // "nearest": the nearest source pixel, ties to even (keeps pixel values): file
+              // 004's code (torchvision RandomRotation's default, InterpolationMode.NEAREST)
+};
+
+// The config name of every Interpolation ([data] interpolation), in documentation order.
+NameTable<Interpolation> InterpolationNames();
+
 // Parses a shift name ("iid", "covariate", "label", "label_swap", "domain", "synthetic").
 // Unknown names give kInvalidArgument listing the allowed ones.
 Result<ShiftKind> ParseShiftKind(std::string_view name);
@@ -77,8 +87,9 @@ struct PartitionConfig {
 
   // Image sources only (not "synthetic"): see PixelRange.
   PixelRange pixel_range = PixelRange::kUnit;
-  std::vector<double> rotations_deg;             // covariate: one angle per cluster (any)
-  std::vector<std::vector<int64_t>> label_sets;  // label: the classes of each cluster
+  std::vector<double> rotations_deg;                       // covariate: one angle per cluster (any)
+  Interpolation interpolation = Interpolation::kBilinear;  // covariate: how rotations sample
+  std::vector<std::vector<int64_t>> label_sets;            // label: the classes of each cluster
   std::vector<std::vector<std::pair<int64_t, int64_t>>> label_swaps;  // label_swap: per cluster
 
   // synthetic: y = <x, theta_c> + N(0, noise_std^2), x and theta_c ~ U(-range, range)^dim.
@@ -119,9 +130,10 @@ Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>
                                                    const PartitionConfig& config);
 
 // Rotates every channel of the {channels, height, width} image `src` by `degrees`
-// counter-clockwise about its centre into `dst` (same size), with bilinear interpolation and
-// zeros outside the source. Multiples of 90 degrees are exact pixel permutations.
+// counter-clockwise about its centre ((width − 1) / 2, (height − 1) / 2) into `dst` (same
+// size), reading the source by `interpolation`, with zeros outside it. Multiples of 90
+// degrees are exact pixel permutations under either interpolation.
 void RotateImage(const float* src, float* dst, int64_t channels, int64_t height, int64_t width,
-                 double degrees);
+                 double degrees, Interpolation interpolation = Interpolation::kBilinear);
 
 }  // namespace meshlearn::training

@@ -184,5 +184,19 @@ TEST(ScenarioData, PixelRangeIsReadForImagesAndRefusedWithoutPixels) {
       << synthetic.status().ToString();
 }
 
+TEST(ScenarioData, InterpolationDefaultsToBilinearAndNamesItsChoicesWhenWrong) {
+  auto unset = WithData("fashion-mnist", "");
+  ASSERT_TRUE(unset.ok()) << unset.status().ToString();
+  EXPECT_EQ(unset->data.partition.interpolation, training::Interpolation::kBilinear);
+  auto nearest = WithData("fashion-mnist", "interpolation = \"nearest\"\n");
+  ASSERT_TRUE(nearest.ok()) << nearest.status().ToString();
+  EXPECT_EQ(nearest->data.partition.interpolation, training::Interpolation::kNearest);
+  auto unknown = WithData("fashion-mnist", "interpolation = \"bicubic\"\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().ToString().find("must be one of \"bilinear\", \"nearest\""),
+            std::string::npos)
+      << unknown.status().ToString();
+}
+
 }  // namespace
 }  // namespace meshlearn::launch

@@ -217,6 +217,41 @@ TEST(RotateImage, PositiveAnglesTurnCounterClockwise) {
   EXPECT_NE(out, image);
 }
 
+TEST(RotateImage, NearestKeepsPixelValuesAndBilinearBlends) {
+  // A 28 x 28 gradient: every pixel a different value.
+  std::vector<float> image(28 * 28), nearest(28 * 28), bilinear(28 * 28), turned(28 * 28);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>(i) / 1000.0f;
+  RotateImage(image.data(), nearest.data(), 1, 28, 28, 10, Interpolation::kNearest);
+  RotateImage(image.data(), bilinear.data(), 1, 28, 28, 10, Interpolation::kBilinear);
+  const std::set<float> source(image.begin(), image.end());
+  size_t blended = 0;
+  for (size_t i = 0; i < image.size(); ++i) {
+    EXPECT_TRUE(nearest[i] == 0.0f || source.count(nearest[i])) << "pixel " << i;
+    if (bilinear[i] != 0.0f && !source.count(bilinear[i])) ++blended;
+  }
+  EXPECT_GT(blended, image.size() / 2) << "bilinear mixes neighbours at 10 degrees";
+  // The centre pixel's neighbourhood barely moves: nearest reads the pixel itself.
+  EXPECT_EQ(nearest[14 * 28 + 14], image[14 * 28 + 14]);
+  // Quarter turns are the same permutation under both.
+  RotateImage(image.data(), nearest.data(), 1, 28, 28, 270, Interpolation::kNearest);
+  RotateImage(image.data(), turned.data(), 1, 28, 28, 270, Interpolation::kBilinear);
+  EXPECT_EQ(nearest, turned);
+}
+
+TEST(Partition, CovariateShiftRotatesWithTheConfiguredInterpolation) {
+  const Dataset pool = MakeImagePool(600, 10, 0);
+  PartitionConfig c = SmallConfig(ShiftKind::kCovariate);
+  c.rotations_deg = {0, 10};
+  auto bilinear = BuildClientShards({{&pool}}, c);
+  c.interpolation = Interpolation::kNearest;
+  auto nearest = BuildClientShards({{&pool}}, c);
+  ASSERT_TRUE(bilinear.ok() && nearest.ok());
+  for (size_t k = 0; k < nearest->size(); ++k) {
+    const bool rotated = (*nearest)[k].cluster_id == 1;
+    EXPECT_EQ((*nearest)[k].train == (*bilinear)[k].train, !rotated) << "client " << k;
+  }
+}
+
 TEST(Partition, LabelShiftKeepsOnlyEachClustersClasses) {
   const Dataset pool = MakeImagePool(2000, 10, 0);
   PartitionConfig c = SmallConfig(ShiftKind::kLabel);

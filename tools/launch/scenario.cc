@@ -216,6 +216,8 @@ Status ParseData(TableReader& t, DataSpec& d) {
   MESHLEARN_RETURN_IF_ERROR(NumberList(t, "cluster_sizes", &p.cluster_sizes));
   MESHLEARN_RETURN_IF_ERROR(NumberList(t, "rotations", &p.rotations_deg));
   MESHLEARN_RETURN_IF_ERROR(t.Choice("pixel_range", &p.pixel_range, training::PixelRangeNames()));
+  MESHLEARN_RETURN_IF_ERROR(
+      t.Choice("interpolation", &p.interpolation, training::InterpolationNames()));
   MESHLEARN_RETURN_IF_ERROR(IntListList(t, "label_sets", &p.label_sets));
   MESHLEARN_RETURN_IF_ERROR(SwapLists(t, "label_swaps", &p.label_swaps));
   MESHLEARN_RETURN_IF_ERROR(t.Integer("train_per_client", &p.train_per_client, 1, 1 << 24));
