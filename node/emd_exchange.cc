@@ -360,21 +360,23 @@ void EmdExchange::SendDecision(const std::string& peer,
 void EmdExchange::Agree() {
   if (config_.epsilon) return;
   // K_x = {x} ∪ {k : k leans to accept x}, from our leanings and those the peers sent.
-  const std::string& self = node_.requests.self();
-  std::map<std::string, std::set<std::string>> column;
-  column[self].insert(self);
+  std::vector<uint32_t> numbers;  // of rows_'s peers, in its order
+  for (const auto& [peer, row] : rows_) numbers.push_back(ColumnNumber(peer));
+  similarity::LeaningColumns columns(column_numbers_.size());
+  size_t k = 0;
   for (const auto& [peer, row] : rows_) {
-    column[peer].insert(peer);
-    if (row.accepted.value_or(false)) column[peer].insert(self);
-    if (row.peer_accepted.value_or(false)) column[self].insert(peer);
-    if (row.peer_accepts) {
-      for (const std::string& x : *row.peer_accepts) column[x].insert(peer);
-    }
+    const uint32_t number = numbers[k++];
+    if (row.accepted.value_or(false)) columns.Lean(0, number);
+    if (row.peer_accepted.value_or(false)) columns.Lean(number, 0);
+    auto leanings = peer_leanings_.find(peer);
+    if (leanings == peer_leanings_.end()) continue;
+    for (uint32_t x : leanings->second) columns.Lean(number, x);
   }
+  k = 0;
   for (auto& [peer, row] : rows_) {
+    const uint32_t number = numbers[k++];
     if (!row.accepted || !row.peer_accepted) continue;
-    const bool agreed =
-        similarity::Jaccard(column[self], column[peer]) >= similarity::kColumnAgreement;
+    const bool agreed = columns.Jaccard(0, number) >= similarity::kColumnAgreement;
     if (row.agreed == agreed) continue;
     row.agreed = agreed;
     node_.log.info("EMD edge with {}: {}", peer,
@@ -385,6 +387,12 @@ void EmdExchange::Agree() {
       ApplyDecision(peer);
     }
   }
+}
+
+uint32_t EmdExchange::ColumnNumber(const std::string& id) {
+  if (column_numbers_.empty()) column_numbers_.emplace(node_.requests.self(), 0);
+  auto [it, added] = column_numbers_.try_emplace(id, static_cast<uint32_t>(column_numbers_.size()));
+  return it->second;
 }
 
 void EmdExchange::ApplyDecision(const std::string& peer) {
@@ -470,13 +478,13 @@ void EmdExchange::OnDecision(InboundId inbound, const Envelope& env, const EmdDe
   row.peer_accepted = decision.accepted;
   if (decision.accepts) {
     // Only ids of this mesh count (us and our peers): a peer cannot grow our state with others.
-    std::vector<std::string> known;
+    std::vector<uint32_t> known;
     for (const std::string& id : *decision.accepts) {
       if (id == node_.requests.self() || membership_.peers().Find(id) != nullptr) {
-        known.push_back(id);
+        known.push_back(ColumnNumber(id));
       }
     }
-    row.peer_accepts = std::move(known);
+    peer_leanings_[env.sender] = std::move(known);
   }
   if (config_.epsilon) {
     ApplyDecision(env.sender);

@@ -91,10 +91,8 @@ struct EmdRow {
   std::optional<double> reference;    // ref_i
   std::optional<bool> accepted;       // our decision
   std::optional<bool> peer_accepted;  // the peer's decision about us
-  // Automatic rule: the ids the peer's own row leans to accept (from its decision; only us and
-  // our peers, other ids are dropped), and whether the pair's columns agree
-  // (similarity/emd_decision.h, step 2), once both decisions are known.
-  std::optional<std::vector<std::string>> peer_accepts;
+  // Automatic rule: whether the pair's columns agree (similarity/emd_decision.h, step 2), once
+  // both decisions are known.
   std::optional<bool> agreed;
   // What our decision compared against: the fixed ε (accepted iff EMD_ij − ref_i < ε), or the
   // automatic threshold t (accepted iff our ratio ρ_ij = EMD_ij / ref_i < t).
@@ -205,6 +203,8 @@ class EmdExchange {
   // Automatic rule: sets EmdRow::agreed of every pair whose two decisions are known, from the
   // leanings known so far, and hands the changed edges to the sampler.
   void Agree();
+  // `id`'s number in the automatic rule's columns (ours is 0), given at first call.
+  uint32_t ColumnNumber(const std::string& id);
   void ApplyDecision(const std::string& peer);
   // A WitnessRows request to `witness`, with the hold limit as deadline.
   SendRequest RequestToWitness(const PeerInfo& witness, WitnessRows rows, TimePoint now);
@@ -219,7 +219,11 @@ class EmdExchange {
   EmdWitness witness_;
   std::mt19937_64 witness_rng_;  // witness choice and session ids (not sampling)
   std::map<uint64_t, Pending> pending_;
-  std::map<std::string, EmdRow> rows_;    // by peer
+  std::map<std::string, EmdRow> rows_;  // by peer
+  // Automatic rule: each node's number in LeaningColumns (us 0, peers as first met), and, by
+  // peer, the numbers of the nodes its decision leans to accept (only us and our peers).
+  std::map<std::string, uint32_t> column_numbers_;
+  std::map<std::string, std::vector<uint32_t>> peer_leanings_;
   std::map<std::string, double> scores_;  // s_ij of the `emd` metric, by peer
   std::vector<std::string> queue_;        // peers still to exchange with
   std::set<std::string> measuring_;       // peers whose measurement is under way

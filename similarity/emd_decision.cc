@@ -1,6 +1,7 @@
 #include "similarity/emd_decision.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -26,11 +27,21 @@ double AutomaticThreshold(std::span<const double> ratios) {
   return std::max(threshold, kAutomaticRatioFloor);
 }
 
-double Jaccard(const std::set<std::string>& a, const std::set<std::string>& b) {
-  if (a.empty() && b.empty()) return 1;
-  size_t common = 0;
-  for (const std::string& id : a) common += b.count(id);
-  return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
+LeaningColumns::LeaningColumns(size_t nodes) : words_((nodes + 63) / 64), bits_(nodes * words_) {
+  for (size_t x = 0; x < nodes; ++x) Lean(x, x);
+}
+
+void LeaningColumns::Lean(size_t from, size_t to) {
+  bits_[to * words_ + from / 64] |= uint64_t{1} << (from % 64);
+}
+
+double LeaningColumns::Jaccard(size_t a, size_t b) const {
+  size_t common = 0, either = 0;
+  for (size_t w = 0; w < words_; ++w) {
+    common += static_cast<size_t>(std::popcount(bits_[a * words_ + w] & bits_[b * words_ + w]));
+    either += static_cast<size_t>(std::popcount(bits_[a * words_ + w] | bits_[b * words_ + w]));
+  }
+  return static_cast<double>(common) / static_cast<double>(either);
 }
 
 double EmdScore(double excess) { return -std::max(0.0, excess); }

@@ -42,10 +42,11 @@
 //   ref_i), 0 for "same distribution", more negative the farther apart.
 //   Rationale: an excess below 0 is sampling noise, not extra similarity, so it is clipped.
 
-#include <set>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "similarity/metric.h"
 
@@ -70,8 +71,23 @@ double AutomaticThreshold(std::span<const double> ratios);
 // The automatic rule keeps the edge i–j iff Jaccard(K_i, K_j) is at least this (step 2).
 inline constexpr double kColumnAgreement = 0.5;
 
-// Returns the Jaccard index |a ∩ b| / |a ∪ b| of two sets of node ids; 1 when both are empty.
-double Jaccard(const std::set<std::string>& a, const std::set<std::string>& b);
+// The automatic rule's columns K_x = {x} ∪ {k : k leans to accept x} (step 2) of nodes numbered
+// 0 .. nodes − 1, as bit sets: a node re-evaluates all its edges each time a peer's decision
+// arrives, and string sets made that the largest cost of the 100-node exchange after its
+// arithmetic (about 10 s of the simulator's thread).
+class LeaningColumns {
+ public:
+  // Every column starts as {x}.
+  explicit LeaningColumns(size_t nodes);
+  // Records that node `from` leans to accept node `to`: `from` joins K_to. Both < nodes.
+  void Lean(size_t from, size_t to);
+  // Returns the Jaccard index |K_a ∩ K_b| / |K_a ∪ K_b|. Both < nodes.
+  double Jaccard(size_t a, size_t b) const;
+
+ private:
+  size_t words_;                // 64-bit words per column
+  std::vector<uint64_t> bits_;  // column x at [x * words_, (x + 1) * words_)
+};
 
 // Returns the `emd` score −max(0, excess) of an excess EMD_ij − ref_i (DESIGN.md "Similarity
 // metrics"). Requires a finite excess; the metric below checks it.

@@ -53,23 +53,47 @@ TEST(AutomaticThresholdTest, TheFloorKeepsARowOfOneDistributionWhole) {
   EXPECT_DOUBLE_EQ(AutomaticThreshold(std::vector<double>{}), kAutomaticRatioFloor);
 }
 
-TEST(JaccardTest, IsTheSharedShareOfTheUnion) {
-  EXPECT_DOUBLE_EQ(Jaccard({"a", "b", "c"}, {"b", "c", "d"}), 2.0 / 4.0);
-  EXPECT_DOUBLE_EQ(Jaccard({"a"}, {"a"}), 1.0);
-  EXPECT_DOUBLE_EQ(Jaccard({"a"}, {"b"}), 0.0);
-  EXPECT_DOUBLE_EQ(Jaccard({}, {"b"}), 0.0);
-  EXPECT_DOUBLE_EQ(Jaccard({}, {}), 1.0);
+TEST(LeaningColumnsTest, JaccardIsTheSharedShareOfTheUnion) {
+  LeaningColumns columns(5);
+  // K_0 = {0, 1, 2, 3}, K_1 = {1, 2, 3, 4}: 3 shared of 5.
+  for (size_t k : {1, 2, 3}) columns.Lean(k, 0);
+  for (size_t k : {2, 3, 4}) columns.Lean(k, 1);
+  EXPECT_DOUBLE_EQ(columns.Jaccard(0, 1), 3.0 / 5.0);
+  EXPECT_DOUBLE_EQ(columns.Jaccard(1, 0), 3.0 / 5.0);
+  EXPECT_DOUBLE_EQ(columns.Jaccard(0, 0), 1.0);
+  // Untouched columns hold only their own node.
+  EXPECT_DOUBLE_EQ(columns.Jaccard(2, 3), 0.0);
+  EXPECT_DOUBLE_EQ(columns.Jaccard(0, 4), 0.0);
+  // Leaning twice changes nothing.
+  columns.Lean(1, 0);
+  EXPECT_DOUBLE_EQ(columns.Jaccard(0, 1), 3.0 / 5.0);
 }
 
-TEST(JaccardTest, ColumnsOfOneClusterAgreeWhereARowSplitAtTheWrongGap) {
+TEST(LeaningColumnsTest, NodesPastOneWordCount) {
+  // 130 nodes take three 64-bit words per column; node 129 leans to 0 and to 1.
+  LeaningColumns columns(130);
+  columns.Lean(129, 0);
+  columns.Lean(129, 1);
+  columns.Lean(64, 1);
+  // K_0 = {0, 129}, K_1 = {1, 64, 129}: 1 shared of 4.
+  EXPECT_DOUBLE_EQ(columns.Jaccard(0, 1), 1.0 / 4.0);
+}
+
+TEST(LeaningColumnsTest, ColumnsOfOneClusterAgreeWhereARowSplitAtTheWrongGap) {
   // Clusters {0,1,2,3} and {4,5,6}. Node 0's row split too low: it leans only to 1. Node 4's
   // row split too high: it leans to everyone. The columns K_x = {x} ∪ {k : k leans to x} still
   // put 0 with 2 and 3, and keep 4 away from 0.
-  const std::set<std::string> k0 = {"0", "1", "2", "3", "4"};  // 4 leans to everyone
-  const std::set<std::string> k2 = {"2", "1", "3", "4"};       // 0 does not lean to 2
-  const std::set<std::string> k4 = {"4", "5", "6"};            // only its own cluster leans to 4
-  EXPECT_GE(Jaccard(k0, k2), kColumnAgreement);
-  EXPECT_LT(Jaccard(k0, k4), kColumnAgreement);
+  LeaningColumns columns(7);
+  auto lean_to = [&](size_t from, std::initializer_list<size_t> to) {
+    for (size_t x : to) columns.Lean(from, x);
+  };
+  lean_to(0, {1});
+  for (size_t k : {1, 2, 3}) lean_to(k, {0, 1, 2, 3});
+  lean_to(4, {0, 1, 2, 3, 5, 6});
+  for (size_t k : {5, 6}) lean_to(k, {4, 5, 6});
+  // K_0 = {0, 1, 2, 3, 4}, K_2 = {2, 1, 3, 4}, K_4 = {4, 5, 6}.
+  EXPECT_GE(columns.Jaccard(0, 2), kColumnAgreement);
+  EXPECT_LT(columns.Jaccard(0, 4), kColumnAgreement);
 }
 
 TEST(EmdScoreTest, IsMinusThePositiveExcess) {
