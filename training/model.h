@@ -89,6 +89,8 @@ class Model {
 // architecture cannot take, num_outputs < 1; for torchscript: kNotFound (no file), kMalformed (not
 // a TorchScript archive), no forward method, forward failing on a zero batch or returning a shape
 // other than [B, num_outputs], embed returning something other than [B, d], no float32 parameters.
+// The first call in a process also fixes glibc's malloc thresholds at 32 MiB (models.cc
+// KeepActivationBlocksMapped), so that batches reuse their activations' memory.
 Result<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec);
 
 // The version of LibTorch this build was compiled against ("1.13.0"), for run manifests.

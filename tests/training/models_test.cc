@@ -5,8 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <map>
 #include <optional>
+#include <random>
+#include <thread>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -133,6 +138,117 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"cnn_emd", 1664 + 204928 + 262272 + 1290, 128, "conv1.weight"},
                       Expected{"torchscript", 784 * 200 + 200 + 200 * 10 + 10, 200, "fc1.weight"}),
     [](const auto& info) { return info.param.architecture; });
+
+// Activations of one image: channels x height x width, row-major.
+struct Planes {
+  int64_t channels = 0, height = 0, width = 0;
+  std::vector<double> values;
+  double at(int64_t c, int64_t y, int64_t x) const { return values[(c * height + y) * width + x]; }
+};
+
+// ReLU(a k x k convolution, no padding) of `in` with the weights and biases at `w` and `b`.
+Planes ConvRelu(const Planes& in, const float* w, const float* b, int64_t out_channels, int64_t k) {
+  Planes out{out_channels, in.height - k + 1, in.width - k + 1, {}};
+  for (int64_t o = 0; o < out.channels; ++o) {
+    for (int64_t y = 0; y < out.height; ++y) {
+      for (int64_t x = 0; x < out.width; ++x) {
+        double sum = b[o];
+        for (int64_t c = 0; c < in.channels; ++c) {
+          for (int64_t dy = 0; dy < k; ++dy) {
+            for (int64_t dx = 0; dx < k; ++dx) {
+              sum += w[((o * in.channels + c) * k + dy) * k + dx] * in.at(c, y + dy, x + dx);
+            }
+          }
+        }
+        out.values.push_back(std::max(sum, 0.0));
+      }
+    }
+  }
+  return out;
+}
+
+// 2 x 2 max-pooling, stride 2: an odd last row or column is dropped.
+Planes MaxPool(const Planes& in) {
+  Planes out{in.channels, in.height / 2, in.width / 2, {}};
+  for (int64_t c = 0; c < out.channels; ++c) {
+    for (int64_t y = 0; y < out.height; ++y) {
+      for (int64_t x = 0; x < out.width; ++x) {
+        out.values.push_back(
+            std::max({in.at(c, 2 * y, 2 * x), in.at(c, 2 * y, 2 * x + 1),
+                      in.at(c, 2 * y + 1, 2 * x), in.at(c, 2 * y + 1, 2 * x + 1)}));
+      }
+    }
+  }
+  return out;
+}
+
+// The cnn's embedding worked out by hand from its flat parameters: 3 x 3 convolutions with ReLU,
+// each followed by a 2 x 2 max-pool (26 -> 13, then 11 -> 5: the pool drops the odd row and
+// column), and fc1 with ReLU. Embed runs without autograd, where the model pools by a faster
+// path than training's max_pool2d; it must still be this network.
+TEST(BuiltinModels, CnnEmbeddingIsTheTextbookNetwork) {
+  auto m = Make(Spec("cnn"));
+  ASSERT_TRUE(m);
+  const std::vector<float> w = m->Parameters();
+  std::map<std::string, const float*> tensor;
+  for (const TensorSpec& t : m->Layout().tensors) tensor[t.name] = w.data() + t.offset;
+  Dataset d = Images(3);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> pixel;
+  for (float& x : d.features) x = pixel(rng);
+  const std::vector<size_t> rows = {0, 1, 2};
+  Result<std::vector<float>> e = Embed(*m, d, rows);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_EQ(e->size(), 3u * 64);
+  for (size_t image = 0; image < rows.size(); ++image) {
+    Planes in{1, 28, 28, {}};
+    in.values.assign(d.features.begin() + image * 784, d.features.begin() + (image + 1) * 784);
+    Planes h = MaxPool(ConvRelu(in, tensor["conv1.weight"], tensor["conv1.bias"], 16, 3));
+    h = MaxPool(ConvRelu(h, tensor["conv2.weight"], tensor["conv2.bias"], 32, 3));
+    ASSERT_EQ(h.values.size(), 32u * 5 * 5);
+    for (size_t j = 0; j < 64; ++j) {
+      double sum = tensor["fc1.bias"][j];
+      for (size_t i = 0; i < h.values.size(); ++i) {
+        sum += tensor["fc1.weight"][j * h.values.size() + i] * h.values[i];
+      }
+      EXPECT_NEAR((*e)[image * 64 + j], std::max(sum, 0.0), 1e-4) << "image " << image << ", " << j;
+    }
+  }
+}
+
+// In-process nodes are threads that embed and evaluate at the same time, through one LibTorch
+// and one system BLAS (a BLAS that is not safe for threads corrupts a product now and then).
+// Every thread must get exactly what it gets alone.
+TEST(BuiltinModels, EmbeddingsOnManyThreadsAtOnceEqualTheSequentialOnes) {
+  constexpr int kThreads = 6, kRepeats = 20;
+  Dataset d = Images(100);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> pixel;
+  for (float& x : d.features) x = pixel(rng);
+  std::vector<size_t> rows(d.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<std::vector<float>> alone;
+  for (int t = 0; t < kThreads; ++t) {
+    models.push_back(Make(Spec(t % 2 == 0 ? "cnn" : "mlp", 10 + t)));
+    ASSERT_TRUE(models.back());
+    Result<std::vector<float>> e = Embed(*models.back(), d, rows);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    alone.push_back(*e);
+  }
+  std::atomic<int> differing{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kRepeats; ++k) {
+        Result<std::vector<float>> e = Embed(*models[t], d, rows);
+        if (!e.ok() || *e != alone[t]) ++differing;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(differing.load(), 0) << "of " << kThreads * kRepeats << " embeddings";
+}
 
 TEST(BuiltinModels, SameSeedSameWeightsDifferentSeedDifferentWeights) {
   for (const char* name : {"linear", "mlp", "cnn", "cnn_emd"}) {
