@@ -21,8 +21,9 @@ std::string Where(const std::string& name, const toml::node& n) {
 
 // Whether the value of table key `key` is written out as is, never a template: Z85 public keys
 // use '{' and '}' among their characters, so "{1}" or "{ab}" in a key is data, not a
-// placeholder.
-bool HoldsLiteral(std::string_view key) { return key == "public_key"; }
+// placeholder. Those are a peer's `public_key` and the entries of [security] `allowed_keys`
+// (each a key, optionally followed by the node id it is bound to).
+bool HoldsLiteral(std::string_view key) { return key == "public_key" || key == "allowed_keys"; }
 
 // Fills the placeholders of every string under `n` (keys' dotted names in `path`).
 Status FillTree(toml::node& n, const std::string& path, const std::string& name,

@@ -335,5 +335,34 @@ TEST(NodeTemplate, APublicKeyWithBracesIsNotAPlaceholder) {
   EXPECT_TRUE(found) << "the template's seed peer keeps its key as written";
 }
 
+// The keys of [security] allowed_keys are data too: the launcher's security e2e test drew
+// "...A4t{7}OPZ..." for a node, and the node with that key on its allowlist refused its config.
+// A template's allowed_keys_file is a path and still takes placeholders.
+TEST(NodeTemplate, AllowedKeysWithBracesAreNotPlaceholders) {
+  const std::string key = "5ZVT^*64EWGN(v8WcGu<A4t{7}OPZ@r}Q{hn3$xg";
+  const std::string security = "[security]\nsecret_key_file = \"n.key\"\nallowed_keys = [\"" + key +
+                               "\", \"" + key + " b\"]\n";
+  std::string plain =
+      "id = \"a\"\nlisten = \"tcp://127.0.0.1:1\"\nmesh_size = 2\n[data]\nshard = \"s\"\n" +
+      security;
+  auto loaded = ParseNodeConfigOrTemplate(plain, "n.toml", [](const EngineSettings&) {
+    return Result<EngineEnvironment>(EngineEnvironment{});
+  });
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_TRUE(loaded->config.security.has_value());
+  EXPECT_EQ(loaded->config.security->allowed_keys, (std::vector<std::string>{key, key + " b"}));
+
+  // Rank 0 is a seed peer with its key, as every peer of a secure mesh.
+  const std::string rank0 =
+      "[[peers]]\nid = \"0\"\naddress = \"tcp://h0:41000\"\npublic_key = \"" + key + "\"\n";
+  auto rank = ParseNodeConfigOrTemplate(std::string(kTemplate) + rank0 + security +
+                                            "allowed_keys_file = \"/keys/rank-{rank}.allow\"\n",
+                                        "t.toml", SlurmRank(4));
+  ASSERT_TRUE(rank.ok()) << rank.status().ToString();
+  ASSERT_TRUE(rank->config.security.has_value());
+  EXPECT_EQ(rank->config.security->allowed_keys, (std::vector<std::string>{key, key + " b"}));
+  EXPECT_EQ(rank->config.security->allowed_keys_file, "/keys/rank-4.allow");
+}
+
 }  // namespace
 }  // namespace meshlearn::node
