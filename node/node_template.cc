@@ -25,54 +25,51 @@ std::string Where(const std::string& name, const toml::node& n) {
 // (each a key, optionally followed by the node id it is bound to).
 bool HoldsLiteral(std::string_view key) { return key == "public_key" || key == "allowed_keys"; }
 
-// Fills the placeholders of every string under `n` (keys' dotted names in `path`).
-Status FillTree(toml::node& n, const std::string& path, const std::string& name,
-                const EngineIdentity& identity) {
-  if (auto* text = n.as_string()) {
-    auto filled = FillPlaceholders(text->get(), identity);
-    if (!filled.ok())
-      return Status::InvalidArgument(Where(name, n) + "'" + path +
-                                     "': " + filled.status().message());
-    text->get() = *filled;
-  } else if (auto* table = n.as_table()) {
+// Calls `visit(text, path)` for every string value under `n` that may hold placeholders, in
+// document order, with its dotted name (`path`, "a.b[2]"); values of HoldsLiteral() keys are
+// skipped. Stops at, and returns, the first error `visit` returns. `Node` is toml::node or
+// const toml::node.
+template <typename Node, typename Visit>
+Status ForEachTemplateString(Node& n, const std::string& path, const Visit& visit) {
+  if (auto* text = n.as_string()) return visit(*text, path);
+  if (auto* table = n.as_table()) {
     for (auto&& [key, value] : *table) {
       if (HoldsLiteral(key.str())) continue;
       std::string child =
           path.empty() ? std::string(key.str()) : path + "." + std::string(key.str());
-      MESHLEARN_RETURN_IF_ERROR(FillTree(value, child, name, identity));
+      MESHLEARN_RETURN_IF_ERROR(ForEachTemplateString(value, child, visit));
     }
   } else if (auto* array = n.as_array()) {
     for (size_t i = 0; i < array->size(); ++i) {
       MESHLEARN_RETURN_IF_ERROR(
-          FillTree(*array->get(i), path + "[" + std::to_string(i) + "]", name, identity));
+          ForEachTemplateString(*array->get(i), path + "[" + std::to_string(i) + "]", visit));
     }
   }
   return Status::Ok();
 }
 
-// kInvalidArgument naming the first string under `n` that holds a placeholder.
-Status RejectPlaceholders(const toml::node& n, const std::string& path, const std::string& name) {
-  if (const auto* text = n.as_string()) {
-    if (HasPlaceholder(text->get())) {
-      return Status::InvalidArgument(
-          Where(name, n) + "'" + path + "' = \"" + text->get() +
-          "\" holds a placeholder, but the config has no [engine] section: add one to make it a "
-          "template for the ranks an engine starts, or write the value out");
-    }
-  } else if (const auto* table = n.as_table()) {
-    for (auto&& [key, value] : *table) {
-      if (HoldsLiteral(key.str())) continue;
-      std::string child =
-          path.empty() ? std::string(key.str()) : path + "." + std::string(key.str());
-      MESHLEARN_RETURN_IF_ERROR(RejectPlaceholders(value, child, name));
-    }
-  } else if (const auto* array = n.as_array()) {
-    for (size_t i = 0; i < array->size(); ++i) {
-      MESHLEARN_RETURN_IF_ERROR(
-          RejectPlaceholders(*array->get(i), path + "[" + std::to_string(i) + "]", name));
-    }
-  }
-  return Status::Ok();
+// Fills the placeholders of every template string under `n`.
+Status FillTree(toml::node& n, const std::string& name, const EngineIdentity& identity) {
+  return ForEachTemplateString(n, "", [&](toml::value<std::string>& text, const std::string& path) {
+    auto filled = FillPlaceholders(text.get(), identity);
+    if (!filled.ok())
+      return Status::InvalidArgument(Where(name, text) + "'" + path +
+                                     "': " + filled.status().message());
+    text.get() = *filled;
+    return Status::Ok();
+  });
+}
+
+// kInvalidArgument naming the first template string under `n` that holds a placeholder.
+Status RejectPlaceholders(const toml::node& n, const std::string& name) {
+  return ForEachTemplateString(
+      n, "", [&](const toml::value<std::string>& text, const std::string& path) {
+        if (!HasPlaceholder(text.get())) return Status::Ok();
+        return Status::InvalidArgument(
+            Where(name, text) + "'" + path + "' = \"" + text.get() +
+            "\" holds a placeholder, but the config has no [engine] section: add one to make it a "
+            "template for the ranks an engine starts, or write the value out");
+      });
 }
 
 Result<EngineSettings> ReadEngineSettings(const toml::table& root, const std::string& name) {
@@ -97,7 +94,7 @@ Result<LoadedNodeConfig> ParseNodeConfigOrTemplate(const std::string& text, cons
   if (!root.ok()) return root.status();
   LoadedNodeConfig loaded;
   if (!root->contains("engine")) {
-    MESHLEARN_RETURN_IF_ERROR(RejectPlaceholders(*root, "", name));
+    MESHLEARN_RETURN_IF_ERROR(RejectPlaceholders(*root, name));
     auto config = ParseNodeConfigTable(*root, name);
     if (!config.ok()) return config.status();
     loaded.config = std::move(*config);
@@ -126,7 +123,7 @@ Result<LoadedNodeConfig> ParseNodeConfigOrTemplate(const std::string& text, cons
     rank0_id = *filled;
   }
   root->erase("engine");
-  MESHLEARN_RETURN_IF_ERROR(FillTree(*root, "", name, *identity));
+  MESHLEARN_RETURN_IF_ERROR(FillTree(*root, name, *identity));
 
   std::string self = root->get("id") && root->get("id")->is_string()
                          ? root->get("id")->as_string()->get()
