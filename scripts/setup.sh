@@ -18,7 +18,8 @@ packages=(
   libtorch-dev libblis4-serial cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
   libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   liblemon-dev libtomlplusplus-dev libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev
-  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch python3-torchvision python3-zmq python3-msgpack
+  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch python3-torchvision
+  python3-zmq python3-msgpack
   clang libclang-rt-14-dev iproute2 procps
   chromium chromium-driver python3-selenium
   slurmctld slurmd slurm-client munge libnss-wrapper openmpi-bin

@@ -30,6 +30,7 @@ import torchvision.transforms.functional as TF
 from torchvision.transforms import InterpolationMode
 
 DATA = '/usr/share/datasets/fashion-mnist/'
+TRAIN_PER_CLIENT, VALIDATION_PER_CLIENT = 500, 100  # fmnist-covariate.toml's [data]
 
 
 def read_idx(name):
@@ -57,15 +58,16 @@ class Cnn(nn.Module):
         return F.log_softmax(self.fc2(F.relu(self.fc1(x.flatten(1)))), 1)
 
 
-def cluster_accuracy(seed, args, train_set, test_set):
+def cluster_accuracy(seed, args, train_set, test_images, test_labels):
     torch.manual_seed(seed)
-    order = np.random.default_rng(seed).permutation(len(train_set[1]))
-    per_client = 600
+    shuffled = np.random.default_rng(seed).permutation(len(train_set[1]))
+    per_client = TRAIN_PER_CLIENT + VALIDATION_PER_CLIENT
     clients = []
     for c in range(args.clients):
-        rows = order[c * per_client:(c + 1) * per_client]
+        rows = shuffled[c * per_client:(c + 1) * per_client]
         x, y = images(train_set[0][rows], args.degrees), torch.tensor(train_set[1][rows]).long()
-        clients.append((x[:500], y[:500], x[500:], y[500:]))
+        n = TRAIN_PER_CLIENT
+        clients.append((x[:n], y[:n], x[n:], y[n:]))
     models = [Cnn() for _ in clients]
     if not args.per_client_init:
         for m in models[1:]:
@@ -94,13 +96,13 @@ def cluster_accuracy(seed, args, train_set, test_set):
         for c, m in enumerate(models):
             m.load_state_dict(mean)
             train(c)
-    x, y = images(test_set[0], args.degrees), torch.tensor(test_set[1]).long()
     accuracies = []
     for _, state in best:
         model = Cnn()
         model.load_state_dict(state)
         with torch.no_grad():
-            accuracies.append((model(x).argmax(1) == y).float().mean().item() * 100)
+            correct = (model(test_images).argmax(1) == test_labels).float()
+        accuracies.append(correct.mean().item() * 100)
     return float(np.mean(accuracies))
 
 
@@ -114,8 +116,11 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(1)
     train_set = (read_idx('train-images-idx3-ubyte.gz'), read_idx('train-labels-idx1-ubyte.gz'))
-    test_set = (read_idx('t10k-images-idx3-ubyte.gz'), read_idx('t10k-labels-idx1-ubyte.gz'))
-    results = [cluster_accuracy(s, args, train_set, test_set) for s in range(1, args.seeds + 1)]
+    # The rotated test set is the same for every seed.
+    test_images = images(read_idx('t10k-images-idx3-ubyte.gz'), args.degrees)
+    test_labels = torch.tensor(read_idx('t10k-labels-idx1-ubyte.gz')).long()
+    results = [cluster_accuracy(s, args, train_set, test_images, test_labels)
+               for s in range(1, args.seeds + 1)]
     print('seeds 1-%d: %s  mean %.2f  sd %.2f' % (args.seeds, ' '.join('%.2f' % r for r in results),
                                                    np.mean(results), np.std(results, ddof=1)))
 
