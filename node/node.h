@@ -1,12 +1,13 @@
 #pragma once
-// A running node: the state machine (node/state_machine.h) wired to a transport (ZeroMQ's by
-// default, node/transport.h), a learner on its worker thread (node/learner_worker.h), the output
-// folder, checkpoints and the optional HTTP status endpoint (node/status_document.h).
+// A node process: the node host (node/node_host.h) in the process world: a transport (ZeroMQ's by
+// default, node/transport.h), a learner on its worker thread (node/learner_worker.h), the steady
+// clock, durable outputs, and the optional HTTP status endpoint (node/status_document.h).
 //
-// Threads: the transport's I/O thread moves bytes; the event thread (the caller of Run()) decodes
-// messages and drives the state machine, so serving GetModel never waits for training; the
-// worker thread runs the learner's jobs. Several Nodes may run in one process (in-process
-// mode); they share nothing but the log sink and, with an in-memory transport, its medium.
+// Threads: the transport's I/O thread moves bytes; the event thread (the caller of Run()) runs the
+// host, which decodes messages and drives the state machine, so serving GetModel never waits for
+// training; the worker thread runs the learner's jobs. Several Nodes may run in one process
+// (in-process mode); they share nothing but the log sink and, with a simulated network, its
+// medium.
 
 #include <functional>
 #include <memory>
@@ -18,16 +19,13 @@
 #include "base/status.h"
 #include "node/config.h"
 #include "node/learner.h"
+#include "node/node_host.h"
 #include "node/state_machine.h"
 #include "node/status_document.h"
 #include "node/transport.h"
 #include "protocol/messages.h"
 
 namespace meshlearn::node {
-
-// The words of a node's last log line when no peer ever answered its Hello during the whole run
-// (the launcher's report looks for them in node.log).
-inline constexpr const char* kNeverReachedAPeer = "without ever reaching a peer";
 
 // Live figures of a node, for /status, /metrics and tests.
 struct NodeProgress {
@@ -36,11 +34,6 @@ struct NodeProgress {
   bool stopped = false;  // early stopping fired
   double last_val_loss = 0;
 };
-
-// Sees every message a node receives and decodes (requests and replies) on the node's event
-// thread, before the node acts on it. For tracing and for tests of what travels on the wire; it
-// must not block and must not keep references into the message.
-using MessageObserver = std::function<void(const Message& message)>;
 
 // What a caller may give a node instead of the defaults (tests and simulators inject them).
 struct NodeOptions {
@@ -54,16 +47,6 @@ struct NodeOptions {
   // Starts the node's transport; default: ZeroMQ (node/zmq_transport.h).
   TransportFactory transport;
 };
-
-// The state machine's config for the node of `config`, whose learner is `learner`, listening at
-// `endpoint`, with CURVE `keys` when configured, greeting with `nonce` (its half of every EMD
-// projection seed; a process draws it at random).
-StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& learner,
-                                   const std::string& endpoint, const std::optional<NodeKeys>& keys,
-                                   uint64_t nonce);
-
-// The sampler of the node of `config`.
-topology::SamplerConfig SamplerConfigOf(const NodeConfig& config);
 
 // One meshlearn node.
 class Node {

@@ -29,6 +29,8 @@ class NodeRecorder {
   Status FollowExchanges(const NodeStateMachine& machine);
   // Replaces checkpoint.bin with `checkpoint` (atomically; node/checkpoint.h).
   Status WriteCheckpoint(const Checkpoint& checkpoint);
+  // Writes what the folder keeps in memory (NodeOutputs::Flush).
+  Status Flush() { return outputs_.Flush(); }
   // The output folder.
   const NodeOutputs& outputs() const { return outputs_; }
 

@@ -140,13 +140,14 @@ bool NodeOutputs::RoundsCsvIsOurs() const {
 }
 
 Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_round,
-                                      std::shared_ptr<spdlog::logger> log) {
+                                      std::shared_ptr<spdlog::logger> log, Mode mode) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IoError(dir + ": cannot create the output folder: " + ec.message());
   NodeOutputs outputs(dir);
   outputs.log_ = std::move(log);
-  MESHLEARN_RETURN_IF_ERROR(outputs.Lock());
+  outputs.buffered_ = mode == Mode::kBuffered;
+  if (!outputs.buffered_) MESHLEARN_RETURN_IF_ERROR(outputs.Lock());
   std::string path = dir + "/rounds.csv";
   outputs.rounds_text_ = std::string(kRoundsCsvHeader) + "\n";
   if (resume_round >= 0) {
@@ -162,8 +163,20 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
       }
     }
   }
-  MESHLEARN_RETURN_IF_ERROR(outputs.StartRoundsCsv());
+  if (outputs.buffered_) {
+    outputs.unwritten_["rounds.csv"] = outputs.rounds_text_;
+  } else {
+    MESHLEARN_RETURN_IF_ERROR(outputs.StartRoundsCsv());
+  }
   return outputs;
+}
+
+Status NodeOutputs::Flush() {
+  for (const auto& [name, bytes] : unwritten_) {
+    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/" + name, bytes));
+  }
+  unwritten_.clear();
+  return Status::Ok();
 }
 
 Status NodeOutputs::RecreateIfGone() {
@@ -183,7 +196,7 @@ Status NodeOutputs::RecreateIfGone() {
 }
 
 Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_t bytes_out) {
-  MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
+  if (!buffered_) MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
   const RoundOutcome& o = r.outcome;
   std::ostringstream row;
   row << r.round << ',' << Number(r.wall_seconds) << ',' << Number(o.train_loss) << ','
@@ -192,6 +205,11 @@ Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_
       << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << Number(o.train_seconds) << ','
       << Number(o.eval_seconds) << ',' << Number(o.temperature) << ',' << JoinPeers(r.sampled_peers)
       << '\n';
+  if (buffered_) {
+    rounds_text_ += row.str();
+    unwritten_["rounds.csv"] = rounds_text_;
+    return Status::Ok();
+  }
   rounds_ << row.str();
   rounds_.flush();
   if (!rounds_) return Status::IoError(dir_ + "/rounds.csv: write failed");
@@ -201,6 +219,10 @@ Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_
 }
 
 Status NodeOutputs::Replace(const std::string& name, std::string_view bytes) {
+  if (buffered_) {
+    unwritten_[name] = std::string(bytes);
+    return Status::Ok();
+  }
   MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
   Status written = WriteFileAtomically(dir_ + "/" + name, bytes);
   if (!written.ok() && !RoundsCsvIsOurs()) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,14 +55,29 @@ pid_t NodeFolderLockHolder(const std::string& dir);
 // The output folder of one node.
 class NodeOutputs {
  public:
+  // How the folder is written.
+  enum class Mode {
+    // Locked while open; every row and file reaches the disk when it is written (a process, which
+    // may be killed at any moment).
+    kDurable,
+    // Not locked, and no file stays open: rows and files are kept in memory until Flush() (a
+    // simulated node: thousands of them share one process's file descriptors).
+    kBuffered,
+  };
+
   // Opens `dir` (created if missing) and locks it ("<dir>/node.lock", held until this object
   // goes). With `resume_round` < 0 rounds.csv starts afresh; otherwise rows of rounds after
   // `resume_round` (written before a crash, not checkpointed) are dropped so that the resumed
   // run continues without gaps or repeats. kUnavailable when another node holds the folder's
   // lock (two writers would mix their rows); kIoError naming the path when the folder or
-  // rounds.csv cannot be written. `log`, when given, hears of a folder recreated (below).
+  // rounds.csv cannot be written. `log`, when given, hears of a folder recreated (below). A
+  // kBuffered folder is neither locked nor written before Flush().
   static Result<NodeOutputs> Open(const std::string& dir, int64_t resume_round,
-                                  std::shared_ptr<spdlog::logger> log = nullptr);
+                                  std::shared_ptr<spdlog::logger> log = nullptr,
+                                  Mode mode = Mode::kDurable);
+  // Writes the rows and files kept in memory (kBuffered), each atomically; nothing to do for a
+  // kDurable folder. kIoError naming the path.
+  Status Flush();
 
   // Appends the row of `record` (bytes_in/out: the transport's totals so far) and flushes.
   //
@@ -103,6 +119,8 @@ class NodeOutputs {
   Status RecreateIfGone();
 
   std::string dir_;
+  bool buffered_ = false;
+  std::map<std::string, std::string> unwritten_;  // kBuffered: file name -> its bytes
   std::ofstream rounds_;
   std::string rounds_text_;  // header and every row written, to recreate a deleted rounds.csv
   ino_t rounds_inode_ = 0;

@@ -2,8 +2,9 @@
 // The Transport interface: how a node's requests and replies travel. Two implementations keep
 // the same rules and pass the same contract tests (tests/node/transport_test.cc):
 // - ZeroMQ over TCP (node/zmq_transport.h): the only code in meshlearn that touches sockets;
-// - in memory between the nodes of one process (node/memory_transport.h), for tests and the
-//   simulator.
+// - the simulated network between the nodes of one process (node/simulated_network.h), on real
+//   time for tests and in-process runs, or on the simulator's virtual clock (sim/simulation.h),
+//   which carries every node's real encoded frames through it.
 //
 // A transport moves already-encoded protocol frames (protocol/codec.h) and knows only the
 // envelope: it reads a reply's request_id to find the request it answers, and it reads an

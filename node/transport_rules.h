@@ -1,6 +1,6 @@
 #pragma once
 // The checks and replies every Transport implementation (node/zmq_transport.h,
-// node/memory_transport.h) applies the same way, so that both keep the rules of
+// node/simulated_network.h) applies the same way, so that both keep the rules of
 // node/transport.h. For implementations only; nodes use node/transport.h.
 
 #include <array>

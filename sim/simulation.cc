@@ -1,36 +1,30 @@
 #include "sim/simulation.h"
 
-#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/base_sink.h>
 
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
 #include <thread>
-#include <variant>
 
 #include "base/stable_hash.h"
-#include "node/checkpoint.h"
-#include "node/learner_jobs.h"
 #include "node/logging.h"
-#include "node/node.h"
-#include "node/node_recorder.h"
+#include "node/node_host.h"
+#include "node/simulated_network.h"
 #include "protocol/codec.h"
-#include "topology/sampler_factory.h"
 
 namespace meshlearn::sim {
 namespace {
 
-using node::Actions;
 using node::Clock;
 using node::TimePoint;
-
-constexpr auto kTickInterval = std::chrono::milliseconds(50);
 
 Clock::duration VirtualSeconds(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -84,67 +78,106 @@ class WorkerPool {
   std::vector<std::thread> workers_;
 };
 
-// What can happen to a node at a virtual time.
-struct RequestArrives {
-  size_t from = 0;
-  uint64_t from_generation = 0;
-  uint64_t request_id = 0;
-  Message message;
-  uint64_t bytes = 0;
-};
-struct ReplyArrives {
-  uint64_t request_id = 0;
-  Message message;
-  uint64_t bytes = 0;
-};
-struct DeadlinePasses {
-  uint64_t request_id = 0;
-};
-struct JobEnds {};
-struct TickDue {};
-struct OutageEnds {};
-using Happening =
-    std::variant<RequestArrives, ReplyArrives, DeadlinePasses, JobEnds, TickDue, OutageEnds>;
+// The simulation's clock and event queue: tasks run in order of their time and, at equal times,
+// of their creation, all on the simulation thread.
+class VirtualClock final : public node::NetworkClock {
+ public:
+  TimePoint Now() const override { return now_; }
+  void At(TimePoint at, std::function<void()> task) override {
+    queue_.emplace(std::make_pair(std::max(at, now_), next_seq_++), std::move(task));
+  }
+  void Enter(std::function<void()> task, bool) override { task(); }  // one thread: at once
 
-// An event for one incarnation (`generation`) of a node; a dead node's events never reach the
-// node that restarts in its place.
-struct Event {
-  size_t node = 0;
-  uint64_t generation = 0;
-  Happening what;
+  // Runs the next task; false when there is none.
+  bool RunNext() {
+    if (queue_.empty()) return false;
+    auto first = queue_.begin();
+    now_ = first->first.first;
+    std::function<void()> task = std::move(first->second);
+    queue_.erase(first);
+    task();
+    return true;
+  }
+
+ private:
+  std::map<std::pair<TimePoint, uint64_t>, std::function<void()>> queue_;
+  uint64_t next_seq_ = 0;
+  TimePoint now_{};
+};
+
+// A node's log, kept in memory and appended to its node.log in batches, so that a simulated node
+// holds no file open.
+class BufferedFileSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit BufferedFileSink(std::string path) : path_(std::move(path)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    buffer_.append(formatted.data(), formatted.size());
+    if (buffer_.size() >= kBatchBytes) flush_();
+  }
+  void flush_() override {
+    if (buffer_.empty()) return;
+    std::ofstream out(path_, std::ios::app | std::ios::binary);
+    out << buffer_;
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr size_t kBatchBytes = 16 * 1024;
+  std::string path_;
+  std::string buffer_;
 };
 
 enum class NodeState { kRunning, kPaused, kDead, kFinished };
 
-// Who sent an inbound request, so that the reply goes back to it.
-struct InboundFrom {
-  size_t node = 0;
-  uint64_t generation = 0;
-  uint64_t request_id = 0;
+// A learner job waiting for a worker.
+struct QueuedJob {
+  std::shared_ptr<node::Learner> learner;
+  node::LearnerJob job;
+  std::function<void(node::LearnerResult)> done;
 };
 
-// One simulated node: its logic, its learner, its files, and what it is waiting for.
+class Simulator;
+
+// The world of one simulated node (node/world.h): the simulation's clock, network, worker pool
+// and buffered outputs.
+class SimulatedWorld final : public node::World {
+ public:
+  SimulatedWorld(Simulator& sim, size_t index) : sim_(sim), index_(index) {}
+  TimePoint Now() const override;
+  Result<std::unique_ptr<node::Transport>> StartTransport(node::TransportOptions options,
+                                                          node::InboundHandler on_request) override;
+  void Post(std::function<void()> task) override;
+  void RunJob(std::shared_ptr<node::Learner> learner, node::LearnerJob job,
+              std::function<void(node::LearnerResult)> done) override;
+  node::OutputKeeping outputs() const override { return node::OutputKeeping::kBuffered; }
+  uint64_t Nonce(const std::string& node_id) override;
+
+ private:
+  Simulator& sim_;
+  size_t index_;
+};
+
+// One simulated node: its host, what it is doing and waiting for.
 struct SimNode {
   node::NodeConfig config;
   std::shared_ptr<spdlog::logger> log;
-  std::shared_ptr<node::Learner> learner;  // shared with the job under way
-  std::unique_ptr<node::NodeStateMachine> machine;
-  std::optional<node::NodeRecorder> recorder;
-  std::optional<node::Checkpoint> checkpoint;  // the last completed round's, in memory
-  node::CheckpointIdentity identity;           // the run its checkpoints belong to
-  node::LearnerState learner_state;
+  std::unique_ptr<SimulatedWorld> world;
+  std::unique_ptr<node::NodeHost> host;
   NodeState state = NodeState::kRunning;
   uint64_t generation = 0;
-  std::deque<node::LearnerJob> jobs;  // queued behind the running one
+  bool in_event = false;  // a task of this node is running
+  bool leaving = false;
+  std::deque<QueuedJob> jobs;  // queued behind the running one
   std::optional<std::shared_future<node::LearnerResult>> running;
-  std::deque<Happening> deferred;  // arrived while paused, in order
-  std::map<node::InboundId, InboundFrom> inbound;
-  node::InboundId last_inbound = 0;
-  std::set<uint64_t> pending;  // our requests still waiting for a reply or their deadline
-  uint64_t bytes_in = 0;
-  uint64_t bytes_out = 0;
+  std::function<void(node::LearnerResult)> running_done;
+  std::deque<std::function<void()>> deferred;  // arrived while paused, in order
   int64_t last_round = -1;
   double last_val_loss = NAN;
+  std::optional<node::NodeStatus> final_status;  // once its host is gone
   std::vector<size_t> outages;  // indexes into the network's outages still to come
   std::optional<size_t> outage_due;
   std::optional<std::string> failure;
@@ -158,21 +191,24 @@ class Simulator {
                      ? options.threads
                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
         pool_(threads_),
+        clock_(std::make_shared<VirtualClock>()),
+        network_(clock_, [this](node::LinkMessage m) { return Transit(m); }),
         loss_rng_(options.seed) {}
 
   Status Prepare(const std::vector<node::NodeConfig>& configs) {
+    std::map<std::string, size_t> endpoints;
+    nodes_.reserve(configs.size());
     for (size_t i = 0; i < configs.size(); ++i) {
       SimNode n;
       n.config = configs[i];
-      n.identity = node::IdentityOf(n.config);
-      if (!index_.emplace(n.config.listen, i).second) {
-        return Status::InvalidArgument("nodes '" + nodes_[index_[n.config.listen]].config.id +
+      if (!endpoints.emplace(n.config.listen, i).second) {
+        return Status::InvalidArgument("nodes '" + nodes_[endpoints[n.config.listen]].config.id +
                                        "' and '" + n.config.id + "' listen at the same endpoint " +
                                        n.config.listen);
       }
-      auto sink =
-          std::make_shared<spdlog::sinks::basic_file_sink_mt>(n.config.output_dir + "/node.log");
-      n.log = MakeNodeLogger(n.config.id, n.config.log_level, sink);
+      n.log = MakeNodeLogger(n.config.id, n.config.log_level,
+                             std::make_shared<BufferedFileSink>(n.config.output_dir + "/node.log"));
+      n.world = std::make_unique<SimulatedWorld>(*this, i);
       ids_[n.config.id] = i;
       nodes_.push_back(std::move(n));
     }
@@ -196,8 +232,7 @@ class Simulator {
       }
     }
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      MESHLEARN_RETURN_IF_ERROR(
-          Build(i, /*resume=*/false).WithContext("node " + nodes_[i].config.id));
+      MESHLEARN_RETURN_IF_ERROR(Build(i).WithContext("node " + nodes_[i].config.id));
     }
     return Status::Ok();
   }
@@ -206,21 +241,15 @@ class Simulator {
     auto real_start = std::chrono::steady_clock::now();
     auto last_progress = real_start;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      Execute(i, nodes_[i].machine->Start(now_));
-      TakeDueOutage(i);
-      Schedule(now_ + kTickInterval, i, TickDue{});
+      Deliver(i, [this, i] { nodes_[i].host->Start(); });
+      ScheduleTick(i);
     }
-    while (!queue_.empty()) {
+    while (clock_->RunNext()) {
+      ++report_.events;
       if (options_.interrupt && options_.interrupt->load()) {
         report_.interrupted = true;
         break;
       }
-      auto first = queue_.begin();
-      now_ = first->first.first;
-      Event event = std::move(first->second);
-      queue_.erase(first);
-      ++report_.events;
-      Dispatch(event);
       if (options_.on_progress && report_.events % 256 == 0) {
         auto real_now = std::chrono::steady_clock::now();
         if (real_now - last_progress >= std::chrono::seconds(1)) {
@@ -229,8 +258,11 @@ class Simulator {
         }
       }
     }
-    for (SimNode& n : nodes_) {
-      if (n.running) n.running->wait();  // no job may outlive its learner's node
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      SimNode& n = nodes_[i];
+      if (n.running) n.running->wait();  // no job may outlive its node
+      if (n.host) Close(i);              // interrupted: what it has so far
+      n.log->flush();
       report_.failures.push_back(n.failure);
     }
     report_.real_seconds =
@@ -240,6 +272,35 @@ class Simulator {
     report_.threads = threads_;
     if (options_.on_progress) options_.on_progress(Progress(real_start));
     return report_;
+  }
+
+  // SimulatedWorld's side of the simulation.
+  TimePoint Now() const { return clock_->Now(); }
+  Result<std::unique_ptr<node::Transport>> StartTransport(node::TransportOptions options,
+                                                          node::InboundHandler on_request) {
+    return network_.Start(std::move(options), std::move(on_request));
+  }
+  uint64_t Nonce(size_t i, const std::string& node_id) const {
+    // Deterministic: a process draws its nonce at random; a simulated node derives it.
+    return StableHash(node_id + "#" + std::to_string(nodes_[i].generation), options_.seed);
+  }
+  void Queue(size_t i, QueuedJob job) { nodes_[i].jobs.push_back(std::move(job)); }
+
+  // Runs `task` for node `i` now, as one event of that node: at once while it runs (then what
+  // follows every event: its next job, its round's bookkeeping, its outages), later when it is
+  // paused, never when it is dead or finished.
+  void Deliver(size_t i, std::function<void()> task) {
+    SimNode& n = nodes_[i];
+    if (n.state == NodeState::kPaused) {
+      n.deferred.push_back(std::move(task));
+      return;
+    }
+    if (n.state != NodeState::kRunning || !n.host) return;
+    if (n.in_event) return task();  // posted by the event under way: part of it
+    n.in_event = true;
+    task();
+    n.in_event = false;
+    AfterEvent(i);
   }
 
  private:
@@ -255,13 +316,17 @@ class Simulator {
       }
     }
     p.mean_val_loss = count ? sum / count : NAN;
-    p.simulated_seconds = node::Seconds(now_ - TimePoint{});
+    p.simulated_seconds = node::Seconds(clock_->Now() - TimePoint{});
     p.real_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start).count();
     p.events = report_.events;
     if (options_.with_status) {
       for (const SimNode& n : nodes_) {
-        if (!n.machine) {  // dead: what it had
+        if (n.host) {
+          p.statuses.push_back(n.host->TakeStatus());
+        } else if (n.final_status) {
+          p.statuses.push_back(*n.final_status);
+        } else {  // dead: what it had
           node::NodeStatus dead;
           dead.id = n.config.id;
           dead.endpoint = n.config.listen;
@@ -269,158 +334,91 @@ class Simulator {
           dead.rounds = n.config.rounds;
           dead.val_loss = n.last_val_loss;
           p.statuses.push_back(std::move(dead));
-          continue;
         }
-        node::TransportStats bytes;
-        bytes.bytes_in = n.bytes_in;
-        bytes.bytes_out = n.bytes_out;
-        node::NodeStatus status = node::TakeNodeStatus(
-            *n.machine, bytes, n.config.id, n.config.listen, n.config.rounds,
-            std::string(NameOf(similarity::MetricKindNames(), n.config.metric)), now_);
-        status.val_loss = n.last_val_loss;
-        p.statuses.push_back(std::move(status));
       }
     }
     return p;
   }
 
-  // Creates node `i`'s learner, state machine and output files; with `resume`, from its
-  // in-memory checkpoint (a restart after a death).
-  Status Build(size_t i, bool resume) {
+  // Assembles node `i`'s host in its world; it resumes from its checkpoint when its folder has
+  // one (a restart after a death).
+  Status Build(size_t i) {
     SimNode& n = nodes_[i];
-    auto learner = node::CreateLearner(n.config);
-    if (!learner.ok()) return learner.status();
-    n.learner = std::shared_ptr<node::Learner>(std::move(*learner));
-    auto sampler = topology::MakePeerSampler(node::SamplerConfigOf(n.config));
-    if (!sampler.ok()) return sampler.status().WithContext("[learning]");
-    std::optional<node::NodeKeys> keys;
-    if (n.config.security) {
-      auto loaded = node::LoadNodeKeys(n.config);
-      if (!loaded.ok()) return loaded.status();
-      keys = std::move(*loaded);
-    }
-    // Deterministic: a process draws its nonce at random; a simulated node derives it.
-    uint64_t nonce = StableHash(n.config.id + "#" + std::to_string(n.generation), options_.seed);
-    n.machine = std::make_unique<node::NodeStateMachine>(
-        node::MachineConfigOf(n.config, *n.learner, n.config.listen, keys, nonce),
-        std::move(*sampler), n.log);
-    int64_t resume_round = -1;
-    if (resume && n.checkpoint) {
-      const node::Checkpoint& c = *n.checkpoint;
-      MESHLEARN_RETURN_IF_ERROR(n.learner->Restore(c.learner));
-      FloatArray served = FloatArray::Own(c.stopped ? c.learner.best_weights : c.learner.weights);
-      MESHLEARN_RETURN_IF_ERROR(n.machine->Resume(c.machine, std::move(served), c.stopped));
-      n.learner_state = c.learner;
-      resume_round = c.round;
-    }
-    n.recorder.reset();  // closes rounds.csv before it is opened again
-    auto outputs = node::NodeOutputs::Open(n.config.output_dir, resume_round, n.log);
-    if (!outputs.ok()) return outputs.status();
-    n.recorder.emplace(std::move(*outputs), n.config.emd_enabled);
+    node::HostOptions host_options;
+    host_options.logger = n.log;
+    auto host = node::NodeHost::Create(n.config, *n.world, std::move(host_options));
+    if (!host.ok()) return host.status();
+    n.host = std::move(*host);
     return Status::Ok();
   }
 
-  void Schedule(TimePoint at, size_t node, Happening what) {
-    queue_.emplace(std::make_pair(at, next_seq_++),
-                   Event{node, nodes_[node].generation, std::move(what)});
-  }
-
-  void Dispatch(Event& event) {
-    SimNode& n = nodes_[event.node];
-    if (event.generation != n.generation) return;  // meant for a node that has died since
-    if (std::holds_alternative<OutageEnds>(event.what)) return EndOutage(event.node);
-    if (n.state == NodeState::kPaused) {
-      if (!std::holds_alternative<TickDue>(event.what)) n.deferred.push_back(std::move(event.what));
-      return;
+  // How long a message takes on its link (sim/network_model.h), or nullopt when it is lost.
+  std::optional<Clock::duration> Transit(node::LinkMessage m) {
+    ++report_.messages;
+    if (options_.network.loss > 0) {
+      double draw = static_cast<double>(loss_rng_() >> 11) * 0x1.0p-53;
+      if (draw < options_.network.loss) return std::nullopt;
     }
-    if (n.state != NodeState::kRunning) return;  // finished or dead: nothing reaches it
-    Happen(event.node, event.what);
+    const SimNode& sender = nodes_[ids_.at(m.from)];
+    int64_t round = sender.host ? sender.host->completed_round() + 1 : sender.last_round + 1;
+    if (options_.network.Cut(m.from, m.to, round)) return std::nullopt;
+    options_.network.Damage(m.frames, loss_rng_);
+    return VirtualSeconds(options_.network.TransferSeconds(TotalBytes(m.frames)));
   }
 
-  void Happen(size_t i, Happening& what) {
+  void ScheduleTick(size_t i) {
+    uint64_t generation = nodes_[i].generation;
+    clock_->At(clock_->Now() + node::kTickInterval, [this, i, generation] {
+      SimNode& n = nodes_[i];
+      if (n.generation != generation || n.state != NodeState::kRunning) return;
+      Deliver(i, [this, i] { nodes_[i].host->Tick(); });
+      if (nodes_[i].state == NodeState::kRunning) ScheduleTick(i);
+    });
+  }
+
+  // What follows every event of node `i`.
+  void AfterEvent(size_t i) {
     SimNode& n = nodes_[i];
-    if (auto* request = std::get_if<RequestArrives>(&what)) {
-      n.bytes_in += request->bytes;
-      node::InboundId id = ++n.last_inbound;
-      n.inbound[id] = {request->from, request->from_generation, request->request_id};
-      Execute(i, n.machine->OnInbound(id, request->message, now_));
-    } else if (auto* reply = std::get_if<ReplyArrives>(&what)) {
-      if (!n.pending.erase(reply->request_id)) return;  // after its deadline
-      n.bytes_in += reply->bytes;
-      Execute(i, n.machine->OnReply(reply->request_id, reply->message, now_));
-    } else if (auto* deadline = std::get_if<DeadlinePasses>(&what)) {
-      if (!n.pending.erase(deadline->request_id)) return;  // answered in time
-      Execute(i, n.machine->OnReply(
-                     deadline->request_id,
-                     Status::Timeout("no reply to request " + std::to_string(deadline->request_id) +
-                                     " before its deadline"),
-                     now_));
-    } else if (std::holds_alternative<JobEnds>(what)) {
-      EndJob(i);
-    } else if (std::holds_alternative<TickDue>(what)) {
-      Execute(i, n.machine->OnTick(now_));
-      if (n.state == NodeState::kRunning) Schedule(now_ + kTickInterval, i, TickDue{});
+    if (n.state != NodeState::kRunning || !n.host) return;
+    StartNextJob(i);
+    if (n.host->completed_round() > n.last_round) NoteRound(i);
+    if (!n.host->failure().ok()) return Fail(i, n.host->failure().ToString());
+    if (n.host->finished() && !n.leaving) {
+      n.leaving = true;
+      report_.simulated_seconds =
+          std::max(report_.simulated_seconds, node::Seconds(clock_->Now() - TimePoint{}));
+      n.host->Leave("finished its rounds");
+    }
+    if (n.host->done()) {
+      n.state = NodeState::kFinished;
+      Close(i);
+      return;
     }
     TakeDueOutage(i);
   }
 
-  // Carries out node `i`'s actions at the current time.
-  void Execute(size_t i, Actions actions) {
+  void NoteRound(size_t i) {
     SimNode& n = nodes_[i];
-    for (node::Action& action : actions) {
-      if (std::optional<node::LearnerJob> job = node::JobOf(action)) {
-        n.jobs.push_back(std::move(*job));
-      } else if (auto* request = std::get_if<node::SendRequest>(&action)) {
-        n.pending.insert(request->request_id);
-        Schedule(request->deadline, i, DeadlinePasses{request->request_id});
-        auto to = index_.find(request->endpoint);
-        if (to == index_.end()) continue;  // nobody listens there: the deadline will tell
-        uint64_t bytes = TotalBytes(Encode(request->message));
-        RequestArrives arrives{i, n.generation, request->request_id, std::move(request->message),
-                               bytes};
-        Send(i, to->second, nodes_[to->second].generation, std::move(arrives), bytes);
-      } else if (auto* reply = std::get_if<node::SendReply>(&action)) {
-        auto from = n.inbound.find(reply->inbound);
-        if (from == n.inbound.end()) continue;
-        InboundFrom requester = from->second;
-        n.inbound.erase(from);
-        uint64_t bytes = TotalBytes(Encode(reply->message));
-        Send(i, requester.node, requester.generation,
-             ReplyArrives{requester.request_id, std::move(reply->message), bytes}, bytes);
-      } else if (auto* completed = std::get_if<node::RoundCompleted>(&action)) {
-        Record(i, completed->record);
-      } else if (std::holds_alternative<node::Finished>(action)) {
-        Finish(i);
+    n.last_round = n.host->completed_round();
+    n.last_val_loss = n.host->last_val_loss();
+    for (size_t k = 0; k < n.outages.size(); ++k) {
+      if (n.last_round >= options_.network.outages[n.outages[k]].after_round) {
+        n.outage_due = n.outages[k];
+        n.outages.erase(n.outages.begin() + static_cast<long>(k));
+        break;
       }
     }
-    StartNextJob(i);
-  }
-
-  // Sends `what` from node `from` to node `to` (incarnation `generation`): lost, cut by a
-  // partition, or delivered after the link's latency and transfer time.
-  void Send(size_t from, size_t to, uint64_t generation, Happening what, uint64_t bytes) {
-    SimNode& sender = nodes_[from];
-    sender.bytes_out += bytes;
-    ++report_.messages;
-    if (options_.network.loss > 0) {
-      double draw = static_cast<double>(loss_rng_() >> 11) * 0x1.0p-53;
-      if (draw < options_.network.loss) return;
-    }
-    int64_t round = sender.machine->completed_round() + 1;
-    if (options_.network.Cut(sender.config.id, nodes_[to].config.id, round)) return;
-    TimePoint at = now_ + VirtualSeconds(options_.network.TransferSeconds(bytes));
-    queue_.emplace(std::make_pair(at, next_seq_++), Event{to, generation, std::move(what)});
   }
 
   void StartNextJob(size_t i) {
     SimNode& n = nodes_[i];
     if (n.running || n.jobs.empty() || n.state != NodeState::kRunning) return;
-    node::LearnerJob job = std::move(n.jobs.front());
+    QueuedJob queued = std::move(n.jobs.front());
     n.jobs.pop_front();
-    const bool round_job = std::holds_alternative<node::RoundJob>(job);
+    const bool round_job = std::holds_alternative<node::RoundJob>(queued.job);
     double cost = round_job ? options_.network.round_compute_s : 0.0;
-    std::shared_ptr<node::Learner> learner = n.learner;
-    n.running = pool_.Submit([this, learner, round_job, job = std::move(job)]() mutable {
+    n.running = pool_.Submit([this, learner = std::move(queued.learner), round_job,
+                              job = std::move(queued.job)]() mutable {
       auto start = std::chrono::steady_clock::now();
       node::LearnerResult result = node::RunLearnerJob(*learner, std::move(job));
       const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -430,55 +428,42 @@ class Simulator {
       if (!round_job) exchange_compute_ns_ += ns;
       return result;
     });
+    n.running_done = std::move(queued.done);
     ++report_.jobs;
-    Schedule(now_ + VirtualSeconds(cost), i, JobEnds{});
+    uint64_t generation = n.generation;
+    clock_->At(clock_->Now() + VirtualSeconds(cost), [this, i, generation] {
+      if (nodes_[i].generation != generation) return;
+      Deliver(i, [this, i] { EndJob(i); });
+    });
   }
 
   void EndJob(size_t i) {
     SimNode& n = nodes_[i];
     node::LearnerResult result = n.running->get();  // waits for the worker
     n.running.reset();
-    if (auto* round = std::get_if<node::RoundDone>(&result)) {
-      n.learner_state = round->state;
-      if (round->outcome.ok()) {
-        // Virtual timings: the real ones would make outputs depend on the machine's load.
-        round->outcome->train_seconds = options_.network.round_compute_s;
-        round->outcome->eval_seconds = 0;
-      }
+    if (auto* round = std::get_if<node::RoundDone>(&result); round && round->outcome.ok()) {
+      // Virtual timings: the real ones would make outputs depend on the machine's load.
+      round->outcome->train_seconds = options_.network.round_compute_s;
+      round->outcome->eval_seconds = 0;
     }
-    Execute(i, node::DeliverResult(*n.machine, result, now_));
+    auto done = std::move(n.running_done);
+    done(std::move(result));
   }
 
-  void Record(size_t i, const node::RoundRecord& record) {
+  // Writes node `i`'s outputs and lets its host go (it finished, failed, or the run ends).
+  void Close(size_t i) {
     SimNode& n = nodes_[i];
-    Status written = n.recorder->AppendRound(record, n.bytes_in, n.bytes_out);
-    if (!written.ok())
-      return Fail(i, "cannot write outputs of round " + std::to_string(record.round) + ": " +
-                         written.ToString());
-    n.checkpoint = node::Checkpoint{record.round, record.stopped, n.learner_state,
-                                    n.machine->ExportState(), n.identity};
-    n.last_round = record.round;
-    n.last_val_loss = record.outcome.val_loss;
-    for (size_t k = 0; k < n.outages.size(); ++k) {
-      if (record.round >= options_.network.outages[n.outages[k]].after_round) {
-        n.outage_due = n.outages[k];
-        n.outages.erase(n.outages.begin() + static_cast<long>(k));
-        break;
-      }
-    }
-  }
-
-  void Finish(size_t i) {
-    SimNode& n = nodes_[i];
-    n.state = NodeState::kFinished;
-    report_.simulated_seconds =
-        std::max(report_.simulated_seconds, node::Seconds(now_ - TimePoint{}));
-    Status written = n.recorder->WriteTables(*n.machine);
-    if (written.ok() && n.checkpoint) {
-      written = n.recorder->WriteCheckpoint(*n.checkpoint);
-    }
-    if (!written.ok()) n.failure = "cannot write outputs: " + written.ToString();
-    n.log->info("stopped after round {}", n.machine->completed_round());
+    if (!n.host) return;
+    NodeState state = n.state;
+    n.state = NodeState::kFinished;  // nothing reaches a host being taken apart
+    Status written = n.host->Flush();
+    if (!written.ok() && !n.failure) n.failure = "cannot write outputs: " + written.ToString();
+    n.host->LogStopped();
+    n.last_round = n.host->completed_round();
+    if (options_.with_status) n.final_status = n.host->TakeStatus();
+    n.host.reset();
+    n.log->flush();
+    if (state == NodeState::kPaused || state == NodeState::kDead) n.state = state;
   }
 
   void Fail(size_t i, const std::string& why) {
@@ -486,6 +471,7 @@ class Simulator {
     n.log->error("{}", why);
     n.failure = why;
     n.state = NodeState::kFinished;
+    Close(i);
   }
 
   // Starts the outage node `i` has due after its last round, if any.
@@ -497,21 +483,23 @@ class Simulator {
     if (outage.kind == OutageKind::kPause) {
       n.log->warn("[network] outage: paused for {:.1f} s", outage.seconds);
       n.state = NodeState::kPaused;
-      Schedule(now_ + VirtualSeconds(outage.seconds), i, OutageEnds{});
+      clock_->At(clock_->Now() + VirtualSeconds(outage.seconds), [this, i] { EndOutage(i); });
       return;
     }
     n.log->warn("[network] outage: died; restarting from its checkpoint in {:.1f} s",
                 outage.seconds);
+    // What a process had on disk when it died: its rows, tables and last checkpoint.
+    Status written = n.host->Flush();
+    if (!written.ok()) return Fail(i, "cannot write outputs: " + written.ToString());
     n.state = NodeState::kDead;
     ++n.generation;  // every event of the dead incarnation is dropped
-    n.pending.clear();
-    n.inbound.clear();
     n.jobs.clear();
     n.running.reset();  // a job under way finishes on its worker; its learner goes with it
-    n.machine.reset();
-    n.learner.reset();
-    n.recorder.reset();
-    Schedule(now_ + VirtualSeconds(outage.seconds), i, OutageEnds{});
+    n.running_done = nullptr;
+    n.leaving = false;
+    n.host.reset();  // its transport stops: messages on their way to it are lost
+    n.log->flush();
+    clock_->At(clock_->Now() + VirtualSeconds(outage.seconds), [this, i] { EndOutage(i); });
   }
 
   void EndOutage(size_t i) {
@@ -519,22 +507,27 @@ class Simulator {
     if (n.state == NodeState::kPaused) {
       n.state = NodeState::kRunning;
       n.log->warn("[network] outage over: continuing");
-      Schedule(now_ + kTickInterval, i, TickDue{});
-      std::deque<Happening> deferred = std::move(n.deferred);
+      ScheduleTick(i);
+      std::deque<std::function<void()>> deferred = std::move(n.deferred);
       n.deferred.clear();
-      for (Happening& what : deferred) {
+      for (std::function<void()>& task : deferred) {
         if (n.state != NodeState::kRunning) break;
-        Happen(i, what);
+        Deliver(i, std::move(task));
       }
       return;
     }
     if (n.state != NodeState::kDead) return;
-    Status built = Build(i, /*resume=*/true);
-    if (!built.ok()) return Fail(i, "cannot restart: " + built.ToString());
     n.state = NodeState::kRunning;
+    Status built = Build(i);
+    if (!built.ok()) {
+      n.state = NodeState::kFinished;
+      n.failure = "cannot restart: " + built.ToString();
+      n.log->error("{}", *n.failure);
+      return;
+    }
     n.log->warn("[network] outage over: restarted");
-    Execute(i, n.machine->Start(now_));
-    Schedule(now_ + kTickInterval, i, TickDue{});
+    Deliver(i, [this, i] { nodes_[i].host->Start(); });
+    ScheduleTick(i);
   }
 
   const SimulationOptions& options_;
@@ -542,15 +535,29 @@ class Simulator {
   std::atomic<int64_t> exchange_compute_ns_{0};  // the part in jobs other than rounds
   int threads_;
   WorkerPool pool_;
+  std::shared_ptr<VirtualClock> clock_;
+  node::SimulatedNetwork network_;
   std::mt19937_64 loss_rng_;
   std::vector<SimNode> nodes_;
-  std::map<std::string, size_t> index_;  // listen endpoint -> node
-  std::map<std::string, size_t> ids_;    // node id -> node
-  std::map<std::pair<TimePoint, uint64_t>, Event> queue_;
-  uint64_t next_seq_ = 0;
-  TimePoint now_{};
+  std::map<std::string, size_t> ids_;  // node id -> node
   SimulationReport report_;
 };
+
+TimePoint SimulatedWorld::Now() const { return sim_.Now(); }
+
+Result<std::unique_ptr<node::Transport>> SimulatedWorld::StartTransport(
+    node::TransportOptions options, node::InboundHandler on_request) {
+  return sim_.StartTransport(std::move(options), std::move(on_request));
+}
+
+void SimulatedWorld::Post(std::function<void()> task) { sim_.Deliver(index_, std::move(task)); }
+
+void SimulatedWorld::RunJob(std::shared_ptr<node::Learner> learner, node::LearnerJob job,
+                            std::function<void(node::LearnerResult)> done) {
+  sim_.Queue(index_, QueuedJob{std::move(learner), std::move(job), std::move(done)});
+}
+
+uint64_t SimulatedWorld::Nonce(const std::string& node_id) { return sim_.Nonce(index_, node_id); }
 
 }  // namespace
 

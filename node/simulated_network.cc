@@ -1,4 +1,4 @@
-#include "node/memory_transport.h"
+#include "node/simulated_network.h"
 
 #include <condition_variable>
 #include <deque>
@@ -40,15 +40,14 @@ Result<std::pair<std::string, std::string>> ParseEndpoint(const std::string& end
   return std::make_pair(host, port);
 }
 
-}  // namespace
 
-// The medium: every transport's state, touched only by the network thread, and the queue of work
-// other threads hand it.
-class MemoryNetwork::Core {
+// A NetworkClock on real time: one thread runs every task, due timers first (so that a reply
+// handled after its deadline counts as late), then the queued work, in order.
+class RealTimeNetworkClock final : public NetworkClock {
  public:
-  Core() : thread_([this] { Run(); }) {}
+  RealTimeNetworkClock() : thread_([this] { Run(); }) {}
 
-  ~Core() {
+  ~RealTimeNetworkClock() override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
@@ -57,31 +56,82 @@ class MemoryNetwork::Core {
     thread_.join();
   }
 
-  // Queues `task` for the network thread.
-  void Post(std::function<void()> task) {
+  Clock::time_point Now() const override { return Clock::now(); }
+
+  void At(Clock::time_point at, std::function<void()> task) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      tasks_.push_back(std::move(task));
+      timers_.emplace(at, std::move(task));
     }
     wake_.notify_one();
   }
 
-  // Runs `task` on the network thread and waits for it; at once when already there.
-  void PostAndWait(const std::function<void()>& task) {
+  void Enter(std::function<void()> task, bool wait) override {
     if (std::this_thread::get_id() == thread_.get_id()) return task();
+    if (!wait) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        tasks_.push_back(std::move(task));
+      }
+      wake_.notify_one();
+      return;
+    }
     std::promise<void> done;
-    Post([&] {
-      task();
-      done.set_value();
-    });
+    Enter(
+        [&] {
+          task();
+          done.set_value();
+        },
+        /*wait=*/false);
     done.get_future().wait();
   }
 
-  // Runs `task` at once on the network thread, or queues it from any other.
-  void RunOrPost(std::function<void()> task) {
-    if (std::this_thread::get_id() == thread_.get_id()) return task();
-    Post(std::move(task));
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      Clock::time_point now = Clock::now();
+      while (!timers_.empty() && timers_.begin()->first <= now) {
+        std::function<void()> fire = std::move(timers_.begin()->second);
+        timers_.erase(timers_.begin());
+        lock.unlock();
+        fire();
+        lock.lock();
+      }
+      if (tasks_.empty() && !stopping_) {
+        if (timers_.empty()) {
+          wake_.wait(lock, [&] { return !tasks_.empty() || stopping_; });
+        } else {
+          wake_.wait_until(lock, timers_.begin()->first,
+                           [&] { return !tasks_.empty() || stopping_; });
+        }
+      }
+      if (stopping_ && tasks_.empty()) return;
+      std::deque<std::function<void()>> batch;
+      batch.swap(tasks_);
+      lock.unlock();
+      for (std::function<void()>& task : batch) task();
+      lock.lock();
+    }
   }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> tasks_;                          // guarded by mutex_
+  std::multimap<Clock::time_point, std::function<void()>> timers_;  // guarded by mutex_
+  bool stopping_ = false;                                            // guarded by mutex_
+  std::thread thread_;  // last: starts once everything above exists
+};
+
+}  // namespace
+
+// The medium: every transport's state, touched only on the clock's thread.
+class SimulatedNetwork::Core {
+ public:
+  Core(std::shared_ptr<NetworkClock> clock, LinkModel links)
+      : links_(std::move(links)), clock_(std::move(clock)) {}
+
+  NetworkClock& clock() { return *clock_; }
 
   // Network thread: binds a station for `options`; its id, or why not.
   Result<uint64_t> Bind(TransportOptions options, InboundHandler on_request,
@@ -136,20 +186,22 @@ class MemoryNetwork::Core {
                const std::string& server_key) {
     Station* c = Find(id);
     std::string what = "request " + std::to_string(request_id) + " to " + endpoint;
-    if (!c) return on_reply(Status::Unavailable(what + ": the transport is stopping"));
+    if (!c) return Later(on_reply, Status::Unavailable(what + ": the transport is stopping"));
     if (c->pending.contains(request_id)) {
-      return on_reply(Status::InvalidArgument(what + ": this request id is already outstanding"));
+      return Later(on_reply,
+                   Status::InvalidArgument(what + ": this request id is already outstanding"));
     }
     Status checked =
         CheckOutgoingRequest(c->options, c->allowed, endpoint, request_id, frames, server_key);
-    if (!checked.ok()) return on_reply(std::move(checked));
+    if (!checked.ok()) return Later(on_reply, std::move(checked));
     auto address = ParseEndpoint(endpoint);
     if (!address.ok() || address->second == "*" || std::stoi(address->second) == 0) {
-      return on_reply(Status::InvalidArgument(what + ": not an endpoint one can connect to"));
+      return Later(on_reply,
+                   Status::InvalidArgument(what + ": not an endpoint one can connect to"));
     }
-    if (deadline <= Clock::now()) {
+    if (deadline <= clock_->Now()) {
       c->counters->Add(kTimeouts);
-      return on_reply(Status::Timeout(what + ": the deadline passed before it was sent"));
+      return Later(on_reply, Status::Timeout(what + ": the deadline passed before it was sent"));
     }
     Connection& connection = Connect(*c, endpoint, server_key);
     Station* server = Bound(endpoint);
@@ -157,15 +209,28 @@ class MemoryNetwork::Core {
     if (!server && connection.request_ids.size() >=
                        static_cast<size_t>(std::max(c->options.send_high_water_mark, 0))) {
       if (connection.request_ids.empty()) BecameIdle(*c, connection);
-      return on_reply(Status::Unavailable(what + ": the send queue is full"));
+      return Later(on_reply, Status::Unavailable(what + ": the send queue is full"));
     }
     c->counters->Add(kRequestsSent);
     c->counters->Add(kBytesOut, TotalBytes(frames));
     connection.request_ids.insert(request_id);
     c->pending[request_id] = Pending{endpoint, deadline, on_reply, connection.route};
-    timers_.emplace(deadline,
-                    [this, id, request_id, deadline] { Expire(id, request_id, deadline); });
-    if (server) Deliver(*c, connection, *server, std::move(frames));
+    clock_->At(deadline, [this, id, request_id, deadline] { Expire(id, request_id, deadline); });
+    if (!server) return;
+    // Addressed now: the request reaches this very transport, or nobody.
+    auto delay = Transit(*c, *server, frames, /*reply=*/false);
+    if (!delay) return;  // lost on the way
+    clock_->At(clock_->Now() + *delay,
+               [this, id, route = connection.route, server = server->id,
+                frames = std::move(frames)]() mutable {
+                 Station* client = Find(id);
+                 Station* to = Find(server);
+                 auto route_of = routes_.find(route);
+                 if (!client || !to || route_of == routes_.end()) return;
+                 auto connection = client->connections.find(route_of->second.endpoint);
+                 if (connection == client->connections.end()) return;
+                 Deliver(*client, connection->second, *to, std::move(frames));
+               });
   }
 
   // Network thread: the reply of station `id` to the request of `token`.
@@ -261,13 +326,15 @@ class MemoryNetwork::Core {
     for (uint64_t request_id : request_ids) {
       Complete(c, request_id,
                Status::Unavailable("request " + std::to_string(request_id) + " to " + endpoint +
-                                   ": disconnected"));
+                                   ": disconnected"),
+               /*later=*/true);
     }
   }
 
   // Hands `frames` from client `c` to `server` as the transports' handshake and limits allow.
   void Deliver(Station& c, const Connection& connection, Station& server,
                std::vector<Frame> frames) {
+    if (frames.empty()) return;  // cut to nothing on the way (LinkModel)
     if (c.options.curve.has_value() != server.options.curve.has_value()) return;  // no handshake
     std::string client_key;
     if (c.options.curve) {
@@ -316,27 +383,56 @@ class MemoryNetwork::Core {
       server.counters->Add(kRepliesUndeliverable);
       return;
     }
-    uint64_t bytes = TotalBytes(frames);
     server.counters->Add(kRepliesSent);
-    server.counters->Add(kBytesOut, bytes);
-    for (const Frame& frame : frames) {
-      if (frame.size() > FrameCeiling(c->options.limits)) return;  // refused by receiver
-    }
-    c->counters->Add(kBytesIn, bytes);
-    auto envelope = DecodeEnvelope(frames[0], c->options.limits);
-    auto connection = c->connections.find(owner->second.endpoint);
-    // Only a reply to a request still pending on this very connection is accepted.
-    if (!envelope.ok() || connection == c->connections.end() || connection->second.route != route ||
-        !connection->second.request_ids.contains(envelope->request_id)) {
-      c->counters->Add(kLateRepliesDropped);
-      return;
-    }
-    c->counters->Add(kRepliesReceived);
-    Complete(*c, envelope->request_id, std::move(frames));
+    server.counters->Add(kBytesOut, TotalBytes(frames));
+    auto delay = Transit(server, *c, frames, /*reply=*/true);
+    if (!delay) return;  // lost on the way
+    clock_->At(clock_->Now() + *delay,
+               [this, client = c->id, route, frames = std::move(frames)]() mutable {
+                 if (Station* c = Find(client)) Arrive(*c, route, std::move(frames));
+               });
   }
 
-  // Removes request `request_id` of `c` from every table and calls its handler with `result`.
-  void Complete(Station& c, uint64_t request_id, Result<std::vector<Frame>> result) {
+  // A reply on connection `route` arrives at its client `c`.
+  void Arrive(Station& c, const std::string& route, std::vector<Frame> frames) {
+    if (frames.empty()) return;  // cut to nothing on the way (LinkModel)
+    auto owner = routes_.find(route);
+    for (const Frame& frame : frames) {
+      if (frame.size() > FrameCeiling(c.options.limits)) return;  // refused by receiver
+    }
+    c.counters->Add(kBytesIn, TotalBytes(frames));
+    auto envelope = DecodeEnvelope(frames[0], c.options.limits);
+    auto connection =
+        owner == routes_.end() ? c.connections.end() : c.connections.find(owner->second.endpoint);
+    // Only a reply to a request still pending on this very connection is accepted.
+    if (!envelope.ok() || connection == c.connections.end() || connection->second.route != route ||
+        !connection->second.request_ids.contains(envelope->request_id)) {
+      c.counters->Add(kLateRepliesDropped);
+      return;
+    }
+    c.counters->Add(kRepliesReceived);
+    Complete(c, envelope->request_id, std::move(frames));
+  }
+
+  // How long `frames` from `from` take to reach `to`, or nullopt when they are lost (the link
+  // model's word; no model: no time).
+  std::optional<Clock::duration> Transit(const Station& from, const Station& to,
+                                         std::vector<Frame>& frames, bool reply) {
+    if (!links_) return Clock::duration::zero();
+    return links_(LinkMessage{from.options.node_id, to.options.node_id, frames, reply});
+  }
+
+  // Calls `on_reply` with `result` as an event of its own.
+  void Later(const ReplyHandler& on_reply, Result<std::vector<Frame>> result) {
+    clock_->At(clock_->Now(), [on_reply, result = std::move(result)]() mutable {
+      on_reply(std::move(result));
+    });
+  }
+
+  // Removes request `request_id` of `c` from every table and calls its handler with `result`, at
+  // once or (`later`) as an event of its own.
+  void Complete(Station& c, uint64_t request_id, Result<std::vector<Frame>> result,
+                bool later = false) {
     auto it = c.pending.find(request_id);
     if (it == c.pending.end()) return;
     Pending pending = std::move(it->second);
@@ -346,6 +442,7 @@ class MemoryNetwork::Core {
       connection->second.request_ids.erase(request_id);
       if (connection->second.request_ids.empty()) BecameIdle(c, connection->second);
     }
+    if (later) return Later(pending.on_reply, std::move(result));
     pending.on_reply(std::move(result));
   }
 
@@ -361,11 +458,11 @@ class MemoryNetwork::Core {
   }
 
   void BecameIdle(Station& c, Connection& connection) {
-    connection.idle_since = Clock::now();
+    connection.idle_since = clock_->Now();
     if (c.options.idle_connection_timeout <= Clock::duration::zero()) return;
     uint64_t id = c.id;
-    timers_.emplace(connection.idle_since + c.options.idle_connection_timeout,
-                    [this, id] { CloseIdleConnections(id); });
+    clock_->At(connection.idle_since + c.options.idle_connection_timeout,
+               [this, id] { CloseIdleConnections(id); });
   }
 
   // Closes station `id`'s connections idle for its idle_connection_timeout.
@@ -373,7 +470,7 @@ class MemoryNetwork::Core {
   void CloseIdleConnections(uint64_t id) {
     Station* c = Find(id);
     if (!c) return;
-    Clock::time_point now = Clock::now();
+    Clock::time_point now = clock_->Now();
     for (auto it = c->connections.begin(); it != c->connections.end();) {
       if (it->second.request_ids.empty() &&
           it->second.idle_since + c->options.idle_connection_timeout <= now) {
@@ -386,65 +483,30 @@ class MemoryNetwork::Core {
     c->counters->Set(kOpenConnections, c->connections.size());
   }
 
-  // The network thread: due timers first (so a reply handled after its deadline counts as late),
-  // then the queued work, in order.
-  void Run() {
-    for (;;) {
-      Clock::time_point now = Clock::now();
-      while (!timers_.empty() && timers_.begin()->first <= now) {
-        std::function<void()> fire = std::move(timers_.begin()->second);
-        timers_.erase(timers_.begin());
-        fire();
-      }
-      std::deque<std::function<void()>> batch;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        if (tasks_.empty() && !stopping_) {
-          if (timers_.empty()) {
-            wake_.wait(lock, [&] { return !tasks_.empty() || stopping_; });
-          } else {
-            wake_.wait_until(lock, timers_.begin()->first,
-                             [&] { return !tasks_.empty() || stopping_; });
-          }
-        }
-        if (stopping_ && tasks_.empty()) return;
-        batch.swap(tasks_);
-      }
-      for (std::function<void()>& task : batch) task();
-    }
-  }
-
-  // Shared with the calling threads.
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> tasks_;  // guarded by mutex_
-  bool stopping_ = false;                    // guarded by mutex_
-
-  // Network thread only.
+  LinkModel links_;
   std::map<uint64_t, std::unique_ptr<Station>> stations_;
   std::map<std::string, uint64_t> bound_;  // listening endpoint -> station
   std::map<std::string, Route> routes_;    // connection -> its client
-  std::multimap<Clock::time_point, std::function<void()>> timers_;
   uint64_t next_station_ = 1;
   uint64_t next_route_ = 1;
   int next_port_ = 40000;
-
-  std::thread thread_;  // last: starts once everything above exists
+  // Last: destroyed first, so that a real-time clock's thread has stopped before the tables go.
+  std::shared_ptr<NetworkClock> clock_;
 };
 
 namespace {
 
-class MemoryTransport final : public Transport {
+class SimulatedTransport final : public Transport {
  public:
-  MemoryTransport(std::shared_ptr<MemoryNetwork::Core> core, uint64_t station, std::string endpoint,
-                  std::shared_ptr<TransportCounters> counters)
+  SimulatedTransport(std::shared_ptr<SimulatedNetwork::Core> core, uint64_t station,
+                     std::string endpoint, std::shared_ptr<TransportCounters> counters)
       : core_(std::move(core)),
         station_(station),
         endpoint_(std::move(endpoint)),
         counters_(std::move(counters)) {}
 
-  ~MemoryTransport() override {
-    core_->PostAndWait([this] { core_->Unbind(station_); });
+  ~SimulatedTransport() override {
+    core_->clock().Enter([this] { core_->Unbind(station_); }, /*wait=*/true);
   }
 
   const std::string& bound_endpoint() const override { return endpoint_; }
@@ -452,31 +514,33 @@ class MemoryTransport final : public Transport {
   void Request(const std::string& endpoint, uint64_t request_id, std::vector<Frame> frames,
                Clock::time_point deadline, ReplyHandler on_reply,
                const std::string& server_public_key) override {
-    core_->Post([core = core_.get(), station = station_, endpoint, request_id,
-                 frames = std::move(frames), deadline, on_reply = std::move(on_reply),
-                 server_public_key]() mutable {
-      core->Request(station, endpoint, request_id, std::move(frames), deadline, on_reply,
-                    server_public_key);
-    });
+    core_->clock().Enter(
+        [core = core_.get(), station = station_, endpoint, request_id, frames = std::move(frames),
+         deadline, on_reply = std::move(on_reply), server_public_key]() mutable {
+          core->Request(station, endpoint, request_id, std::move(frames), deadline, on_reply,
+                        server_public_key);
+        },
+        /*wait=*/false);
   }
 
   void Reply(const ReplyToken& token, std::vector<Frame> frames) override {
-    core_->RunOrPost(
+    core_->clock().Enter(
         [core = core_.get(), station = station_, token, frames = std::move(frames)]() mutable {
           core->Reply(station, token, std::move(frames));
-        });
+        },
+        /*wait=*/false);
   }
 
   void Disconnect(const std::string& endpoint) override {
-    core_->Post([core = core_.get(), station = station_, endpoint] {
-      core->Disconnect(station, endpoint);
-    });
+    core_->clock().Enter(
+        [core = core_.get(), station = station_, endpoint] { core->Disconnect(station, endpoint); },
+        /*wait=*/false);
   }
 
   TransportStats Stats() const override { return counters_->Load(); }
 
  private:
-  std::shared_ptr<MemoryNetwork::Core> core_;
+  std::shared_ptr<SimulatedNetwork::Core> core_;
   uint64_t station_;
   std::string endpoint_;
   std::shared_ptr<TransportCounters> counters_;
@@ -484,23 +548,27 @@ class MemoryTransport final : public Transport {
 
 }  // namespace
 
-MemoryNetwork::MemoryNetwork() : core_(std::make_shared<Core>()) {}
+SimulatedNetwork::SimulatedNetwork()
+    : core_(std::make_shared<Core>(std::make_shared<RealTimeNetworkClock>(), nullptr)) {}
 
-Result<std::unique_ptr<Transport>> MemoryNetwork::Start(TransportOptions options,
-                                                        InboundHandler on_request) const {
+SimulatedNetwork::SimulatedNetwork(std::shared_ptr<NetworkClock> clock, LinkModel links)
+    : core_(std::make_shared<Core>(std::move(clock), std::move(links))) {}
+
+Result<std::unique_ptr<Transport>> SimulatedNetwork::Start(TransportOptions options,
+                                                           InboundHandler on_request) const {
   auto counters = std::make_shared<TransportCounters>();
   std::string endpoint;
   Result<uint64_t> station = Status::Internal("not bound");
-  core_->PostAndWait([&] {
-    station = core_->Bind(std::move(options), std::move(on_request), counters, &endpoint);
-  });
+  core_->clock().Enter(
+      [&] { station = core_->Bind(std::move(options), std::move(on_request), counters, &endpoint); },
+      /*wait=*/true);
   if (!station.ok()) return station.status();
   return std::unique_ptr<Transport>(
-      std::make_unique<MemoryTransport>(core_, *station, endpoint, counters));
+      std::make_unique<SimulatedTransport>(core_, *station, endpoint, counters));
 }
 
-TransportFactory MemoryNetwork::Factory() const {
-  MemoryNetwork network = *this;
+TransportFactory SimulatedNetwork::Factory() const {
+  SimulatedNetwork network = *this;
   return [network](TransportOptions options, InboundHandler on_request) {
     return network.Start(std::move(options), std::move(on_request));
   };
