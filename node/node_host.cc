@@ -98,6 +98,8 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
                                                    HostOptions options) {
   std::unique_ptr<NodeHost> host(new NodeHost(config, world));
   host->observer_ = std::move(options.observer);
+  host->bytes_in_before_ = options.bytes_in_before;
+  host->bytes_out_before_ = options.bytes_out_before;
   host->log_ =
       options.logger ? std::move(options.logger) : MakeNodeLogger(config.id, config.log_level);
 
@@ -147,6 +149,7 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
                       keys, world.Nonce(config.id)),
       std::move(*sampler), host->log_);
 
+  if (options.hold_before) host->machine_->HoldBefore(*options.hold_before);
   auto resumed = host->ResumeFromCheckpoint();
   if (!resumed.ok()) return resumed.status();
   auto outputs =
@@ -194,9 +197,16 @@ void NodeHost::LogStopped() const {
   }
 }
 
+TransportStats NodeHost::transport_stats() const {
+  TransportStats stats = transport_->Stats();
+  stats.bytes_in += bytes_in_before_;
+  stats.bytes_out += bytes_out_before_;
+  return stats;
+}
+
 NodeStatus NodeHost::TakeStatus() const {
   NodeStatus status = TakeNodeStatus(
-      *machine_, transport_->Stats(), config_.id, endpoint(), config_.rounds,
+      *machine_, transport_stats(), config_.id, endpoint(), config_.rounds,
       std::string(NameOf(similarity::MetricKindNames(), config_.metric)), world_.Now());
   status.val_loss = last_val_loss_;
   return status;
@@ -247,7 +257,7 @@ Checkpoint NodeHost::CheckpointNow(const RoundRecord& record) const {
 
 void NodeHost::Do(RoundCompleted& a) {
   const RoundRecord& r = a.record;
-  TransportStats stats = transport_->Stats();
+  TransportStats stats = transport_stats();
   last_val_loss_ = r.outcome.val_loss;
   early_stopped_ = r.stopped;
   Status written = recorder_->AppendRound(r, stats.bytes_in, stats.bytes_out);

@@ -50,6 +50,12 @@ struct HostOptions {
   MessageObserver observer;
   // Does the node's learning; default: CreateLearner(config).
   std::unique_ptr<Learner> learner;
+  // Bytes the node received and sent before this incarnation, added to its transport's counters
+  // in rounds.csv and the status (a simulated node restarted at a snapshot barrier).
+  uint64_t bytes_in_before = 0;
+  uint64_t bytes_out_before = 0;
+  // Set: rounds from this one on never begin (NodeStateMachine::HoldBefore).
+  std::optional<int64_t> hold_before;
 };
 
 // The state machine's config for the node of `config`, whose learner is `learner`, listening at
@@ -106,8 +112,8 @@ class NodeHost {
   NodeStatus TakeStatus() const;
   // The endpoint the transport listens on.
   const std::string& endpoint() const { return transport_->bound_endpoint(); }
-  // The transport's counters.
-  TransportStats transport_stats() const { return transport_->Stats(); }
+  // The transport's counters, with the bytes of earlier incarnations (HostOptions).
+  TransportStats transport_stats() const;
   const NodeConfig& config() const { return config_; }
   const NodeStateMachine& machine() const { return *machine_; }
   spdlog::logger& log() const { return *log_; }
@@ -146,6 +152,8 @@ class NodeHost {
   Status failure_;
   double last_val_loss_;
   bool early_stopped_ = false;
+  uint64_t bytes_in_before_ = 0;
+  uint64_t bytes_out_before_ = 0;
   bool leaving_ = false;
   // Last: stopped first, so that no handler outlives what it touches.
   std::unique_ptr<Transport> transport_;

@@ -62,6 +62,11 @@ bool RoundDriver::MustWaitForPeers() const {
 }
 
 void RoundDriver::BeginRound(int64_t round, TimePoint now, Actions& out, bool may_wait) {
+  if (hold_before_ && round >= *hold_before_) {
+    phase_ = Phase::kPacing;
+    next_round_at_ = TimePoint::max();
+    return;
+  }
   if (may_wait && MustWaitForPeers()) {
     pending_round_ = round;
     pending_round_deadline_ =

@@ -113,6 +113,10 @@ class RoundDriver {
                  const std::string& rng_state, FloatArray weights, bool stopped);
   // Starts at `now`: round 0, the round after the restored one, or lingering.
   void Start(TimePoint now, Actions& out);
+  // Rounds from `round` on never begin: the driver waits after round - 1 (still serving) until
+  // it is taken apart. Rationale: the simulator's snapshot barrier (sim/simulation.h) holds every
+  // node there, then restarts all of them from their checkpoints.
+  void HoldBefore(int64_t round) { hold_before_ = round; }
   // The outcome of one of our GetModel requests; `failure` is why there is no usable reply.
   void OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
                TimePoint now, Actions& out);
@@ -185,6 +189,7 @@ class RoundDriver {
   TimePoint linger_until_{};
   TimePoint round_started_at_{};  // when the current round began (for min_round pacing)
   TimePoint next_round_at_{};     // kPacing: when the next round may begin
+  std::optional<int64_t> hold_before_;  // HoldBefore()
   Fetch fetch_;
 };
 

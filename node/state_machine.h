@@ -98,6 +98,8 @@ class NodeStateMachine : private RoundHooks {
   // Starts the node at `now`: greets the configured peers and starts round 0 (or the round
   // after the resumed one).
   Actions Start(TimePoint now);
+  // Rounds from `round` on never begin (RoundDriver::HoldBefore); call before Start().
+  void HoldBefore(int64_t round) { driver_.HoldBefore(round); }
   // A decoded inbound request `inbound` from the transport; with CURVE, `proven_key` is the public
   // key its connection proved in the handshake (it replaces the one a Hello claims).
   Actions OnInbound(InboundId inbound, const Message& message, TimePoint now,

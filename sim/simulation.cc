@@ -6,14 +6,17 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
+#include "base/atomic_file.h"
 #include "base/stable_hash.h"
 #include "node/logging.h"
 #include "node/node_host.h"
@@ -87,6 +90,9 @@ class VirtualClock final : public node::NetworkClock {
     queue_.emplace(std::make_pair(std::max(at, now_), next_seq_++), std::move(task));
   }
   void Enter(std::function<void()> task, bool) override { task(); }  // one thread: at once
+
+  // Sets the time (a resumed simulation's start); only before the first task.
+  void StartAt(TimePoint now) { now_ = now; }
 
   // Runs the next task; false when there is none.
   bool RunNext() {
@@ -171,6 +177,9 @@ struct SimNode {
   uint64_t generation = 0;
   bool in_event = false;  // a task of this node is running
   bool leaving = false;
+  bool at_barrier = false;  // waits at the snapshot barrier (or finished)
+  uint64_t bytes_in_before = 0;   // received by its earlier incarnations (snapshot barriers)
+  uint64_t bytes_out_before = 0;  // sent by them
   std::deque<QueuedJob> jobs;  // queued behind the running one
   std::optional<std::shared_future<node::LearnerResult>> running;
   std::function<void(node::LearnerResult)> running_done;
@@ -231,7 +240,19 @@ class Simulator {
         }
       }
     }
+    if ((options_.snapshot_every > 0 || options_.resume) && options_.snapshot_dir.empty()) {
+      return Status::InvalidArgument("snapshots need a folder (SimulationOptions::snapshot_dir)");
+    }
+    int64_t from_round = 0;
+    if (options_.resume) {
+      auto round = RestoreSnapshot();
+      if (!round.ok()) return round.status();
+      from_round = *round;
+      report_.resumed_from = from_round;
+    }
+    next_barrier_ = NextBarrier(from_round);
     for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].state != NodeState::kRunning) continue;  // finished before the snapshot
       MESHLEARN_RETURN_IF_ERROR(Build(i).WithContext("node " + nodes_[i].config.id));
     }
     return Status::Ok();
@@ -240,13 +261,11 @@ class Simulator {
   SimulationReport Run() {
     auto real_start = std::chrono::steady_clock::now();
     auto last_progress = real_start;
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      Deliver(i, [this, i] { nodes_[i].host->Start(); });
-      ScheduleTick(i);
-    }
-    while (clock_->RunNext()) {
+    StartAll();
+    while (!stop_ && clock_->RunNext()) {
       ++report_.events;
-      if (options_.interrupt && options_.interrupt->load()) {
+      // With a snapshot barrier ahead the run goes on to it, takes the snapshot and stops there.
+      if (options_.interrupt && options_.interrupt->load() && next_barrier_ < 0) {
         report_.interrupted = true;
         break;
       }
@@ -346,6 +365,11 @@ class Simulator {
     SimNode& n = nodes_[i];
     node::HostOptions host_options;
     host_options.logger = n.log;
+    host_options.bytes_in_before = n.bytes_in_before;
+    host_options.bytes_out_before = n.bytes_out_before;
+    if (next_barrier_ >= 0 && next_barrier_ < n.config.rounds) {
+      host_options.hold_before = next_barrier_ + 1;
+    }
     auto host = node::NodeHost::Create(n.config, *n.world, std::move(host_options));
     if (!host.ok()) return host.status();
     n.host = std::move(*host);
@@ -392,9 +416,247 @@ class Simulator {
     if (n.host->done()) {
       n.state = NodeState::kFinished;
       Close(i);
+    } else {
+      TakeDueOutage(i);
+    }
+    UpdateBarrierFlag(i);
+  }
+
+  // Starts every node that runs (at the start, after a barrier, or on resuming).
+  void StartAll() {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!nodes_[i].host) {
+        UpdateBarrierFlag(i);
+        continue;
+      }
+      Deliver(i, [this, i] { nodes_[i].host->Start(); });
+      ScheduleTick(i);
+    }
+  }
+
+  // The round of the first snapshot barrier after round `round` (-1: none before the last round
+  // of every node).
+  int64_t NextBarrier(int64_t round) const {
+    if (options_.snapshot_every <= 0) return -1;
+    int64_t next = round + options_.snapshot_every;
+    for (const SimNode& n : nodes_) {
+      if (next < n.config.rounds) return next;
+    }
+    return -1;
+  }
+
+  // Keeps node `i`'s place at the barrier up to date; the barrier comes once every node is there.
+  void UpdateBarrierFlag(size_t i) {
+    SimNode& n = nodes_[i];
+    bool there = next_barrier_ >= 0 &&
+                 (n.state == NodeState::kFinished ||
+                  (n.state == NodeState::kRunning && n.host &&
+                   n.host->completed_round() >= next_barrier_));
+    if (there != n.at_barrier) {
+      n.at_barrier = there;
+      if (there) {
+        ++at_barrier_;
+      } else {
+        --at_barrier_;
+      }
+    }
+    if (at_barrier_ == nodes_.size() && !barrier_scheduled_) {
+      barrier_scheduled_ = true;
+      clock_->At(clock_->Now(), [this] { Barrier(); });
+    }
+  }
+
+  // Every node waits after round next_barrier_: snapshot, then stop or restart them all.
+  void Barrier() {
+    barrier_scheduled_ = false;
+    if (at_barrier_ != nodes_.size()) return;  // someone left the barrier since (an outage)
+    const int64_t round = next_barrier_;
+    const std::string round_dir = options_.snapshot_dir + "/round-" + std::to_string(round);
+    std::error_code ec;
+    std::filesystem::create_directories(round_dir, ec);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      SimNode& n = nodes_[i];
+      if (!n.host) continue;
+      node::TransportStats bytes = n.host->transport_stats();
+      Status written = n.host->Flush();
+      if (written.ok()) {
+        std::filesystem::copy_file(n.config.output_dir + "/checkpoint.bin",
+                                   round_dir + "/" + n.config.id + ".checkpoint.bin",
+                                   std::filesystem::copy_options::overwrite_existing, ec);
+        if (ec) written = Status::IoError(round_dir + ": cannot copy the checkpoint of node " +
+                                          n.config.id + ": " + ec.message());
+      }
+      if (!written.ok()) {
+        Fail(i, "cannot write the snapshot of round " + std::to_string(round) + ": " +
+                    written.ToString());
+        continue;
+      }
+      n.bytes_in_before = bytes.bytes_in;
+      n.bytes_out_before = bytes.bytes_out;
+      n.last_round = n.host->completed_round();
+      n.last_val_loss = n.host->last_val_loss();
+      Retire(i);
+    }
+    Status saved = WriteFileAtomically(options_.snapshot_dir + "/snapshot.txt", SnapshotText(round));
+    if (!saved.ok()) {
+      for (SimNode& n : nodes_) n.log->error("cannot write the snapshot: {}", saved.ToString());
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(options_.snapshot_dir, ec)) {
+      if (entry.is_directory() && entry.path() != round_dir) {
+        std::filesystem::remove_all(entry.path(), ec);
+      }
+    }
+    report_.snapshot_round = round;
+    for (SimNode& n : nodes_) n.at_barrier = false;
+    at_barrier_ = 0;
+    if (options_.interrupt && options_.interrupt->load()) {
+      report_.interrupted = true;
+      stop_ = true;
       return;
     }
-    TakeDueOutage(i);
+    next_barrier_ = NextBarrier(round);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].state != NodeState::kRunning) continue;
+      Status built = Build(i);
+      if (!built.ok()) Fail(i, "cannot restart after the snapshot: " + built.ToString());
+    }
+    StartAll();
+  }
+
+  // Takes node `i`'s host apart (its state stays); every event of this incarnation is dropped.
+  void Retire(size_t i) {
+    SimNode& n = nodes_[i];
+    NodeState state = n.state;
+    n.state = NodeState::kDead;  // nothing reaches a host being taken apart
+    ++n.generation;
+    n.jobs.clear();
+    n.running.reset();  // a job under way finishes on its worker; its learner goes with it
+    n.running_done = nullptr;
+    n.leaving = false;
+    n.host.reset();  // its transport stops: messages on their way to it are lost
+    n.log->flush();
+    n.state = state;
+  }
+
+  // The snapshot file of a barrier after round `round` (sim/simulation.h).
+  std::string SnapshotText(int64_t round) const {
+    std::ostringstream out;
+    out.precision(17);
+    out << kSnapshotMagic << "\n"
+        << "round " << round << "\n"
+        << "virtual_ns "
+        << std::chrono::duration_cast<std::chrono::nanoseconds>(clock_->Now() - TimePoint{}).count()
+        << "\n"
+        << "simulated_seconds " << report_.simulated_seconds << "\n"
+        << "generator " << loss_rng_ << "\n"
+        << "nodes " << nodes_.size() << "\n";
+    for (const SimNode& n : nodes_) {
+      out << "node " << n.config.id << " "
+          << (n.state == NodeState::kRunning ? "running" : "finished") << " " << n.generation
+          << " " << n.bytes_in_before << " " << n.bytes_out_before << " " << n.last_round << " "
+          << n.last_val_loss << " " << n.outages.size();
+      for (size_t o : n.outages) out << " " << o;
+      out << "\n";
+      if (n.failure) out << "failure " << *n.failure << "\n";
+    }
+    return out.str();
+  }
+
+  // Reads the last snapshot, puts its checkpoints back into the node folders and restores the
+  // simulation's state; the round it was taken after.
+  Result<int64_t> RestoreSnapshot() {
+    const std::string path = options_.snapshot_dir + "/snapshot.txt";
+    auto text = ReadWholeFile(path);
+    if (!text.ok()) {
+      if (text.status().code() == ErrorCode::kNotFound) {
+        return Status::NotFound(path + ": no snapshot to resume from (a run takes one only with "
+                                       "snapshot_every > 0)");
+      }
+      return text.status();
+    }
+    std::istringstream lines(*text);
+    std::string line;
+    int number = 0;
+    auto bad = [&](const std::string& what) {
+      return Status::Malformed(path + ":" + std::to_string(number) + ": " + what +
+                               " (the snapshot is damaged; delete the method's folder to run it "
+                               "afresh)");
+    };
+    auto next = [&](const std::string& key) -> Result<std::istringstream> {
+      if (!std::getline(lines, line)) return bad("ends before '" + key + "'");
+      ++number;
+      std::istringstream fields(line);
+      std::string word;
+      if (!(fields >> word) || word != key) return bad("expected '" + key + "'");
+      return fields;
+    };
+    if (!std::getline(lines, line) || line != kSnapshotMagic) {
+      ++number;
+      return bad("not a meshlearn simulation snapshot ('" + std::string(kSnapshotMagic) +
+                 "' expected)");
+    }
+    ++number;
+    int64_t round = 0, virtual_ns = 0;
+    size_t count = 0;
+    auto f = next("round");
+    if (!f.ok() || !(*f >> round) || round < 0) return f.ok() ? bad("bad round") : f.status();
+    f = next("virtual_ns");
+    if (!f.ok() || !(*f >> virtual_ns)) return f.ok() ? bad("bad virtual_ns") : f.status();
+    f = next("simulated_seconds");
+    if (!f.ok() || !(*f >> report_.simulated_seconds)) {
+      return f.ok() ? bad("bad simulated_seconds") : f.status();
+    }
+    f = next("generator");
+    if (!f.ok() || !(*f >> loss_rng_)) return f.ok() ? bad("bad generator state") : f.status();
+    f = next("nodes");
+    if (!f.ok() || !(*f >> count)) return f.ok() ? bad("bad node count") : f.status();
+    if (count != nodes_.size()) {
+      return Status::InvalidArgument(path + ": the snapshot holds " + std::to_string(count) +
+                                     " nodes, this run " + std::to_string(nodes_.size()));
+    }
+    const std::string round_dir = options_.snapshot_dir + "/round-" + std::to_string(round);
+    for (SimNode& n : nodes_) {
+      f = next("node");
+      if (!f.ok()) return f.status();
+      std::string id, state, val_loss;
+      size_t outages = 0;
+      if (!(*f >> id >> state >> n.generation >> n.bytes_in_before >> n.bytes_out_before >>
+            n.last_round >> val_loss >> outages) ||
+          (state != "running" && state != "finished")) {
+        return bad("bad node line");
+      }
+      n.last_val_loss = std::strtod(val_loss.c_str(), nullptr);  // "nan" included
+      if (id != n.config.id) {
+        return Status::InvalidArgument(path + ":" + std::to_string(number) + ": node '" + id +
+                                       "' where this run has '" + n.config.id + "'");
+      }
+      n.outages.clear();
+      for (size_t k = 0; k < outages; ++k) {
+        size_t o = 0;
+        if (!(*f >> o) || o >= options_.network.outages.size()) return bad("bad outage index");
+        n.outages.push_back(o);
+      }
+      n.state = state == "running" ? NodeState::kRunning : NodeState::kFinished;
+      std::streampos after = lines.tellg();
+      if (std::getline(lines, line) && line.rfind("failure ", 0) == 0) {
+        ++number;
+        n.failure = line.substr(8);
+      } else {
+        lines.clear();
+        lines.seekg(after);
+      }
+      if (n.state != NodeState::kRunning) continue;
+      std::error_code ec;
+      std::filesystem::copy_file(round_dir + "/" + n.config.id + ".checkpoint.bin",
+                                 n.config.output_dir + "/checkpoint.bin",
+                                 std::filesystem::copy_options::overwrite_existing, ec);
+      if (ec) {
+        return Status::IoError(round_dir + ": cannot restore the checkpoint of node " +
+                               n.config.id + ": " + ec.message());
+      }
+    }
+    clock_->StartAt(TimePoint{} + std::chrono::nanoseconds(virtual_ns));
+    return round;
   }
 
   void NoteRound(size_t i) {
@@ -492,13 +754,7 @@ class Simulator {
     Status written = n.host->Flush();
     if (!written.ok()) return Fail(i, "cannot write outputs: " + written.ToString());
     n.state = NodeState::kDead;
-    ++n.generation;  // every event of the dead incarnation is dropped
-    n.jobs.clear();
-    n.running.reset();  // a job under way finishes on its worker; its learner goes with it
-    n.running_done = nullptr;
-    n.leaving = false;
-    n.host.reset();  // its transport stops: messages on their way to it are lost
-    n.log->flush();
+    Retire(i);
     clock_->At(clock_->Now() + VirtualSeconds(outage.seconds), [this, i] { EndOutage(i); });
   }
 
@@ -523,6 +779,7 @@ class Simulator {
       n.state = NodeState::kFinished;
       n.failure = "cannot restart: " + built.ToString();
       n.log->error("{}", *n.failure);
+      UpdateBarrierFlag(i);
       return;
     }
     n.log->warn("[network] outage over: restarted");
@@ -541,6 +798,11 @@ class Simulator {
   std::vector<SimNode> nodes_;
   std::map<std::string, size_t> ids_;  // node id -> node
   SimulationReport report_;
+  int64_t next_barrier_ = -1;  // the round after which the next snapshot is taken (-1: none)
+  size_t at_barrier_ = 0;      // nodes whose at_barrier is set
+  bool barrier_scheduled_ = false;
+  bool stop_ = false;  // stopped at a barrier
+  static constexpr const char* kSnapshotMagic = "meshlearn simulation snapshot 1";
 };
 
 TimePoint SimulatedWorld::Now() const { return sim_.Now(); }
