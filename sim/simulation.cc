@@ -544,6 +544,7 @@ class Simulator {
     out.precision(17);
     out << kSnapshotMagic << "\n"
         << "round " << round << "\n"
+        << "every " << options_.snapshot_every << "\n"
         << "virtual_ns "
         << std::chrono::duration_cast<std::chrono::nanoseconds>(clock_->Now() - TimePoint{}).count()
         << "\n"
@@ -600,6 +601,15 @@ class Simulator {
     size_t count = 0;
     auto f = next("round");
     if (!f.ok() || !(*f >> round) || round < 0) return f.ok() ? bad("bad round") : f.status();
+    int64_t every = 0;
+    f = next("every");
+    if (!f.ok() || !(*f >> every)) return f.ok() ? bad("bad every") : f.status();
+    if (every != options_.snapshot_every) {
+      return Status::InvalidArgument(
+          path + ": taken with a snapshot every " + std::to_string(every) +
+          " rounds; resume with the same setting (snapshot_every, --snapshot-every " +
+          std::to_string(every) + "), since the snapshots are part of what the run computes");
+    }
     f = next("virtual_ns");
     if (!f.ok() || !(*f >> virtual_ns)) return f.ok() ? bad("bad virtual_ns") : f.status();
     f = next("simulated_seconds");

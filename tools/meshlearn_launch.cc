@@ -133,6 +133,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads,
                  "--simulate: learner worker threads (default: the core count)")
       ->check(CLI::Range(1, 1024));
+  app.add_option("--snapshot-every", options.snapshot_every,
+                 "--simulate: snapshot every N rounds, so that an interrupted run (Ctrl-C, "
+                 "SIGTERM) stops at its next snapshot and --resume continues from it (default 0: "
+                 "never; a run with snapshots restarts its nodes at each, see docs)")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--nodes", overrides.nodes, "number of nodes (cluster sizes scale)")
       ->check(CLI::Range(2, 100000));
   auto* seed_option = app.add_option("--seed", seed, "seed of the partition and the models");
@@ -189,6 +194,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (*seed_option) overrides.seed = seed;
+  options.resume = resume;
+  if (options.snapshot_every > 0 && !options.simulate) {
+    std::fprintf(stderr, "meshlearn-launch: --snapshot-every needs --simulate\n");
+    return 2;
+  }
   if (auto level = ParseLogLevel(options.log_level); !level.ok()) {
     std::fprintf(stderr, "meshlearn-launch: --log-level: %s\n", level.status().message().c_str());
     return 2;

@@ -327,6 +327,10 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
   sim.seed = scenario.seed;
   sim.threads = options.threads;
   sim.interrupt = &interrupt;
+  sim.snapshot_every = options.snapshot_every;
+  sim.snapshot_dir = run.dir + "/snapshot";
+  std::error_code ec;
+  sim.resume = options.resume && std::filesystem::exists(sim.snapshot_dir + "/snapshot.txt", ec);
   // The dashboard reads the snapshot the simulation thread leaves at each progress report.
   std::mutex latest_mutex;
   std::vector<std::optional<node::NodeStatus>> latest(configs.size());
@@ -352,6 +356,14 @@ Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario
   if (options.observer) options.observer->NodesStopped(run);
   if (!report.ok()) return report.status();
   run.interrupted = report->interrupted;
+  if (report->resumed_from >= 0) {
+    std::printf("[%s] resumed from the snapshot after round %lld\n", run.method.name.c_str(),
+                static_cast<long long>(report->resumed_from));
+  }
+  if (report->interrupted && report->snapshot_round >= 0) {
+    std::printf("[%s] stopped at the snapshot after round %lld: --resume continues from it\n",
+                run.method.name.c_str(), static_cast<long long>(report->snapshot_round));
+  }
   for (size_t i = 0; i < report->failures.size(); ++i) {
     if (!report->failures[i]) continue;
     run.nodes[i].failure = *report->failures[i];

@@ -63,6 +63,10 @@ struct RunOptions {
   bool in_process = false;  // threads of this process instead of meshlearn-node processes
   bool simulate = false;    // a deterministic simulation in this process (sim/simulation.h)
   int threads = 0;          // simulate: learner worker threads; 0 = the core count
+  // simulate: take a snapshot after every this many rounds (0: never; sim/simulation.h), into
+  // "<method dir>/snapshot"; an interrupted method then continues from its last one on resume.
+  int64_t snapshot_every = 0;
+  bool resume = false;  // the launch continues a run (--resume)
   std::string node_binary;  // the meshlearn-node executable (process mode)
   std::string log_level = "info";
   // Each node's config lists this many peers (the next ones in id order, wrapping around); the
