@@ -18,9 +18,9 @@
 
 #include "base/atomic_file.h"
 #include "base/stable_hash.h"
-#include "node/logging.h"
-#include "node/node_host.h"
-#include "node/simulated_network.h"
+#include "node/config/logging.h"
+#include "node/host/node_host.h"
+#include "node/transport/simulated_network.h"
 #include "protocol/codec.h"
 
 namespace meshlearn::sim {
@@ -148,7 +148,7 @@ struct QueuedJob {
 
 class Simulator;
 
-// The world of one simulated node (node/world.h): the simulation's clock, network, worker pool
+// The world of one simulated node (node/host/world.h): the simulation's clock, network, worker pool
 // and buffered outputs.
 class SimulatedWorld final : public node::World {
  public:
@@ -297,6 +297,9 @@ class Simulator {
   TimePoint Now() const { return clock_->Now(); }
   Result<std::unique_ptr<node::Transport>> StartTransport(node::TransportOptions options,
                                                           node::InboundHandler on_request) {
+    // Rationale: idle connections are closed to free descriptors, which a simulated connection
+    // does not hold; closing them would only add an event per idle connection.
+    options.idle_connection_timeout = std::chrono::milliseconds::zero();
     return network_.Start(std::move(options), std::move(on_request));
   }
   uint64_t Nonce(size_t i, const std::string& node_id) const {

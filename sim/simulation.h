@@ -1,6 +1,6 @@
 #pragma once
 // A deterministic discrete-event simulation of a whole mesh in one process: every node's real
-// state machine (node/state_machine.h) and real learner (node/learner.h), on a virtual clock and a
+// state machine (node/logic/state_machine.h) and real learner (node/logic/learner.h), on a virtual clock and a
 // modelled network (sim/network_model.h) instead of sockets and threads per node.
 //
 // Specification.
@@ -8,9 +8,9 @@
 //   node's tick every 50 ms, an outage starting or ending) are processed in order of their time
 //   and, at equal times, of their creation. Round deadlines, pacing and lingering use this clock,
 //   so no node ever waits on a real one.
-// - Every node is the real node host (node/node_host.h) in a simulated world: its messages are
+// - Every node is the real node host (node/host/node_host.h) in a simulated world: its messages are
 //   encoded and decoded with the real codec and travel as frames through the simulated network
-//   (node/simulated_network.h) on the virtual clock, where the network model applies to their
+//   (node/transport/simulated_network.h) on the virtual clock, where the network model applies to their
 //   real sizes and may damage them. A request gets its reply, or its deadline, once. A node that
 //   finished says Goodbye to its peers as a process does, then answers nothing; a dead node answers
 //   nothing: its peers see timeouts, as on a network.
@@ -50,8 +50,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/config.h"
-#include "node/status_document.h"
+#include "node/config/config.h"
+#include "node/host/status_document.h"
 #include "sim/network_model.h"
 
 namespace meshlearn::sim {

@@ -25,9 +25,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "node/build_info.h"
-#include "node/logging.h"
-#include "node/process_limits.h"
+#include "process/build_info.h"
+#include "node/config/logging.h"
+#include "process/process_limits.h"
 #include "tools/cli_exit.h"
 #include "tools/dashboard/live_dashboard.h"
 #include "tools/launch/experiment.h"

@@ -27,13 +27,13 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
-#include "node/free_port.h"
-#include "node/logging.h"
-#include "node/simulated_network.h"
-#include "node/node.h"
-#include "node/outputs.h"
-#include "node/transport.h"
-#include "node/zmq_transport.h"
+#include "process/free_port.h"
+#include "node/config/logging.h"
+#include "node/transport/simulated_network.h"
+#include "node/host/node.h"
+#include "node/host/outputs.h"
+#include "node/transport/transport.h"
+#include "node/transport/zmq_transport.h"
 #include "protocol/codec.h"
 #include "training/partition.h"
 #include "training/shard_file.h"

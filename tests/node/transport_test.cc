@@ -7,7 +7,7 @@
 // one key pair, which is the whole allowlist). The TransportCurve tests below give each transport
 // its own key and check the allowlist: who is refused gets nothing.
 // Deadlines are seconds long and durations are never asserted tightly: the machine is shared.
-#include "node/transport.h"
+#include "node/transport/transport.h"
 
 #include <gtest/gtest.h>
 
@@ -17,9 +17,9 @@
 #include <mutex>
 #include <thread>
 
-#include "node/curve_keys.h"
-#include "node/simulated_network.h"
-#include "node/zmq_transport.h"
+#include "node/transport/curve_keys.h"
+#include "node/transport/simulated_network.h"
+#include "node/transport/zmq_transport.h"
 #include "protocol/codec.h"
 #include "protocol/messages.h"
 

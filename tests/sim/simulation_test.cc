@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "node/node_host.h"
+#include "node/host/node_host.h"
 #include "protocol/codec.h"
 #include "tests/e2e/e2e_support.h"
 

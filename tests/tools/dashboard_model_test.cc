@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/outputs.h"
+#include "node/host/outputs.h"
 
 namespace meshlearn::dashboard {
 namespace {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
-#include "node/outputs.h"
+#include "node/host/outputs.h"
 #include "tools/plot/matrix_csv.h"
 
 namespace meshlearn::dashboard {

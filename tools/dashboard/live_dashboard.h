@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/http_server.h"
+#include "process/http_server.h"
 #include "tools/dashboard/dashboard_model.h"
 #include "tools/launch/experiment.h"
 

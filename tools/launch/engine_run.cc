@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "base/atomic_file.h"
-#include "node/engine_identity.h"
-#include "node/free_port.h"
+#include "node/config/engine_identity.h"
+#include "process/free_port.h"
 #include "tools/launch/node_processes.h"
 
 namespace meshlearn::launch {

@@ -1,6 +1,6 @@
 #pragma once
 // Running one method's nodes through an engine (Slurm or Open MPI) instead of as local
-// processes: one config template for every rank (node/node_template.h), a small rank script, and
+// processes: one config template for every rank (node/config/node_template.h), a small rank script, and
 // the engine's own launcher (srun, sbatch or mpirun), watched through the run folder.
 //
 // Specification.
@@ -37,7 +37,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "node/config.h"
+#include "node/config/config.h"
 #include "tools/launch/experiment.h"
 
 namespace meshlearn::launch {

@@ -17,12 +17,12 @@
 #include <spdlog/sinks/basic_file_sink.h>
 
 #include "base/atomic_file.h"
-#include "node/config.h"
-#include "node/curve_keys.h"
-#include "node/free_port.h"
-#include "node/http_server.h"
-#include "node/logging.h"
-#include "node/node.h"
+#include "node/config/config.h"
+#include "node/transport/curve_keys.h"
+#include "process/free_port.h"
+#include "process/http_server.h"
+#include "node/config/logging.h"
+#include "node/host/node.h"
 #include "tools/launch/engine_run.h"
 #include "tools/launch/node_processes.h"
 #include "training/readers.h"

@@ -10,8 +10,8 @@
 
 #include "base/named_value.h"
 #include "base/status.h"
-#include "node/outputs.h"
-#include "node/status_document.h"
+#include "node/host/outputs.h"
+#include "node/host/status_document.h"
 #include "sim/simulation.h"
 #include "tools/launch/scenario.h"
 
@@ -118,7 +118,7 @@ struct MethodRun {
 // updating line on a terminal, a plain line every few seconds otherwise. A dead node is reported
 // with its last log lines; the others go on. Nodes whose folder holds a checkpoint of the run
 // (a resumed run) continue after its round. Process mode: a node whose process died and which
-// someone restarted by hand (its folder is locked again, node/outputs.h) is waited for, and it
+// someone restarted by hand (its folder is locked again, node/host/outputs.h) is waited for, and it
 // is not a failure if it then finishes every round.
 Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                             const Partition& partition, const RunOptions& options,

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/node.h"
+#include "node/host/node.h"
 #include "tools/launch/experiment.h"
 
 namespace meshlearn::launch {

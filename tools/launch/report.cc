@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
-#include "node/node.h"
+#include "node/host/node.h"
 #include "similarity/clustering.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"

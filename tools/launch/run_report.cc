@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
-#include "node/config.h"
+#include "node/config/config.h"
 
 namespace meshlearn::launch {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <toml++/toml.h>
 
-#include "node/toml_reader.h"
+#include "node/config/toml_reader.h"
 
 namespace meshlearn::launch {
 namespace {
