@@ -22,6 +22,8 @@
 #include "node/host/node_host.h"
 #include "node/transport/simulated_network.h"
 #include "protocol/codec.h"
+#include "sim/scheduling.h"
+#include "sim/snapshot.h"
 
 namespace meshlearn::sim {
 namespace {
@@ -32,84 +34,6 @@ using node::TimePoint;
 Clock::duration VirtualSeconds(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
-
-// A fixed set of threads running learner jobs in the order they were queued.
-class WorkerPool {
- public:
-  explicit WorkerPool(int threads) {
-    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Loop(); });
-  }
-  ~WorkerPool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread& t : workers_) t.join();
-  }
-  // Queues `job`; its result arrives in the returned future.
-  std::shared_future<node::LearnerResult> Submit(std::function<node::LearnerResult()> job) {
-    auto task = std::make_shared<std::packaged_task<node::LearnerResult()>>(std::move(job));
-    std::shared_future<node::LearnerResult> result = task->get_future().share();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      tasks_.push_back([task] { (*task)(); });
-    }
-    wake_.notify_one();
-    return result;
-  }
-
- private:
-  void Loop() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;  // stopping, with nothing left to run
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
-};
-
-// The simulation's clock and event queue: tasks run in order of their time and, at equal times,
-// of their creation, all on the simulation thread.
-class VirtualClock final : public node::NetworkClock {
- public:
-  TimePoint Now() const override { return now_; }
-  void At(TimePoint at, std::function<void()> task) override {
-    queue_.emplace(std::make_pair(std::max(at, now_), next_seq_++), std::move(task));
-  }
-  void Enter(std::function<void()> task, bool) override { task(); }  // one thread: at once
-
-  // Sets the time (a resumed simulation's start); only before the first task.
-  void StartAt(TimePoint now) { now_ = now; }
-
-  // Runs the next task; false when there is none.
-  bool RunNext() {
-    if (queue_.empty()) return false;
-    auto first = queue_.begin();
-    now_ = first->first.first;
-    std::function<void()> task = std::move(first->second);
-    queue_.erase(first);
-    task();
-    return true;
-  }
-
- private:
-  std::map<std::pair<TimePoint, uint64_t>, std::function<void()>> queue_;
-  uint64_t next_seq_ = 0;
-  TimePoint now_{};
-};
 
 // A node's log, kept in memory and appended to its node.log in batches, so that a simulated node
 // holds no file open.
@@ -500,7 +424,8 @@ class Simulator {
       n.last_val_loss = n.host->last_val_loss();
       Retire(i);
     }
-    Status saved = WriteFileAtomically(options_.snapshot_dir + "/snapshot.txt", SnapshotText(round));
+    Status saved = WriteFileAtomically(options_.snapshot_dir + "/snapshot.txt",
+                                       SnapshotText(TakeSnapshot(round)));
     if (!saved.ok()) {
       for (SimNode& n : nodes_) n.log->error("cannot write the snapshot: {}", saved.ToString());
     }
@@ -541,29 +466,23 @@ class Simulator {
     n.state = state;
   }
 
-  // The snapshot file of a barrier after round `round` (sim/simulation.h).
-  std::string SnapshotText(int64_t round) const {
-    std::ostringstream out;
-    out.precision(17);
-    out << kSnapshotMagic << "\n"
-        << "round " << round << "\n"
-        << "every " << options_.snapshot_every << "\n"
-        << "virtual_ns "
-        << std::chrono::duration_cast<std::chrono::nanoseconds>(clock_->Now() - TimePoint{}).count()
-        << "\n"
-        << "simulated_seconds " << report_.simulated_seconds << "\n"
-        << "generator " << loss_rng_ << "\n"
-        << "nodes " << nodes_.size() << "\n";
+  // The simulation's state at the barrier after round `round` (sim/snapshot.h).
+  SimulationSnapshot TakeSnapshot(int64_t round) const {
+    SimulationSnapshot s;
+    s.round = round;
+    s.every = options_.snapshot_every;
+    s.virtual_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_->Now() - TimePoint{}).count();
+    s.simulated_seconds = report_.simulated_seconds;
+    std::ostringstream generator;
+    generator << loss_rng_;
+    s.generator = generator.str();
     for (const SimNode& n : nodes_) {
-      out << "node " << n.config.id << " "
-          << (n.state == NodeState::kRunning ? "running" : "finished") << " " << n.generation
-          << " " << n.bytes_in_before << " " << n.bytes_out_before << " " << n.last_round << " "
-          << n.last_val_loss << " " << n.outages.size();
-      for (size_t o : n.outages) out << " " << o;
-      out << "\n";
-      if (n.failure) out << "failure " << *n.failure << "\n";
+      s.nodes.push_back({n.config.id, n.state == NodeState::kRunning, n.generation,
+                         n.bytes_in_before, n.bytes_out_before, n.last_round, n.last_val_loss,
+                         n.outages, n.failure});
     }
-    return out.str();
+    return s;
   }
 
   // Reads the last snapshot, puts its checkpoints back into the node folders and restores the
@@ -578,87 +497,49 @@ class Simulator {
       }
       return text.status();
     }
-    std::istringstream lines(*text);
-    std::string line;
-    int number = 0;
-    auto bad = [&](const std::string& what) {
-      return Status::Malformed(path + ":" + std::to_string(number) + ": " + what +
-                               " (the snapshot is damaged; delete the method's folder to run it "
-                               "afresh)");
-    };
-    auto next = [&](const std::string& key) -> Result<std::istringstream> {
-      if (!std::getline(lines, line)) return bad("ends before '" + key + "'");
-      ++number;
-      std::istringstream fields(line);
-      std::string word;
-      if (!(fields >> word) || word != key) return bad("expected '" + key + "'");
-      return fields;
-    };
-    if (!std::getline(lines, line) || line != kSnapshotMagic) {
-      ++number;
-      return bad("not a meshlearn simulation snapshot ('" + std::string(kSnapshotMagic) +
-                 "' expected)");
-    }
-    ++number;
-    int64_t round = 0, virtual_ns = 0;
-    size_t count = 0;
-    auto f = next("round");
-    if (!f.ok() || !(*f >> round) || round < 0) return f.ok() ? bad("bad round") : f.status();
-    int64_t every = 0;
-    f = next("every");
-    if (!f.ok() || !(*f >> every)) return f.ok() ? bad("bad every") : f.status();
-    if (every != options_.snapshot_every) {
+    auto snapshot = ParseSnapshot(*text, path);
+    if (!snapshot.ok()) return snapshot.status();
+    const SimulationSnapshot& s = *snapshot;
+    if (s.every != options_.snapshot_every) {
       return Status::InvalidArgument(
-          path + ": taken with a snapshot every " + std::to_string(every) +
+          path + ": taken with a snapshot every " + std::to_string(s.every) +
           " rounds; resume with the same setting (snapshot_every, --snapshot-every " +
-          std::to_string(every) + "), since the snapshots are part of what the run computes");
+          std::to_string(s.every) + "), since the snapshots are part of what the run computes");
     }
-    f = next("virtual_ns");
-    if (!f.ok() || !(*f >> virtual_ns)) return f.ok() ? bad("bad virtual_ns") : f.status();
-    f = next("simulated_seconds");
-    if (!f.ok() || !(*f >> report_.simulated_seconds)) {
-      return f.ok() ? bad("bad simulated_seconds") : f.status();
+    if (s.nodes.size() != nodes_.size()) {
+      return Status::InvalidArgument(path + ": the snapshot holds " +
+                                     std::to_string(s.nodes.size()) + " nodes, this run " +
+                                     std::to_string(nodes_.size()));
     }
-    f = next("generator");
-    if (!f.ok() || !(*f >> loss_rng_)) return f.ok() ? bad("bad generator state") : f.status();
-    f = next("nodes");
-    if (!f.ok() || !(*f >> count)) return f.ok() ? bad("bad node count") : f.status();
-    if (count != nodes_.size()) {
-      return Status::InvalidArgument(path + ": the snapshot holds " + std::to_string(count) +
-                                     " nodes, this run " + std::to_string(nodes_.size()));
+    std::istringstream generator(s.generator);
+    if (!(generator >> loss_rng_)) {
+      return Status::Malformed(path + ": the network generator's state does not read back");
     }
-    const std::string round_dir = options_.snapshot_dir + "/round-" + std::to_string(round);
-    for (SimNode& n : nodes_) {
-      f = next("node");
-      if (!f.ok()) return f.status();
-      std::string id, state, val_loss;
-      size_t outages = 0;
-      if (!(*f >> id >> state >> n.generation >> n.bytes_in_before >> n.bytes_out_before >>
-            n.last_round >> val_loss >> outages) ||
-          (state != "running" && state != "finished")) {
-        return bad("bad node line");
+    report_.simulated_seconds = s.simulated_seconds;
+    const std::string round_dir = options_.snapshot_dir + "/round-" + std::to_string(s.round);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      SimNode& n = nodes_[i];
+      const NodeSnapshot& saved = s.nodes[i];
+      if (saved.id != n.config.id) {
+        return Status::InvalidArgument(path + ": node '" + saved.id + "' where this run has '" +
+                                       n.config.id + "'");
       }
-      n.last_val_loss = std::strtod(val_loss.c_str(), nullptr);  // "nan" included
-      if (id != n.config.id) {
-        return Status::InvalidArgument(path + ":" + std::to_string(number) + ": node '" + id +
-                                       "' where this run has '" + n.config.id + "'");
+      for (size_t o : saved.outages) {
+        if (o >= options_.network.outages.size()) {
+          return Status::InvalidArgument(path + ": node '" + saved.id + "' has outage " +
+                                         std::to_string(o) + ", this run's [network] has " +
+                                         std::to_string(options_.network.outages.size()));
+        }
       }
-      n.outages.clear();
-      for (size_t k = 0; k < outages; ++k) {
-        size_t o = 0;
-        if (!(*f >> o) || o >= options_.network.outages.size()) return bad("bad outage index");
-        n.outages.push_back(o);
-      }
-      n.state = state == "running" ? NodeState::kRunning : NodeState::kFinished;
-      std::streampos after = lines.tellg();
-      if (std::getline(lines, line) && line.rfind("failure ", 0) == 0) {
-        ++number;
-        n.failure = line.substr(8);
-      } else {
-        lines.clear();
-        lines.seekg(after);
-      }
-      if (n.state != NodeState::kRunning) continue;
+      n.state = saved.running ? NodeState::kRunning : NodeState::kFinished;
+      n.generation = saved.generation;
+      n.bytes_in_before = saved.bytes_in;
+      n.bytes_out_before = saved.bytes_out;
+      n.last_round = saved.last_round;
+      n.last_val_loss = saved.last_val_loss;
+      n.outages = saved.outages;
+      n.failure = saved.failure;
+      if (!saved.running) continue;
       std::error_code ec;
       std::filesystem::copy_file(round_dir + "/" + n.config.id + ".checkpoint.bin",
                                  n.config.output_dir + "/checkpoint.bin",
@@ -668,8 +549,8 @@ class Simulator {
                                n.config.id + ": " + ec.message());
       }
     }
-    clock_->StartAt(TimePoint{} + std::chrono::nanoseconds(virtual_ns));
-    return round;
+    clock_->StartAt(TimePoint{} + std::chrono::nanoseconds(s.virtual_ns));
+    return s.round;
   }
 
   void NoteRound(size_t i) {
@@ -815,7 +696,6 @@ class Simulator {
   size_t at_barrier_ = 0;      // nodes whose at_barrier is set
   bool barrier_scheduled_ = false;
   bool stop_ = false;  // stopped at a barrier
-  static constexpr const char* kSnapshotMagic = "meshlearn simulation snapshot 1";
 };
 
 TimePoint SimulatedWorld::Now() const { return sim_.Now(); }
