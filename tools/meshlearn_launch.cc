@@ -34,6 +34,7 @@
 #include "tools/launch/manifest.h"
 #include "tools/launch/report.h"
 #include "tools/launch/run_folder.h"
+#include "tools/launch/run_layout.h"
 #include "tools/launch/run_report.h"
 #include "tools/launch/scenario.h"
 
@@ -319,10 +320,11 @@ int main(int argc, char** argv) {
           "meshlearn-launch: method '%s' completed in an earlier launch (%s); its results "
           "are read back\n",
           method.name.c_str(), previous->ended.c_str());
-      run = launch::ReadMethodRun(options.out_dir + "/" + launch::Slug(method.name), method.name,
+      run = launch::ReadMethodRun(launch::MethodDir(options.out_dir, method.name), method.name,
                                   *partition);
       run->method = method;
       run->wall_seconds = previous->wall_seconds;
+      run->simulated_seconds = previous->simulated_seconds;
     } else if (!selected || g_interrupt) {
       continue;  // recorded by an earlier launch but not run now
     } else {
@@ -376,7 +378,8 @@ int main(int argc, char** argv) {
 
   launch::ReportRun(options.out_dir, scenario->name, *partition, runs, summaries);
   if (options.simulate) {
-    Status written = launch::WriteSimulationCsv(options.out_dir + "/simulation.csv", runs);
+    Status written =
+        launch::WriteSimulationCsv(launch::PathIn(options.out_dir, launch::kSimulationFile), runs);
     if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
     for (const launch::MethodRun& run : runs) {
       if (run.simulation) std::printf("%s\n", launch::DescribeSimulation(run).c_str());
@@ -393,7 +396,8 @@ int main(int argc, char** argv) {
   }
   if (board) {
     std::printf("%s", dashboard::DescribeCosts(board->Costs()).c_str());
-    Status written = dashboard::WriteCostsCsv(options.out_dir + "/dashboard.csv", board->Costs());
+    Status written = dashboard::WriteCostsCsv(
+        launch::PathIn(options.out_dir, launch::kDashboardCostsFile), board->Costs());
     if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
   }
   finish();

@@ -25,6 +25,7 @@
 #include "node/http_server.h"
 #include "tools/dashboard/dashboard_model.h"
 #include "tools/launch/experiment.h"
+#include "tools/launch/run_layout.h"
 
 namespace meshlearn::dashboard {
 
@@ -91,9 +92,9 @@ std::string DescribeCosts(const std::vector<DashboardCost>& costs);
 // Writes "dashboard.csv": one row per method with the figures of DashboardCost.
 Status WriteCostsCsv(const std::string& path, const std::vector<DashboardCost>& costs);
 
-// Reads a finished run folder (clusters.csv, summary.csv, one folder per method) for `serve`.
-// kNotFound when `run_dir` holds no clusters.csv or no method folder; kMalformed naming the file.
-Result<RunInfo> ReadRunFolder(const std::string& run_dir, std::vector<launch::MethodRun>& runs);
+// The page's description of the finished run folder `run_dir`, read by launch::ReadRunFolder
+// (tools/launch/run_layout.h, the reader `report` uses too): its methods in the same order.
+RunInfo RunInfoOf(const launch::RunFolder& folder, const std::string& run_dir);
 
 // `meshlearn-launch serve RUN_DIR --dashboard PORT`: serves a finished run until SIGINT or
 // SIGTERM. Returns the exit code (0, or 2 for a bad command line or run folder).

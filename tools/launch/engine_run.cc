@@ -15,6 +15,7 @@
 #include "node/engine_identity.h"
 #include "node/free_port.h"
 #include "tools/launch/node_processes.h"
+#include "tools/launch/run_layout.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -67,7 +68,7 @@ Status WriteExecutable(const std::string& path, const std::string& text) {
 
 // The exit status a rank script wrote, or nullopt when there is none (yet).
 std::optional<int> ExitStatus(const NodeRun& n) {
-  std::ifstream in(n.dir + "/exit_status");
+  std::ifstream in(PathIn(n.dir, kExitStatusFile));
   int status = 0;
   if (!(in >> status)) return std::nullopt;
   return status;
@@ -81,7 +82,7 @@ std::string DescribeRankExit(int status) {
 // The Slurm job id: the one a rank wrote to <dir>/slurm_job_id, else the one sbatch --parsable
 // printed ("1234" or "1234;cluster" on a line of its own); "" when neither is there yet.
 std::string SlurmJobId(const std::string& dir, const std::string& engine_log) {
-  std::ifstream from_rank(dir + "/slurm_job_id");
+  std::ifstream from_rank(PathIn(dir, kSlurmJobIdFile));
   std::string id;
   if (from_rank >> id) return id;
   std::ifstream in(engine_log);
@@ -120,13 +121,13 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
   }
   const std::string dir = std::filesystem::absolute(run.dir).lexically_normal().string();
   const std::string shards =
-      std::filesystem::absolute(options.out_dir + "/shards").lexically_normal().string();
+      std::filesystem::absolute(PathIn(options.out_dir, kShardsFolder)).lexically_normal().string();
   auto port = node::FindFreeTcpPortRange(options.bind, n);
   if (!port.ok()) return port.status().WithContext("--bind " + options.bind);
 
   std::string hostfile = options.hostfile;
   if (options.engine == Engine::kMpirun && hostfile.empty()) {
-    hostfile = dir + "/hostfile";
+    hostfile = PathIn(dir, kHostfileFile);
     MESHLEARN_RETURN_IF_ERROR(
         WriteFileAtomically(hostfile, "localhost slots=" + std::to_string(n) + "\n"));
   }
@@ -135,7 +136,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
   node::NodeConfig t = config;
   t.id = "{rank}";
   t.listen = "tcp://" + options.bind + ":{port}";
-  t.output_dir = dir + "/node-{rank}";
+  t.output_dir = NodeDir(dir, "{rank}");
   t.shard = shards + "/client-{rank}.shard";
   t.peers.clear();
   t.advertise.clear();
@@ -147,9 +148,9 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
   if (options.engine == Engine::kMpirun) {
     template_text += "hostfile = \"" + hostfile + "\"\n";
   }
-  const std::string template_path = dir + "/node-template.toml";
-  const std::string script = dir + "/rank.sh";
-  const std::string engine_log = dir + "/engine.log";
+  const std::string template_path = PathIn(dir, kNodeTemplateFile);
+  const std::string script = PathIn(dir, kRankScriptFile);
+  const std::string engine_log = PathIn(dir, kEngineLogFile);
   MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(template_path, template_text));
   MESHLEARN_RETURN_IF_ERROR(
       WriteExecutable(script, RankScript(options.node_binary, template_path, dir)));
@@ -158,7 +159,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
   const std::string ntasks = "--ntasks=" + std::to_string(n);
   if (options.engine == Engine::kSlurm && options.slurm_batch) {
     MESHLEARN_RETURN_IF_ERROR(
-        WriteExecutable(dir + "/job.sh",
+        WriteExecutable(PathIn(dir, kJobScriptFile),
                         "#!/bin/sh\n# The batch job of a meshlearn method (meshlearn-launch).\n"
                         "exec srun --kill-on-bad-exit=0 '" +
                             script + "'\n"));
@@ -180,8 +181,9 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
     if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   }
   argv.insert(argv.end(), options.engine_args.begin(), options.engine_args.end());
-  argv.push_back(options.slurm_batch && options.engine == Engine::kSlurm ? dir + "/job.sh"
-                                                                         : script);
+  argv.push_back(options.slurm_batch && options.engine == Engine::kSlurm
+                     ? PathIn(dir, kJobScriptFile)
+                     : script);
   {
     std::ofstream log(engine_log, std::ios::app);
     log << "# meshlearn-launch:";
@@ -227,8 +229,8 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
       std::optional<int> status = ExitStatus(node);
       if (status && *status != 0 && !reported[i] && !(run.interrupted && *status < 128)) {
         reported[i] = true;
-        node.failure =
-            DescribeRankExit(*status) + "; last log lines:" + Tail(node.dir + "/node.log", 8);
+        node.failure = DescribeRankExit(*status) +
+                       "; last log lines:" + Tail(PathIn(node.dir, kNodeLogFile), 8);
         progress.Finish();
         std::printf("node %s died: %s\n", node.id.c_str(), node.failure->c_str());
       }
@@ -243,7 +245,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
   int ran = 0;
   for (NodeRun& node : run.nodes) {
     std::optional<int> status = ExitStatus(node);
-    ran += status.has_value() || std::filesystem::exists(node.dir + "/node.log");
+    ran += status.has_value() || std::filesystem::exists(PathIn(node.dir, kNodeLogFile));
     if (status || node.failure) continue;
     node.failure = "no exit status: the engine never started this rank or killed it (" +
                    std::string(argv[0]) + " " + DescribeExit(engine_status) + "); last lines of " +

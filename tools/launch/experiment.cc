@@ -25,6 +25,7 @@
 #include "node/node.h"
 #include "tools/launch/engine_run.h"
 #include "tools/launch/node_processes.h"
+#include "tools/launch/run_layout.h"
 #include "training/readers.h"
 #include "training/shard_file.h"
 
@@ -60,7 +61,7 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
     const Scenario& scenario, const std::string& dir, std::vector<node::PeerAddress>& addresses) {
   std::vector<std::optional<node::SecurityConfig>> sections(addresses.size());
   if (!scenario.security) return sections;
-  std::string keys_dir = std::filesystem::absolute(dir + "/keys").string();
+  std::string keys_dir = std::filesystem::absolute(PathIn(dir, kKeysFolder)).string();
   std::error_code ec;
   std::filesystem::create_directories(keys_dir, ec);
   if (ec) return Status::IoError(keys_dir + ": " + ec.message());
@@ -68,7 +69,7 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
   for (node::PeerAddress& address : addresses) {
     auto pair = node::GenerateCurveKeyPair();
     if (!pair.ok()) return pair.status();
-    std::string name = "node-" + address.id;
+    std::string name = NodeFolderName(address.id);
     MESHLEARN_RETURN_IF_ERROR(
         node::WriteKeyPairFiles(keys_dir, name, *pair, /*overwrite=*/true, address.id));
     address.public_key = pair->public_key;
@@ -80,7 +81,7 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
       allowlist));
   for (size_t i = 0; i < addresses.size(); ++i) {
     sections[i] = node::SecurityConfig{
-        node::SecretKeyPath(keys_dir, "node-" + addresses[i].id), {}, allowlist_path};
+        node::SecretKeyPath(keys_dir, NodeFolderName(addresses[i].id)), {}, allowlist_path};
   }
   return sections;
 }
@@ -123,10 +124,10 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
     size_t n = addresses.size();
     size_t count = known_peers > 0 ? std::min<size_t>(known_peers, n - 1) : n - 1;
     for (size_t k = 1; k <= count; ++k) peers.push_back(addresses[(i + k) % n]);
-    auto config = MakeNodeConfig(scenario, method, partition.ids[i], addresses[i].endpoint,
-                                 std::filesystem::absolute(partition.shard_paths[i]).string(),
-                                 dir + "/node-" + partition.ids[i], peers, clusters, (*security)[i],
-                                 attacker);
+    auto config =
+        MakeNodeConfig(scenario, method, partition.ids[i], addresses[i].endpoint,
+                       std::filesystem::absolute(partition.shard_paths[i]).string(),
+                       NodeDir(dir, partition.ids[i]), peers, clusters, (*security)[i], attacker);
     if (!config.ok()) return config.status();
     auto level = ParseLogLevel(log_level);
     if (!level.ok()) return level.status().WithContext("--log-level");
@@ -144,14 +145,14 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
 // Reads what every node wrote (as far as it got).
 void CollectRounds(MethodRun& run) {
   for (NodeRun& n : run.nodes) {
-    auto rows = node::ReadRoundsCsv(n.dir + "/rounds.csv");
+    auto rows = node::ReadRoundsCsv(PathIn(n.dir, kRoundsFile));
     if (rows.ok()) n.rounds = std::move(*rows);
   }
 }
 
 // True when the node of `n` wrote every round of the run.
 bool FinishedEveryRound(const NodeRun& n, int64_t rounds) {
-  auto rows = node::ReadRoundsCsv(n.dir + "/rounds.csv");
+  auto rows = node::ReadRoundsCsv(PathIn(n.dir, kRoundsFile));
   return rows.ok() && !rows->empty() && rows->back().round >= rounds;
 }
 
@@ -159,10 +160,10 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
                     int64_t rounds, const std::atomic<bool>& interrupt, MethodRun& run) {
   std::vector<pid_t> pids(configs.size(), 0);
   for (size_t i = 0; i < configs.size(); ++i) {
-    std::string config_path = run.nodes[i].dir + "/node.toml";
+    std::string config_path = PathIn(run.nodes[i].dir, kNodeConfigFile);
     MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(config_path, node::RenderNodeConfig(configs[i])));
-    auto pid =
-        SpawnLogged({options.node_binary, "--config", config_path}, run.nodes[i].dir + "/node.log");
+    auto pid = SpawnLogged({options.node_binary, "--config", config_path},
+                           PathIn(run.nodes[i].dir, kNodeLogFile));
     if (!pid.ok()) {
       for (pid_t p : pids) {
         if (p > 0) ::kill(p, SIGKILL);
@@ -218,7 +219,8 @@ Status RunProcesses(const std::vector<node::NodeConfig>& configs, const RunOptio
           --running;
           bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
           if (!clean && !(stopping && WIFEXITED(status))) {
-            n.failure = DescribeExit(status) + "; last log lines:" + Tail(n.dir + "/node.log", 8);
+            n.failure =
+                DescribeExit(status) + "; last log lines:" + Tail(PathIn(n.dir, kNodeLogFile), 8);
             progress.Finish();
             std::printf("node %s died: %s\n", n.id.c_str(), n.failure->c_str());
           }
@@ -252,7 +254,8 @@ Status RunInProcess(const std::vector<node::NodeConfig>& configs, int64_t rounds
                     RunObserver* observer, const std::atomic<bool>& interrupt, MethodRun& run) {
   std::vector<std::unique_ptr<node::Node>> nodes;
   for (size_t i = 0; i < configs.size(); ++i) {
-    auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(run.nodes[i].dir + "/node.log");
+    auto sink =
+        std::make_shared<spdlog::sinks::basic_file_sink_mt>(PathIn(run.nodes[i].dir, kNodeLogFile));
     node::NodeOptions options;
     options.logger = MakeNodeLogger(configs[i].id, configs[i].log_level, sink);
     auto node = node::Node::Create(configs[i], std::move(options));
@@ -318,8 +321,8 @@ double PeakRssMib() {
 Status RunSimulated(const std::vector<node::NodeConfig>& configs, const Scenario& scenario,
                     const RunOptions& options, const std::atomic<bool>& interrupt, MethodRun& run) {
   for (size_t i = 0; i < configs.size(); ++i) {
-    MESHLEARN_RETURN_IF_ERROR(
-        WriteFileAtomically(run.nodes[i].dir + "/node.toml", node::RenderNodeConfig(configs[i])));
+    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(PathIn(run.nodes[i].dir, kNodeConfigFile),
+                                                  node::RenderNodeConfig(configs[i])));
   }
   ProgressLine progress(run.method.name, configs.front().rounds);
   sim::SimulationOptions sim;
@@ -425,7 +428,7 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
   int max_cluster = -1;
   for (const training::ClientShard& shard : *shards) {
     std::string id = std::to_string(shard.client_id);
-    std::string path = training::ShardPath(out_dir + "/shards", shard.client_id);
+    std::string path = training::ShardPath(PathIn(out_dir, kShardsFolder), shard.client_id);
     MESHLEARN_RETURN_IF_ERROR(training::WriteShard(path, shard));
     partition.ids.push_back(id);
     partition.clusters.push_back(shard.cluster_id);
@@ -435,7 +438,7 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
     clusters_csv += id + "," + std::to_string(shard.cluster_id) + "\n";
   }
   partition.num_clusters = max_cluster + 1;
-  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/clusters.csv", clusters_csv));
+  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(PathIn(out_dir, kClustersFile), clusters_csv));
   return partition;
 }
 
@@ -444,7 +447,7 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                             const std::atomic<bool>& interrupt) {
   MethodRun run;
   run.method = method;
-  run.dir = options.out_dir + "/" + Slug(method.name);
+  run.dir = MethodDir(options.out_dir, method.name);
   std::error_code ec;
   bool http_ports = options.observer && !options.simulate && !options.in_process &&
                     options.engine == Engine::kLocal;
@@ -456,7 +459,7 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
     n.id = partition.ids[i];
     n.cluster = partition.clusters[i];
     n.attacker = (*configs)[i].attack != node::AttackKind::kNone;
-    n.dir = run.dir + "/node-" + n.id;
+    n.dir = NodeDir(run.dir, n.id);
     n.http_port = (*configs)[i].http_port.value_or(0);
     std::filesystem::create_directories(n.dir, ec);
     if (ec) return Status::IoError(n.dir + ": " + ec.message());
@@ -471,7 +474,8 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                   : options.in_process
                       ? RunInProcess(*configs, rounds, options.observer, interrupt, run)
                       : RunProcesses(*configs, options, rounds, interrupt, run);
-  run.wall_seconds = run.simulation ? run.simulation->simulated_seconds : SecondsSince(start);
+  run.wall_seconds = SecondsSince(start);
+  if (run.simulation) run.simulated_seconds = run.simulation->simulated_seconds;
   if (!status.ok()) return status;
   CollectRounds(run);
   return run;

@@ -91,6 +91,8 @@ class ManifestReader {
     }
     return Status::Ok();
   }
+  // True when the table holds `key`.
+  bool Has(const char* key) const { return table_.contains(key); }
   // A reader of sub-table `key`.
   Result<ManifestReader> Table(const char* key) {
     const toml::table* t = table_.get_as<toml::table>(key);
@@ -156,16 +158,18 @@ std::string RenderManifest(const Manifest& m) {
   root.insert("launches", std::move(launches));
   toml::array methods;
   for (const MethodRecord& r : m.methods) {
-    methods.push_back(toml::table{{"name", r.name},
-                                  {"status", r.status},
-                                  {"started", r.started},
-                                  {"ended", r.ended},
-                                  {"rounds", r.rounds},
-                                  {"first_node_round", r.first_node_round},
-                                  {"last_node_round", r.last_node_round},
-                                  {"nodes", r.nodes},
-                                  {"nodes_failed", r.nodes_failed},
-                                  {"wall_s", r.wall_seconds}});
+    toml::table method{{"name", r.name},
+                       {"status", r.status},
+                       {"started", r.started},
+                       {"ended", r.ended},
+                       {"rounds", r.rounds},
+                       {"first_node_round", r.first_node_round},
+                       {"last_node_round", r.last_node_round},
+                       {"nodes", r.nodes},
+                       {"nodes_failed", r.nodes_failed},
+                       {"wall_s", r.wall_seconds}};
+    if (r.simulated_seconds) method.insert("simulated_s", *r.simulated_seconds);
+    methods.push_back(std::move(method));
   }
   root.insert("methods", std::move(methods));
   std::ostringstream out;
@@ -226,6 +230,11 @@ Result<Manifest> ParseManifest(const std::string& text, const std::string& name)
     MESHLEARN_RETURN_IF_ERROR(t.Integer("nodes", &record.nodes));
     MESHLEARN_RETURN_IF_ERROR(t.Integer("nodes_failed", &record.nodes_failed));
     MESHLEARN_RETURN_IF_ERROR(t.Number("wall_s", &record.wall_seconds));
+    if (t.Has("simulated_s")) {
+      double simulated = 0;
+      MESHLEARN_RETURN_IF_ERROR(t.Number("simulated_s", &simulated));
+      record.simulated_seconds = simulated;
+    }
     m.methods.push_back(std::move(record));
     return Status::Ok();
   }));

@@ -6,6 +6,7 @@
 // The launcher writes it when a run starts and rewrites it (atomically) as each method ends.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,7 +34,9 @@ struct MethodRecord {
   // The lowest and highest last completed round over the nodes (-1: none completed round 0).
   int64_t first_node_round = -1, last_node_round = -1;
   int nodes = 0, nodes_failed = 0;
-  double wall_seconds = 0;
+  double wall_seconds = 0;  // real seconds ("wall_s")
+  // --simulate: the simulated seconds ("simulated_s", absent for methods run on real nodes).
+  std::optional<double> simulated_seconds;
 };
 
 // One meshlearn-launch that worked on the folder: the first one, then each --resume.

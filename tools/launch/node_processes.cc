@@ -11,6 +11,8 @@
 #include <deque>
 #include <fstream>
 
+#include "tools/launch/run_layout.h"
+
 extern char** environ;
 
 namespace meshlearn::launch {
@@ -117,7 +119,7 @@ void ShowProgressFromFiles(ProgressLine& progress, const std::vector<NodeRun>& n
   std::vector<node::NodeProgress> states(nodes.size());
   std::vector<int64_t> reached;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    auto rows = node::ReadRoundsCsv(nodes[i].dir + "/rounds.csv");
+    auto rows = node::ReadRoundsCsv(PathIn(nodes[i].dir, kRoundsFile));
     if (rows.ok() && !rows->empty()) {
       states[i].completed_round = rows->back().round;
       states[i].last_val_loss = rows->back().val_loss;
