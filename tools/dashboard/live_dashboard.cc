@@ -168,6 +168,19 @@ void LiveDashboard::Poll() {
   }
 }
 
+void LiveDashboard::MethodEnded(const launch::MethodRun& run) {
+  Status shown = model_.ShowFinished(run);
+  if (!shown.ok()) {
+    std::fprintf(stderr, "meshlearn-launch: dashboard: %s\n", shown.ToString().c_str());
+  }
+}
+
+void LiveDashboard::RunEnded(const std::string& out_dir) {
+  std::printf("%s", DescribeCosts(Costs()).c_str());
+  Status written = WriteCostsCsv(launch::PathIn(out_dir, launch::kDashboardCostsFile), Costs());
+  if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
+}
+
 std::vector<DashboardCost> LiveDashboard::Costs() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return costs_;

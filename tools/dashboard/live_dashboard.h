@@ -45,8 +45,8 @@ struct DashboardCost {
   double cpu_share() const;  // (polling + serving + nodes) / run
 };
 
-// The page and its data; a launch::RunObserver for live runs.
-class LiveDashboard : public launch::RunObserver {
+// The page and its data; the launch::RunWatcher of live runs.
+class LiveDashboard : public launch::RunWatcher {
  public:
   // Serves `info`'s run on `bind_address`:`port` (0: an ephemeral port). Errors as
   // node::HttpServer::Start.
@@ -62,6 +62,10 @@ class LiveDashboard : public launch::RunObserver {
   // launch::RunObserver: polls `statuses` every kPollInterval until NodesStopped.
   void NodesStarted(const launch::MethodRun& run, launch::StatusSource statuses) override;
   void NodesStopped(const launch::MethodRun& run) override;
+  // launch::RunWatcher: shows `run` from its files (ShowFinished; an error goes to stderr).
+  void MethodEnded(const launch::MethodRun& run) override;
+  // launch::RunWatcher: prints DescribeCosts and writes "<out_dir>/dashboard.csv".
+  void RunEnded(const std::string& out_dir) override;
 
   // What the dashboard cost each method that ran under it.
   std::vector<DashboardCost> Costs() const;

@@ -103,19 +103,20 @@ void RunQuietly(const std::vector<std::string>& argv, const std::string& log) {
 
 }  // namespace
 
-Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
+std::string_view EngineName(Engine engine) { return engine == Engine::kSlurm ? "slurm" : "mpirun"; }
+
+Status RunOnEngine(Engine engine, const Scenario& scenario, const node::NodeConfig& config,
                    const RunOptions& options, const std::atomic<bool>& interrupt, MethodRun& run) {
   const int n = static_cast<int>(run.nodes.size());
   if (scenario.security) {
     return Status::InvalidArgument(
-        "--engine " + std::string(NameOf(EngineNames(), options.engine)) +
+        "--engine " + std::string(EngineName(engine)) +
         ": scenarios with security = true run in local mode only (each node needs its own key "
         "files and its peers' keys, which one template does not express yet)");
   }
   if (std::any_of(run.nodes.begin(), run.nodes.end(),
                   [](const NodeRun& r) { return r.attacker; })) {
-    return Status::InvalidArgument("--engine " +
-                                   std::string(NameOf(EngineNames(), options.engine)) +
+    return Status::InvalidArgument("--engine " + std::string(EngineName(engine)) +
                                    ": methods with [attack] run in local mode only (attackers and "
                                    "honest nodes need different configs)");
   }
@@ -126,7 +127,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
   if (!port.ok()) return port.status().WithContext("--bind " + options.bind);
 
   std::string hostfile = options.hostfile;
-  if (options.engine == Engine::kMpirun && hostfile.empty()) {
+  if (engine == Engine::kMpirun && hostfile.empty()) {
     hostfile = PathIn(dir, kHostfileFile);
     MESHLEARN_RETURN_IF_ERROR(
         WriteFileAtomically(hostfile, "localhost slots=" + std::to_string(n) + "\n"));
@@ -143,9 +144,9 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
   t.mesh_size = 0;
   std::string template_text = node::RenderNodeConfig(t);
   template_text += "\n[engine]\nkind = \"";
-  template_text += options.engine == Engine::kSlurm ? "slurm" : "mpi";
+  template_text += engine == Engine::kSlurm ? "slurm" : "mpi";
   template_text += "\"\nport = " + std::to_string(*port) + "\n";
-  if (options.engine == Engine::kMpirun) {
+  if (engine == Engine::kMpirun) {
     template_text += "hostfile = \"" + hostfile + "\"\n";
   }
   const std::string template_path = PathIn(dir, kNodeTemplateFile);
@@ -157,7 +158,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
 
   std::vector<std::string> argv;
   const std::string ntasks = "--ntasks=" + std::to_string(n);
-  if (options.engine == Engine::kSlurm && options.slurm_batch) {
+  if (engine == Engine::kSlurm && options.slurm_batch) {
     MESHLEARN_RETURN_IF_ERROR(
         WriteExecutable(PathIn(dir, kJobScriptFile),
                         "#!/bin/sh\n# The batch job of a meshlearn method (meshlearn-launch).\n"
@@ -170,7 +171,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
             "--output=" + engine_log,
             "--open-mode=append",
             "--job-name=meshlearn-" + Slug(run.method.name)};
-  } else if (options.engine == Engine::kSlurm) {
+  } else if (engine == Engine::kSlurm) {
     argv = {"srun", ntasks, "--kill-on-bad-exit=0",
             "--job-name=meshlearn-" + Slug(run.method.name)};
   } else {
@@ -181,9 +182,8 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
     if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   }
   argv.insert(argv.end(), options.engine_args.begin(), options.engine_args.end());
-  argv.push_back(options.slurm_batch && options.engine == Engine::kSlurm
-                     ? PathIn(dir, kJobScriptFile)
-                     : script);
+  argv.push_back(options.slurm_batch && engine == Engine::kSlurm ? PathIn(dir, kJobScriptFile)
+                                                                 : script);
   {
     std::ofstream log(engine_log, std::ios::app);
     log << "# meshlearn-launch:";
@@ -209,8 +209,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
       run.interrupted = true;
       // Rationale: srun answers SIGTERM by killing the step; scancel --signal=TERM lets the
       // ranks stop cleanly. mpirun passes SIGTERM on to the ranks.
-      std::string job =
-          options.engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      std::string job = engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
       if (!job.empty()) {
         RunQuietly({"scancel", "--signal=TERM", job}, engine_log);
       } else {
@@ -218,8 +217,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
       }
     }
     if (stop_requested_at >= 0 && elapsed - stop_requested_at > kStopGraceSeconds) {
-      std::string job =
-          options.engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      std::string job = engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
       if (!job.empty()) RunQuietly({"scancel", job}, engine_log);
       ::kill(-*pid, SIGKILL);
     }

@@ -1,6 +1,6 @@
 #pragma once
-// Running a scenario: partition the data once, then run every method over that partition with
-// N real nodes (processes, or threads of this process), show progress, collect the outputs.
+// Running a scenario's methods: partition the data once, then run every method over that
+// partition with one node per client through a MethodRunner, and collect the outputs.
 
 #include <atomic>
 #include <functional>
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "base/named_value.h"
 #include "base/status.h"
+#include "tools/launch/method_runner.h"
 #include "tools/launch/run_types.h"
 #include "tools/launch/scenario.h"
 
@@ -19,19 +19,17 @@ namespace meshlearn::launch {
 // shards and "<out_dir>/clusters.csv" (node,cluster). Errors name the file or key at fault.
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir);
 
-// The names of the engines (--engine), in documentation order.
-NameTable<Engine> EngineNames();
-
-// Runs `method` with one node per partition entry until every node finished, died, or
-// `interrupt` became true (then every node is stopped cleanly). Progress goes to stdout: one
+// Runs `method` with one node per partition entry through `runner` (method_runner.h): makes the
+// node configs (with scenario.security their keys), the method folder and one folder per node,
+// has the runner run them until every node finished, died, or `interrupt` became true (then
+// every node is stopped cleanly), and reads what they wrote. The run's wall_seconds are real
+// seconds; simulated_seconds come from a simulation's report. Progress goes to stdout: one
 // updating line on a terminal, a plain line every few seconds otherwise. A dead node is reported
 // with its last log lines; the others go on. Nodes whose folder holds a checkpoint of the run
-// (a resumed run) continue after its round. Process mode: a node whose process died and which
-// someone restarted by hand (its folder is locked again, node/outputs.h) is waited for, and it
-// is not a failure if it then finishes every round.
+// (a resumed run) continue after its round.
 Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                             const Partition& partition, const RunOptions& options,
-                            const std::atomic<bool>& interrupt);
+                            MethodRunner& runner, const std::atomic<bool>& interrupt);
 
 // An estimate of the seconds a method still needs, from each node's last completed round
 // (`reached`, -1 for none) out of `rounds` after `elapsed` seconds; nullopt before 2% is done.

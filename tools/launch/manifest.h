@@ -73,7 +73,9 @@ struct Manifest {
 
 // Renders `manifest` as TOML (comments say what each part is).
 std::string RenderManifest(const Manifest& manifest);
-// Parses text written by RenderManifest; `name` prefixes errors (kMalformed naming the key).
+// Parses text written by RenderManifest; `name` prefixes errors: kMalformed naming the line and
+// the dotted key of a missing, mistyped or unknown key (node/toml_reader.h's messages),
+// kUnsupportedVersion for another format.
 Result<Manifest> ParseManifest(const std::string& text, const std::string& name);
 
 // The current time as ISO 8601 UTC with seconds ("2026-11-24T10:00:00Z").

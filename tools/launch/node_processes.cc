@@ -11,6 +11,7 @@
 #include <deque>
 #include <fstream>
 
+#include "tools/launch/experiment.h"
 #include "tools/launch/run_layout.h"
 
 extern char** environ;
@@ -47,6 +48,14 @@ Result<pid_t> SpawnLogged(const std::vector<std::string>& argv, const std::strin
     return Status::Unavailable("cannot start " + argv[0] + ": " + std::strerror(error));
   }
   return pid;
+}
+
+double PssMib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Pss:", 0) == 0) return std::strtod(line.c_str() + 4, nullptr) / 1024.0;
+  }
+  return 0;
 }
 
 std::string DescribeExit(int status) {

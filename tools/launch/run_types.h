@@ -4,10 +4,12 @@
 // headers it includes only the scenario's.
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "node/outputs.h"
 #include "node/status_document.h"
 #include "sim/simulation.h"
@@ -22,13 +24,6 @@ struct Partition {
   std::vector<std::string> shard_paths;  // one shard file per node
   int num_clusters = 0;
   bool classification = true;  // accuracy (else MSE) is the test metric
-};
-
-// Where the nodes of a method run.
-enum class Engine {
-  kLocal,   // "local": processes, threads or a simulation on this machine
-  kSlurm,   // "slurm": srun (or sbatch) starts the ranks
-  kMpirun,  // "mpirun": Open MPI's mpirun starts the ranks
 };
 
 struct MethodRun;
@@ -48,12 +43,28 @@ class RunObserver {
   virtual void NodesStopped(const MethodRun& run) = 0;
 };
 
+// Watches a whole run (the launcher's --dashboard): each method's nodes while they run, each
+// method once it ended, and the run's end.
+class RunWatcher : public RunObserver {
+ public:
+  // Method `run` ended, or was read back from an earlier launch: show it from its files.
+  virtual void MethodEnded(const MethodRun& run) = 0;
+  // The run ended: say what watching cost and write the watcher's own files into `out_dir`.
+  virtual void RunEnded(const std::string& out_dir) = 0;
+};
+
+// Makes the watcher of a run of scenario `scenario` in `mode` (MethodRunner::Mode()) into
+// `out_dir`, over `partition`, showing `methods` in table order.
+using WatcherFactory = std::function<Result<std::unique_ptr<RunWatcher>>(
+    const std::string& scenario, const std::string& mode, const std::string& out_dir,
+    const Partition& partition, const std::vector<std::string>& methods)>;
+
 // How methods are run.
 struct RunOptions {
   std::string out_dir;
-  bool in_process = false;  // threads of this process instead of meshlearn-node processes
-  bool simulate = false;    // a deterministic simulation in this process (sim/simulation.h)
-  int threads = 0;          // simulate: learner worker threads; 0 = the core count
+  // Where and how the nodes run: a name of the runner table (tools/launch/method_runner.h).
+  std::string runner = "processes";
+  int threads = 0;          // simulated: learner worker threads; 0 = the core count
   std::string node_binary;  // the meshlearn-node executable (process mode)
   std::string log_level = "info";
   // Each node's config lists this many peers (the next ones in id order, wrapping around); the
@@ -61,8 +72,7 @@ struct RunOptions {
   // deterministic). Large in-process runs need a small value: a node greeting all others at
   // once costs about 3 descriptors per pair.
   int known_peers = 0;
-  // Engine runs (tools/launch/engine_run.h).
-  Engine engine = Engine::kLocal;
+  // Engine runs (runners slurm and mpirun, tools/launch/engine_run.h).
   std::vector<std::string> engine_args;  // passed to srun, sbatch or mpirun
   bool slurm_batch = false;              // slurm: submit with sbatch --wait instead of srun
   std::string hostfile;                  // mpirun: the hostfile (default: localhost slots=N)
