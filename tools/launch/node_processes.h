@@ -1,7 +1,7 @@
 #pragma once
 // What the launcher needs to run and watch processes: spawning with a log file, describing how a
 // process ended, the tail of a log, and the progress line. Shared by the local run of node
-// processes (experiment.cc) and the engine runs (engine_run.cc).
+// processes (runner_processes.cc) and the engine runs (engine_run.cc).
 
 #include <sys/types.h>
 
