@@ -37,15 +37,15 @@ std::string RankScript(const std::string& node_binary, const std::string& templa
          "  exit 2\n"
          "fi\n"
          "dir='" +
-         dir +
-         "/node-'\"$rank\"\n"
+         NodeDir(dir, "") +
+         "'\"$rank\"\n"
          "mkdir -p \"$dir\"\n"
          "if [ -n \"${SLURM_JOB_ID:-}\" ]; then echo \"$SLURM_JOB_ID\" >'" +
-         dir +
-         "/slurm_job_id'; fi\n"
+         PathIn(dir, kSlurmJobIdFile) +
+         "'; fi\n"
          "'" +
-         node_binary + "' --config '" + template_path +
-         "' >>\"$dir/node.log\" 2>&1 &\n"
+         node_binary + "' --config '" + template_path + "' >>\"$dir/" + kNodeLogFile +
+         "\" 2>&1 &\n"
          "node=$!\n"
          "# A wait cut short by a signal returns 128 + n; wait again for the node's own status.\n"
          "trap 'signalled=1; kill -TERM $node 2>/dev/null' TERM INT\n"
@@ -55,7 +55,9 @@ std::string RankScript(const std::string& node_binary, const std::string& templa
          "  status=$?\n"
          "  [ $signalled = 1 ] || break\n"
          "done\n"
-         "echo $status >\"$dir/exit_status\"\n"
+         "echo $status >\"$dir/" +
+         kExitStatusFile +
+         "\"\n"
          "exit $status\n";
 }
 
