@@ -186,9 +186,14 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
     for (const std::string& id : NodeFolderIds(m)) seen_ids.insert(id);
   }
 
-  // Names and order: summary.csv's, else natural order of the folder names.
+  // Names and order: summary.csv's, else the manifest's, else natural order of the folders.
+  std::optional<Manifest> manifest = ReadManifestOf(root);
+  if (manifest && !manifest->scenario_name.empty()) folder.title = manifest->scenario_name;
   auto named = SummaryMethodNames(PathIn(dir, kSummaryFile));
   if (!named.ok()) return named.status();
+  if (named->empty() && manifest) {
+    for (const MethodRecord& m : manifest->methods) named->push_back(m.name);
+  }
   std::vector<std::pair<std::string, fs::path>> ordered;
   for (const std::string& name : *named) {
     auto it = std::find_if(methods.begin(), methods.end(),
@@ -229,7 +234,6 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
     p.num_clusters = 1;
   }
   // The launcher's own times and status, when its manifest recorded the method's end.
-  std::optional<Manifest> manifest = ReadManifestOf(root);
   for (const auto& [name, path] : ordered) {
     folder.runs.push_back(ReadMethodRun(path.string(), name, p));
     const MethodRecord* record = manifest ? manifest->Method(name) : nullptr;

@@ -91,7 +91,7 @@ MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
 
 // A run folder read back from disk.
 struct RunFolder {
-  std::string title;               // the folder's name
+  std::string title;               // the scenario's name (manifest.toml), else the folder's
   Partition partition;             // ids and clusters (shard paths are not read)
   std::vector<MethodRun> runs;     // one per method folder, nodes' rounds read
   std::vector<std::string> notes;  // what could not be known and what was assumed instead
@@ -101,7 +101,7 @@ struct RunFolder {
 // hand.
 // - Methods are the subfolders holding node-<id>/ folders, or `dir` itself when it holds them.
 //   Their names and order come from summary.csv when there is one (a method's folder is its
-//   name's Slug()), else the folder names in natural order.
+//   name's Slug()), else from manifest.toml's methods, else the folder names in natural order.
 // - Nodes and clusters come from clusters.csv (node,cluster; ids in natural order); without it,
 //   every node found is in cluster 0 (a note says so).
 // - A node is failed when its exit_status (engine runs) is not 0, or it left no rounds.csv; an
