@@ -46,27 +46,6 @@ std::string NodeBinary() {
   return (self.parent_path() / "meshlearn-node").string();
 }
 
-// meshlearn-launch report RUN_DIR: the table, heatmaps, curves and summary of any run folder.
-int Report(int argc, char** argv) {
-  CLI::App app{
-      "meshlearn-launch report: rebuild the table, heatmaps, curves and summary.csv of a "
-      "run folder"};
-  std::string dir;
-  app.add_option("run_dir", dir, "the run folder (a launcher's --out, or node folders)")
-      ->required();
-  if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
-  auto folder = launch::ReadRunFolder(dir);
-  if (!folder.ok()) {
-    std::fprintf(stderr, "meshlearn-launch report: %s\n", folder.status().ToString().c_str());
-    return launch::kExitBadInput;
-  }
-  for (const std::string& note : folder->notes) std::printf("note: %s\n", note.c_str());
-  auto summaries = launch::WriteRunReport(dir, folder->title, folder->partition, folder->runs);
-  int failed = 0;
-  for (const launch::MethodSummary& s : summaries) failed += s.nodes_failed;
-  return failed ? launch::kExitNodesFailed : launch::kExitOk;
-}
-
 // --dashboard: the live page of the run, started once the partition is known.
 launch::WatcherFactory LiveDashboardOn(std::string bind, uint16_t port) {
   return
@@ -86,7 +65,8 @@ launch::WatcherFactory LiveDashboardOn(std::string bind, uint16_t port) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "report") return Report(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "report")
+    return launch::ReportCommand(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "serve") {
     return dashboard::ServeCommand(argc - 1, argv + 1);
   }

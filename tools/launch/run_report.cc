@@ -2,6 +2,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/cli_exit.h"
+#include "tools/launch/run.h"
 
 namespace meshlearn::launch {
 MethodSummary ReportMethod(const MethodRun& run, const Partition& partition,
@@ -61,6 +67,26 @@ std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std:
   for (const MethodRun& run : runs) summaries.push_back(ReportMethod(run, partition, title));
   ReportRun(out_dir, title, partition, runs, summaries);
   return summaries;
+}
+
+int ReportCommand(int argc, char** argv) {
+  CLI::App app{
+      "meshlearn-launch report: rebuild the table, heatmaps, curves and summary.csv of a "
+      "run folder"};
+  std::string dir;
+  app.add_option("run_dir", dir, "the run folder (a launcher's --out, or node folders)")
+      ->required();
+  if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
+  auto folder = ReadRunFolder(dir);
+  if (!folder.ok()) {
+    std::fprintf(stderr, "meshlearn-launch report: %s\n", folder.status().ToString().c_str());
+    return kExitBadInput;
+  }
+  for (const std::string& note : folder->notes) std::printf("note: %s\n", note.c_str());
+  auto summaries = WriteRunReport(dir, folder->title, folder->partition, folder->runs);
+  int failed = 0;
+  for (const MethodSummary& s : summaries) failed += s.nodes_failed;
+  return failed ? kExitNodesFailed : kExitOk;
 }
 
 }  // namespace meshlearn::launch
