@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/csv.h"
 
 namespace meshlearn::node {
 namespace {
@@ -21,44 +22,15 @@ std::string Number(double value) {
   return out.str();
 }
 
-// Peer ids joined by ';', quoted as RFC 4180 demands when an id holds a comma, quote or newline.
+// Peer ids joined by ';', as one CSV field (base/csv.h).
 std::string JoinPeers(const std::vector<std::string>& peers) {
   std::string joined;
   for (size_t i = 0; i < peers.size(); ++i) joined += (i ? ";" : "") + peers[i];
-  if (joined.find_first_of(",\"\n") == std::string::npos) return joined;
-  std::string quoted = "\"";
-  for (char c : joined) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
+  return CsvField(joined);
 }
 
 double Cell(const std::string& text) {
   return text.empty() ? std::nan("") : std::strtod(text.c_str(), nullptr);
-}
-
-// Splits one CSV line on commas, honouring RFC 4180 quotes.
-std::vector<std::string> SplitCsvLine(const std::string& line) {
-  std::vector<std::string> cells(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cells.back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cells.back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      cells.emplace_back();
-    } else {
-      cells.back() += c;
-    }
-  }
-  return cells;
 }
 
 }  // namespace
@@ -74,7 +46,9 @@ Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
   std::vector<RoundRow> rows;
   for (int number = 2; std::getline(lines, line); ++number) {
     if (line.empty()) continue;
-    std::vector<std::string> c = SplitCsvLine(line);
+    auto cells = SplitCsvLine(line, path, number);
+    if (!cells.ok()) return cells.status();
+    const std::vector<std::string>& c = *cells;
     if (c.size() != 16) {
       return Status::Malformed(path + ":" + std::to_string(number) + ": " +
                                std::to_string(c.size()) + " cells, expected 16");

@@ -59,7 +59,9 @@ class DashboardModel {
                const std::vector<std::optional<node::NodeStatus>>& statuses, double elapsed);
 
   // Method `run` has ended (run.wall_seconds, run.interrupted): from now on it is shown from its
-  // output files. Errors name a file that exists but does not parse; what could be read is shown.
+  // output files, with the status the report gives it (launch::Summarize: "complete",
+  // "interrupted" or "failed"). Errors name a file that exists but does not parse; what could be
+  // read is shown.
   Status ShowFinished(const launch::MethodRun& run);
 
   // GET /api/state: the run, every method's progress and curves, and for `method` (default: the
