@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "base/atomic_file.h"
 #include "base/stable_hash.h"
@@ -690,7 +691,7 @@ class Simulator {
   node::SimulatedNetwork network_;
   std::mt19937_64 loss_rng_;
   std::vector<SimNode> nodes_;
-  std::map<std::string, size_t> ids_;  // node id -> node
+  std::unordered_map<std::string, size_t> ids_;  // node id -> node
   SimulationReport report_;
   int64_t next_barrier_ = -1;  // the round after which the next snapshot is taken (-1: none)
   size_t at_barrier_ = 0;      // nodes whose at_barrier is set

@@ -185,11 +185,12 @@ class SimulatedNetwork::Core {
                std::vector<Frame> frames, Clock::time_point deadline, const ReplyHandler& on_reply,
                const std::string& server_key) {
     Station* c = Find(id);
-    std::string what = "request " + std::to_string(request_id) + " to " + endpoint;
-    if (!c) return Later(on_reply, Status::Unavailable(what + ": the transport is stopping"));
+    // Rationale: built only for an error; a simulation sends millions of requests.
+    auto what = [&] { return "request " + std::to_string(request_id) + " to " + endpoint; };
+    if (!c) return Later(on_reply, Status::Unavailable(what() + ": the transport is stopping"));
     if (c->pending.contains(request_id)) {
       return Later(on_reply,
-                   Status::InvalidArgument(what + ": this request id is already outstanding"));
+                   Status::InvalidArgument(what() + ": this request id is already outstanding"));
     }
     Status checked =
         CheckOutgoingRequest(c->options, c->allowed, endpoint, request_id, frames, server_key);
@@ -197,11 +198,11 @@ class SimulatedNetwork::Core {
     auto address = ParseEndpoint(endpoint);
     if (!address.ok() || address->second == "*" || std::stoi(address->second) == 0) {
       return Later(on_reply,
-                   Status::InvalidArgument(what + ": not an endpoint one can connect to"));
+                   Status::InvalidArgument(what() + ": not an endpoint one can connect to"));
     }
     if (deadline <= clock_->Now()) {
       c->counters->Add(kTimeouts);
-      return Later(on_reply, Status::Timeout(what + ": the deadline passed before it was sent"));
+      return Later(on_reply, Status::Timeout(what() + ": the deadline passed before it was sent"));
     }
     Connection& connection = Connect(*c, endpoint, server_key);
     Station* server = Bound(endpoint);
@@ -209,7 +210,7 @@ class SimulatedNetwork::Core {
     if (!server && connection.request_ids.size() >=
                        static_cast<size_t>(std::max(c->options.send_high_water_mark, 0))) {
       if (connection.request_ids.empty()) BecameIdle(*c, connection);
-      return Later(on_reply, Status::Unavailable(what + ": the send queue is full"));
+      return Later(on_reply, Status::Unavailable(what() + ": the send queue is full"));
     }
     c->counters->Add(kRequestsSent);
     c->counters->Add(kBytesOut, TotalBytes(frames));
@@ -279,7 +280,7 @@ class SimulatedNetwork::Core {
     InboundHandler on_request;
     std::set<std::string> allowed;  // CURVE allowlist
     std::shared_ptr<TransportCounters> counters;
-    std::map<std::string, Connection> connections;              // outgoing, by endpoint
+    std::unordered_map<std::string, Connection> connections;    // outgoing, by endpoint
     std::unordered_map<uint64_t, Pending> pending;              // outgoing requests, by request id
     std::unordered_map<uint64_t, std::string> open_inbound;     // serial -> route
     std::unordered_map<std::string, size_t> inbound_per_route;  // open requests per connection
@@ -484,9 +485,9 @@ class SimulatedNetwork::Core {
   }
 
   LinkModel links_;
-  std::map<uint64_t, std::unique_ptr<Station>> stations_;
-  std::map<std::string, uint64_t> bound_;  // listening endpoint -> station
-  std::map<std::string, Route> routes_;    // connection -> its client
+  std::unordered_map<uint64_t, std::unique_ptr<Station>> stations_;
+  std::unordered_map<std::string, uint64_t> bound_;  // listening endpoint -> station
+  std::unordered_map<std::string, Route> routes_;    // connection -> its client
   uint64_t next_station_ = 1;
   uint64_t next_route_ = 1;
   int next_port_ = 40000;
