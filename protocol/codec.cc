@@ -178,15 +178,22 @@ class Fields {
  public:
   // Views `object` as an array of at least `min_size` fields of struct `what`. Later protocol
   // versions may append fields; extra trailing fields are ignored.
-  static Result<Fields> Of(const msgpack::object& object, std::string what, uint32_t min_size) {
-    if (object.type != msgpack::type::ARRAY) {
-      return Status::Malformed(what + " must be a msgpack array");
-    }
-    if (object.via.array.size < min_size) {
-      return Status::Malformed(what + " has " + std::to_string(object.via.array.size) +
-                               " fields, expected at least " + std::to_string(min_size));
-    }
-    return Fields(object, std::move(what));
+  static Result<Fields> Of(const msgpack::object& object, const char* what, uint32_t min_size) {
+    return Of(Fields(object, what, -1, nullptr), min_size);
+  }
+  // The same for field `field` of `parent` (or, without a parent, the struct named `field`), and
+  // with `index` >= 0 for element `index` of that field, a list.
+  // Rationale: the names are built only for an error; a model reply holds a score per peer.
+  static Result<Fields> Element(const msgpack::object& object, const char* field, int64_t index,
+                                uint32_t min_size, const Fields* parent = nullptr) {
+    return Of(Fields(object, field, index, parent), min_size);
+  }
+
+  // The struct's name in messages, e.g. "Model" or "Model.score_row[3]".
+  std::string What() const {
+    std::string what = parent_ ? parent_->Name(label_) : std::string(label_);
+    if (index_ >= 0) what += "[" + std::to_string(index_) + "]";
+    return what;
   }
 
   uint32_t size() const { return object_.via.array.size; }
@@ -301,18 +308,36 @@ class Fields {
     return Status::Ok();
   }
 
-  std::string Name(const char* field) const { return what_ + "." + field; }
+  std::string Name(const char* field) const { return What() + "." + field; }
 
  private:
-  Fields(const msgpack::object& object, std::string what)
-      : object_(object), what_(std::move(what)) {}
+  Fields(const msgpack::object& object, const char* label, int64_t index, const Fields* parent)
+      : object_(object), label_(label), index_(index), parent_(parent) {}
+  static Result<Fields> Of(Fields fields, uint32_t min_size) {
+    const msgpack::object& object = fields.object_;
+    if (object.type != msgpack::type::ARRAY) {
+      return Status::Malformed(fields.What() + " must be a msgpack array");
+    }
+    if (object.via.array.size < min_size) {
+      return Status::Malformed(fields.What() + " has " + std::to_string(object.via.array.size) +
+                               " fields, expected at least " + std::to_string(min_size));
+    }
+    return fields;
+  }
   const msgpack::object& object_;
-  std::string what_;
+  const char* label_;      // the struct, or the list (or the parent's list field) it is in
+  int64_t index_;          // its place in that list; -1 when it is not in one
+  const Fields* parent_;   // the struct whose field the list is, or none
 };
 
 #define ASSIGN_FIELDS(var, object, what, n)              \
   auto var##_result = Fields::Of((object), (what), (n)); \
   if (!var##_result.ok()) return var##_result.status();  \
+  const Fields& var = *var##_result
+// The same for element `index` of list `list` (a field of `parent`, or a full name).
+#define ASSIGN_ELEMENT(var, object, list, index, n, parent)                     \
+  auto var##_result = Fields::Element((object), (list), (index), (n), (parent)); \
+  if (!var##_result.ok()) return var##_result.status();                         \
   const Fields& var = *var##_result
 
 Status UnpackLayout(const Fields& parent, uint32_t index, const Limits& limits, ParamLayout* out) {
@@ -322,7 +347,7 @@ Status UnpackLayout(const Fields& parent, uint32_t index, const Limits& limits, 
   out->tensors.clear();
   out->tensors.reserve(count);
   for (uint32_t t = 0; t < count; ++t) {
-    ASSIGN_FIELDS(f, items[t], parent.Name("layout") + "[" + std::to_string(t) + "]", 3);
+    ASSIGN_ELEMENT(f, items[t], "layout", t, 3, &parent);
     TensorSpec spec;
     MESHLEARN_RETURN_IF_ERROR(f.String(0, "name", limits.max_string_bytes, &spec.name));
     const msgpack::object* dims;
@@ -361,9 +386,11 @@ Status CheckLayout(const ParamLayout& layout, const DecodeOptions& options) {
   return layout.Matches(*options.expected_layout);
 }
 
-Status UnpackPeerInfo(const msgpack::object& o, const std::string& what, const Limits& limits,
-                      PeerInfo* out) {
-  ASSIGN_FIELDS(p, o, what, 3);
+// Unpacks the PeerInfo `o`: field `field` of `parent`, element `index` of it when it is a list
+// (index >= 0).
+Status UnpackPeerInfo(const msgpack::object& o, const Fields& parent, const char* field,
+                      int64_t index, const Limits& limits, PeerInfo* out) {
+  ASSIGN_ELEMENT(p, o, field, index, 3, &parent);
   MESHLEARN_RETURN_IF_ERROR(p.NodeId(0, "id", &out->id));
   MESHLEARN_RETURN_IF_ERROR(p.String(1, "endpoint", limits.max_string_bytes, &out->endpoint));
   return p.String(2, "public_key", limits.max_string_bytes, &out->public_key);
@@ -452,8 +479,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       PeerList m;
       for (uint32_t i = 0; i < count; ++i) {
         PeerInfo info;
-        MESHLEARN_RETURN_IF_ERROR(
-            UnpackPeerInfo(items[i], "PeerList.peers[" + std::to_string(i) + "]", limits, &info));
+        MESHLEARN_RETURN_IF_ERROR(UnpackPeerInfo(items[i], f, "peers", i, limits, &info));
         m.peers.push_back(std::move(info));
       }
       return Body(std::move(m));
@@ -478,7 +504,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       uint32_t count;
       MESHLEARN_RETURN_IF_ERROR(f.List(4, "score_row", limits.max_score_entries, &items, &count));
       for (uint32_t i = 0; i < count; ++i) {
-        ASSIGN_FIELDS(s, items[i], "Model.score_row[" + std::to_string(i) + "]", 2);
+        ASSIGN_ELEMENT(s, items[i], "score_row", i, 2, &f);
         PeerScore score;
         MESHLEARN_RETURN_IF_ERROR(s.NodeId(0, "peer", &score.peer));
         MESHLEARN_RETURN_IF_ERROR(s.Double(1, "score", &score.score));
@@ -545,7 +571,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Count(1, "max_samples", limits.max_embed_rows, &max_samples));
       m.max_samples = static_cast<uint32_t>(max_samples);
       MESHLEARN_RETURN_IF_ERROR(f.Uint(2, "session", UINT64_MAX, &m.session));
-      MESHLEARN_RETURN_IF_ERROR(UnpackPeerInfo(f.at(3), f.Name("witness"), limits, &m.witness));
+      MESHLEARN_RETURN_IF_ERROR(UnpackPeerInfo(f.at(3), f, "witness", -1, limits, &m.witness));
       MESHLEARN_RETURN_IF_ERROR(UnpackModelWeights(
           f, 4, blobs[0], options, "WitnessEmbedRequest.weights", &m.layout, &m.weights));
       return Body(std::move(m));

@@ -434,6 +434,30 @@ TEST(Hostile, NodeIdsOutsideTheAlphabetAreInvalidArguments) {
   }
 }
 
+// An error names the field at fault down to the list element, so that a peer's bad message can be
+// found in its sender's code.
+TEST(Hostile, ErrorsNameTheListElementAtFault) {
+  auto message_of = [](const std::vector<Frame>& frames) {
+    Result<Message> decoded = Decode(frames);
+    return decoded.ok() ? std::string("decoded") : decoded.status().message();
+  };
+  Message model = SampleModel();
+  std::get<Model>(model.body).score_row = {{"node-1", 0.5}, {"bad id", 0.25}};
+  EXPECT_NE(message_of(Encode(model)).find("Model.score_row[1].peer"), std::string::npos)
+      << message_of(Encode(model));
+  PeerList list{{{"node-1", "tcp://127.0.0.1:1", ""}, {"node-2", "tcp://\xff", ""}}};
+  std::string peers = message_of(Encode(MakeMessage("a", 1, 0, list)));
+  EXPECT_NE(peers.find("PeerList.peers[1].endpoint"), std::string::npos) << peers;
+  Message witness = SampleMessages()[0];
+  for (const Message& m : SampleMessages()) {
+    if (std::holds_alternative<WitnessEmbedRequest>(m.body)) witness = m;
+  }
+  ASSERT_TRUE(std::holds_alternative<WitnessEmbedRequest>(witness.body));
+  std::get<WitnessEmbedRequest>(witness.body).witness.id = "bad id";
+  std::string named = message_of(Encode(witness));
+  EXPECT_NE(named.find("WitnessEmbedRequest.witness.id"), std::string::npos) << named;
+}
+
 // PROTOCOL.md, "Envelope": an Error for bad magic, version or type carries the request id.
 TEST(Hostile, AddressOfAWellFormedEnvelopeHasItsRequestIdWhateverItsValues) {
   Frame bad_magic = RawEnvelope(0xdeadbeef, kProtocolVersion, kMinProtocolVersion, 9);
