@@ -194,6 +194,14 @@ class Node::Impl {
   void Do(StartOwnProjection&) {}
   void Do(StartWitnessEmd&) {}
 
+  // ", epsilon 1.234" for the round's log line; empty without [privacy].
+  static std::string EpsilonText(double epsilon) {
+    if (std::isnan(epsilon)) return "";
+    char text[48];
+    std::snprintf(text, sizeof(text), ", epsilon %.3f", epsilon);
+    return text;
+  }
+
   void Do(RoundCompleted& a) {
     const RoundRecord& r = a.record;
     TransportStats stats = transport->Stats();
@@ -214,13 +222,14 @@ class Node::Impl {
     }
     log->info(
         "round {} done: val_loss {:.4f} test_loss {:.4f} test_acc {:.4f}, {} of {} peers "
-        "answered{}",
+        "answered{}{}",
         r.round, r.outcome.val_loss, r.outcome.test_loss, r.outcome.test_acc, r.answered, r.sampled,
-        r.stopped ? " (early-stopped)" : "");
+        EpsilonText(r.outcome.epsilon), r.stopped ? " (stopped)" : "");
     std::lock_guard<std::mutex> lock(status_mu);
     progress.completed_round = r.round;
     progress.stopped = r.stopped;
     progress.last_val_loss = r.outcome.val_loss;
+    progress.last_epsilon = r.outcome.epsilon;
   }
 
   void Do(Finished&) {
@@ -285,6 +294,7 @@ class Node::Impl {
     {
       std::lock_guard<std::mutex> lock(status_mu);
       status.val_loss = progress.completed_round >= 0 ? progress.last_val_loss : NAN;
+      status.epsilon = progress.completed_round >= 0 ? progress.last_epsilon : NAN;
     }
     if (http) {
       status.http_requests = http->requests();

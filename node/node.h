@@ -35,6 +35,7 @@ struct NodeProgress {
   bool finished = false;
   bool stopped = false;  // early stopping fired
   double last_val_loss = 0;
+  double last_epsilon = 0;  // [privacy]: ε spent after the last completed round; NaN without DP
 };
 
 // Sees every message a node receives and decodes (requests and replies) on the node's event
