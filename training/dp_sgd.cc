@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include "training/seeded_random.h"
@@ -258,6 +259,7 @@ Result<TrainStats> TrainLocalDpSgd(TorchModel& model, const Dataset& train,
         samples += static_cast<int64_t>(rows.size());
         ++stats.steps;
       }
+      // TrainStats::mean_loss: with Poisson batches of varying size, per sampled record.
       stats.mean_loss = samples > 0 ? loss_sum / static_cast<double>(samples) : 0;
     }
   } catch (const std::exception& e) {
