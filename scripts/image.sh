@@ -2,7 +2,11 @@
 # Builds the meshlearn container image with podman from Containerfile (Debian 12, Debian packages
 # only) and tags it localhost/meshlearn:latest.
 #
-#   scripts/image.sh [TAG]
+#   scripts/image.sh [--binaries DIR] [TAG]
+#
+# Without --binaries the image compiles meshlearn from the sources. With --binaries DIR it copies
+# meshlearn-node, meshlearn-launch, meshlearn-heatmap and meshlearn-keygen from DIR instead (e.g.
+# build/tools of this checkout, built on this Debian 12 host), and compiles nothing.
 #
 # The base image, in order of preference:
 #   1. localhost/meshlearn-base:bookworm, when an earlier run made it;
@@ -16,6 +20,11 @@
 # Needs: podman runc debootstrap (scripts/setup.sh installs them). Run as root.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+binaries=""
+if [ "${1:-}" = "--binaries" ]; then
+  binaries="$(cd "${2:?usage: scripts/image.sh [--binaries DIR] [TAG]}" && pwd)"
+  shift 2
+fi
 tag="${1:-localhost/meshlearn:latest}"
 export CONTAINERS_CONF="$root/deploy/containers.conf"
 base_local=localhost/meshlearn-base:bookworm
@@ -65,8 +74,20 @@ else
   base="$base_local"
 fi
 
-mkdir -p "$ccache_dir"
-echo "image: building $tag from $base (ccache in $ccache_dir)"
-podman build --network host --build-arg "BASE=$base" --volume "$ccache_dir:/ccache" \
-  -f "$root/Containerfile" -t "$tag" "$root"
+if [ -n "$binaries" ]; then
+  for tool in meshlearn-node meshlearn-launch meshlearn-heatmap meshlearn-keygen; do
+    [ -x "$binaries/$tool" ] || {
+      echo "image: $binaries/$tool not found (build it first: scripts/build.sh)" >&2
+      exit 1
+    }
+  done
+  echo "image: building $tag from $base with the binaries of $binaries"
+  podman build --network host --build-arg "BASE=$base" --target prebuilt \
+    --build-context "binaries=$binaries" -f "$root/Containerfile" -t "$tag" "$root"
+else
+  mkdir -p "$ccache_dir"
+  echo "image: building $tag from $base (ccache in $ccache_dir)"
+  podman build --network host --build-arg "BASE=$base" --volume "$ccache_dir:/ccache" \
+    -f "$root/Containerfile" -t "$tag" "$root"
+fi
 echo "image: built $tag"

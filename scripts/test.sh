@@ -1,26 +1,68 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything, and runs the whole test suite:
-#   1. the full Release build and every CTest test (all labels, `engines`, `deploy` and `image`
-#      included; `image` builds the container image, slow only the first time on a machine);
-#   2. a sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer) of the torch-free
-#      modules, running their tests (protocol, topology, similarity) again under the sanitizers;
-#   3. a clang build (build-fuzz/) that fuzzes the protocol decoder for MESHLEARN_FUZZ_SECONDS (60)
-#      seconds (ctest -L fuzz), skipped with a one-line reason when clang++ or libFuzzer is missing.
-# Exits non-zero on any failure.
+# Installs everything (scripts/setup.sh test), builds everything, and runs the whole test suite,
+# in phases:
+#   install     scripts/setup.sh test;
+#   build       the full Release build in build/, tests included;
+#   ctest       every CTest test of that build but the `image` label (`engines`, `deploy`,
+#               `browser` and the rest included);
+#   sanitizers  an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/) of the
+#               torch-free modules, running their tests (base, protocol, topology, similarity)
+#               again under the sanitizers;
+#   fuzz        a clang build (build-fuzz/) that fuzzes the protocol decoder for
+#               MESHLEARN_FUZZ_SECONDS (60) seconds (ctest -L fuzz), skipped with a one-line
+#               reason when clang++ or libFuzzer is missing;
+#   image       the `image` label: the container image, made from build/'s binaries, runs a
+#               three-container mesh (tests/deploy/container_test.py).
+# At the end (also after a failure) it prints each phase's wall time. Exits non-zero on any
+# failure.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bash scripts/setup.sh
-bash scripts/build.sh
-ctest --test-dir build --output-on-failure -j2
 
-echo "test: sanitizer build of the torch-free modules (build-asan/)"
+phase="" phase_start=0 times=()
+# Starts phase $1, closing the one before.
+begin() {
+  finish
+  phase="$1" phase_start=$SECONDS
+  echo "test: phase $phase"
+}
+finish() {
+  if [ -n "$phase" ]; then
+    local s=$((SECONDS - phase_start))
+    times+=("$(printf '  %-11s %3dm%02ds' "$phase" $((s / 60)) $((s % 60)))")
+    phase=""
+  fi
+}
+report() {
+  local status=$? failed="$phase"
+  finish
+  echo "test: phase times"
+  printf '%s\n' "${times[@]}"
+  printf '  %-11s %3dm%02ds\n' total $((SECONDS / 60)) $((SECONDS % 60))
+  if [ "$status" -eq 0 ]; then
+    echo "test: passed"
+  else
+    echo "test: FAILED in phase ${failed:-?} (exit $status)"
+  fi
+}
+trap report EXIT
+
+begin install
+bash scripts/setup.sh test
+
+begin build
+bash scripts/build.sh -DMESHLEARN_BUILD_TESTS=ON
+
+begin ctest
+ctest --test-dir build --output-on-failure -j2 -LE image
+
+begin sanitizers
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMESHLEARN_WITH_TORCH=OFF \
   -DMESHLEARN_SANITIZE=ON >/dev/null
 cmake --build build-asan -j2
 ctest --test-dir build-asan --output-on-failure -j2 -L "base|protocol|topology|similarity"
 
-echo "test: fuzzing the protocol decoder (build-fuzz/)"
+begin fuzz
 fuzz_skip=""
 if ! command -v clang++ >/dev/null 2>&1; then
   fuzz_skip="clang++ not found (scripts/setup.sh installs clang)"
@@ -42,3 +84,6 @@ else
   cmake --build build-fuzz -j2 --target protocol_decode_fuzzer
   ctest --test-dir build-fuzz --output-on-failure -L fuzz
 fi
+
+begin image
+ctest --test-dir build --output-on-failure -L image

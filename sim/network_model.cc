@@ -14,6 +14,29 @@ double NetworkModel::TransferSeconds(uint64_t bytes) const {
   return latency_s + transfer;
 }
 
+namespace {
+
+// True with probability `p`, drawn from `rng` (nothing is drawn when `p` is 0).
+bool Chance(double p, std::mt19937_64& rng) {
+  return p > 0 && static_cast<double>(rng() >> 11) * 0x1.0p-53 < p;
+}
+
+}  // namespace
+
+void NetworkModel::Damage(std::vector<Frame>& frames, std::mt19937_64& rng) const {
+  if (frames.empty()) return;
+  if (Chance(corrupt, rng)) {
+    Frame& body = frames[frames.size() > 1 ? 1 : 0];
+    std::vector<uint8_t> bytes(body.data(), body.data() + body.size());
+    if (!bytes.empty()) bytes[0] = static_cast<uint8_t>(~bytes[0]);
+    body = Frame(std::move(bytes));
+  }
+  if (Chance(truncate, rng)) {
+    Frame& last = frames.back();
+    last = Frame::CopyOf(last.data(), last.size() / 2);
+  }
+}
+
 bool NetworkModel::Cut(const std::string& from, const std::string& to, int64_t round) const {
   for (const Partition& p : partitions) {
     if (round < p.from_round || round >= p.to_round) continue;

@@ -14,16 +14,24 @@
 //   processes nothing meanwhile, and what arrived for it waits, as a process stopped with SIGSTOP.
 // - A partition splits the nodes into groups: a message between two groups is lost while its
 //   sender is in a round in [from_round, to_round).
+// - A message that is not lost may be damaged on the way, each with its own probability drawn
+//   from the same generator (and only when that probability is above 0): `corrupt` inverts the
+//   first byte of its body (the second frame; the envelope stays readable, so the receiver can
+//   answer with an Error), `truncate` cuts its last frame to half its length. The receiver decodes
+//   the damaged frames as a process decodes bytes from a socket, and refuses them with the
+//   protocol's error.
 // - A learner's round job takes `round_compute_s` of simulated time (other learner jobs none).
 //   Rationale: simulated time must not depend on how fast the machine trains, or the same seed
 //   would not give the same outputs.
 
 #include <cstdint>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/named_value.h"
+#include "protocol/frame.h"
 
 namespace meshlearn::sim {
 
@@ -56,12 +64,17 @@ struct NetworkModel {
   double latency_s = 0;              // one way, every link
   double bandwidth_bytes_per_s = 0;  // 0: infinite
   double loss = 0;                   // probability that a message is lost, in [0, 1)
+  double corrupt = 0;                // probability that a message's body is damaged, in [0, 1]
+  double truncate = 0;               // probability that a message's last frame is cut, in [0, 1]
   double round_compute_s = 0;        // simulated seconds of one round's training and evaluation
   std::vector<Outage> outages;
   std::vector<Partition> partitions;
 
   // The simulated seconds a message of `bytes` takes on a link.
   double TransferSeconds(uint64_t bytes) const;
+  // Damages `frames` as `corrupt` and `truncate` say, drawing from `rng` only for a probability
+  // above 0.
+  void Damage(std::vector<Frame>& frames, std::mt19937_64& rng) const;
   // True when a partition cuts the link from node `from` (in round `round`) to node `to`.
   bool Cut(const std::string& from, const std::string& to, int64_t round) const;
 };

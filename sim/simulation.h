@@ -1,6 +1,6 @@
 #pragma once
 // A deterministic discrete-event simulation of a whole mesh in one process: every node's real
-// state machine (node/state_machine.h) and real learner (node/learner.h), on a virtual clock and a
+// state machine (node/logic/state_machine.h) and real learner (node/logic/learner.h), on a virtual clock and a
 // modelled network (sim/network_model.h) instead of sockets and threads per node.
 //
 // Specification.
@@ -8,9 +8,12 @@
 //   node's tick every 50 ms, an outage starting or ending) are processed in order of their time
 //   and, at equal times, of their creation. Round deadlines, pacing and lingering use this clock,
 //   so no node ever waits on a real one.
-// - Messages pass as objects, never encoded, but each is sized as its encoding (protocol/codec.h)
-//   for the bandwidth model and the byte counters. A request gets its reply, or its deadline, once.
-//   A node that finished, or is dead, answers nothing: its peers see timeouts, as on a network.
+// - Every node is the real node host (node/host/node_host.h) in a simulated world: its messages are
+//   encoded and decoded with the real codec and travel as frames through the simulated network
+//   (node/transport/simulated_network.h) on the virtual clock, where the network model applies to their
+//   real sizes and may damage them. A request gets its reply, or its deadline, once. A node that
+//   finished says Goodbye to its peers as a process does, then answers nothing; a dead node answers
+//   nothing: its peers see timeouts, as on a network.
 // - Learner jobs run on a pool of worker threads, a node's jobs one at a time in order; the
 //   simulation waits for a job only when the virtual clock reaches its end. Jobs of nodes that
 //   compute at the same virtual time therefore run in parallel.
@@ -20,9 +23,24 @@
 //   and every decision is taken by the single simulation thread in event order; timings that would
 //   come from the real clock (wall_s, train_s, eval_s) are virtual.
 // - Outputs are the ones a node process writes, in the same folders. A simulated node keeps its
-//   checkpoint in memory (a death restarts from it) and writes it, comm.csv, scores.csv and
-//   emd.csv once, when it finishes.
-//   Rationale: a thousand nodes writing and syncing files every round would spend the run on it.
+//   rows, tables, checkpoint and log lines in memory and writes them when it finishes, dies (a
+//   death restarts from the checkpoint it wrote, as a process restarted by hand does), at a
+//   snapshot barrier, and at the end of the run; it holds no file open.
+//   Rationale: a thousand nodes writing and syncing files every round would spend the run on it,
+//   and ten thousand nodes with a file open each would exceed the process's descriptors.
+// - Snapshots (snapshot_every = N > 0): after every N-th round k (k < the last round) every node
+//   waits, still serving, until all have completed round k (or finished). At that barrier every
+//   node's outputs and checkpoint are written, the checkpoints are copied into
+//   `<snapshot_dir>/round-<k>/`, and `<snapshot_dir>/snapshot.txt` records the virtual time, the
+//   network's generator and each node's state. Then every node restarts from its checkpoint, as
+//   a resumed run does; what was in flight at the barrier is dropped in both.
+//   Rationale: a resumed run then gives the same outputs as one that was never stopped, byte for
+//   byte, because both restart at the same barriers from the same state. A run with snapshots
+//   differs from one without (every barrier is a restart of the mesh), so N is a setting of the
+//   run, recorded by the launcher.
+// - Stopping: the interrupt (Ctrl-C, SIGTERM) stops a run without snapshots at the next event. A
+//   run with snapshots goes on to its next barrier (at most N rounds), takes the snapshot there
+//   and stops; `resume` continues from the last snapshot.
 
 #include <atomic>
 #include <cstdint>
@@ -32,8 +50,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/config.h"
-#include "node/status_document.h"
+#include "node/config/config.h"
+#include "node/host/status_document.h"
 #include "sim/network_model.h"
 
 namespace meshlearn::sim {
@@ -59,8 +77,15 @@ struct SimulationOptions {
   std::function<void(const SimulationProgress&)> on_progress;
   // Fill SimulationProgress::statuses (it costs a status document per node and report).
   bool with_status = false;
-  // Set: the simulation stops at the next event (Ctrl-C).
+  // Set: the simulation stops at the next event (Ctrl-C), or at its next snapshot barrier.
   const std::atomic<bool>* interrupt = nullptr;
+  // Take a snapshot after every this many rounds (0: never; see the specification).
+  int64_t snapshot_every = 0;
+  // Where snapshots go (required with snapshot_every or resume).
+  std::string snapshot_dir;
+  // Continue from the snapshot in snapshot_dir (kNotFound when there is none, kMalformed naming
+  // the line of a damaged one, kInvalidArgument when it belongs to other nodes).
+  bool resume = false;
 };
 
 // What a simulation did.
@@ -76,6 +101,10 @@ struct SimulationReport {
   double exchange_compute_seconds = 0;
   int threads = 0;  // learner workers it ran
   bool interrupted = false;
+  // The round of the last snapshot this run took (-1: none), and the one it resumed from (-1:
+  // it started at round 0). Counts above (events, messages, jobs, seconds) cover this run only.
+  int64_t snapshot_round = -1;
+  int64_t resumed_from = -1;
   // Per node, in config order: why it failed (its own error, e.g. a NaN loss that stopped the
   // learner, is not a failure; an output folder it cannot write is), or nothing.
   std::vector<std::optional<std::string>> failures;

@@ -6,7 +6,7 @@
 // Specification.
 // - The store keeps one direction per node id (self included): the flat update vector the caller
 //   holds for j (file 002's δ_j = w^{t-1} − w_j^t; the node passes j's own last local update, see
-//   node/learner.cc ObserveAndCluster). Observing a node again replaces its
+//   node/learner/training_learner.cc ObserveAndCluster). Observing a node again replaces its
 //   direction, and every cosine involving it is recomputed; the others are kept.
 //   Rationale: file 002, section 3: "it keeps the most recent update if a client has already been
 //   sampled and does not forget previously stored updates ... if a similarity between two clients

@@ -4,7 +4,7 @@
 //
 // --check validates the config and, with [security], reads the key files.
 // A config with an [engine] section is a template for every rank an engine starts
-// (node/node_template.h): the rank's identity comes from Slurm, Open MPI or Kubernetes, and the
+// (node/config/node_template.h): the rank's identity comes from Slurm, Open MPI or Kubernetes, and the
 // resolved config is written to <output_dir>/node.toml.
 // Exit codes: 0 finished or stopped cleanly; 1 the node failed while running; 2 bad config,
 // missing or bad key file, or bad command line (the message names the file, key and value).
@@ -17,11 +17,11 @@
 #include <CLI/CLI.hpp>
 
 #include "base/atomic_file.h"
-#include "node/config.h"
-#include "node/logging.h"
-#include "node/node.h"
-#include "node/node_template.h"
-#include "node/process_limits.h"
+#include "node/config/config.h"
+#include "node/config/logging.h"
+#include "node/host/node.h"
+#include "node/config/node_template.h"
+#include "process/process_limits.h"
 #include "tools/cli_exit.h"
 
 int main(int argc, char** argv) {

@@ -69,7 +69,7 @@ class EmdClusterSampler final : public PeerSampler {
 
 // `louvain` (FLIC), `temperature` (OCFL) and `centroid_cluster` (FLT's hard clusters): uniform
 // within node i's cluster as a clustering policy decides it (similarity/cluster_policy.h, or the
-// signature clusters of node/state_machine.h); the node passes the cluster mates to SetCluster()
+// signature clusters of node/logic/state_machine.h); the node passes the cluster mates to SetCluster()
 // whenever it reclusters. Before any cluster is set, uniform over all known
 // peers; once one is set, uniform over the known peers it names, p_ij = 0 for the others (a peer
 // joining later counts only if the cluster names it; an empty cluster means no sampling). Scores

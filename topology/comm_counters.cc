@@ -1,29 +1,8 @@
 #include "topology/comm_counters.h"
 
-#include <charconv>
+#include "base/csv.h"
 
 namespace meshlearn::topology {
-namespace {
-
-// `field` as one CSV cell (RFC 4180 quoting only when needed).
-std::string CsvCell(std::string_view field) {
-  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
-  std::string quoted = "\"";
-  for (char c : field) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
-// The shortest decimal text that reads back as exactly `value`.
-std::string ExactNumber(double value) {
-  char buffer[32];
-  const auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return error == std::errc() ? std::string(buffer, end) : std::string("nan");
-}
-
-}  // namespace
 
 void CommCounters::RecordSampled(std::string_view peer) {
   auto it = rows_.find(peer);
@@ -72,7 +51,7 @@ Result<CommCounters> CommCounters::FromRows(const std::vector<CommRow>& rows) {
 std::string CommCsv(const std::vector<CommRow>& rows) {
   std::string csv = "peer,times_sampled,answered\n";
   for (const CommRow& row : rows) {
-    csv += CsvCell(row.peer) + "," + std::to_string(row.times_sampled) + "," +
+    csv += CsvField(row.peer) + "," + std::to_string(row.times_sampled) + "," +
            std::to_string(row.answered) + "\n";
   }
   return csv;
@@ -81,7 +60,7 @@ std::string CommCsv(const std::vector<CommRow>& rows) {
 std::string ScoresCsv(const std::vector<PeerRecord>& records) {
   std::string csv = "peer,score,probability\n";
   for (const PeerRecord& record : records) {
-    csv += CsvCell(record.peer) + "," + (record.score ? ExactNumber(*record.score) : "") + "," +
+    csv += CsvField(record.peer) + "," + (record.score ? ExactNumber(*record.score) : "") + "," +
            ExactNumber(record.probability) + "\n";
   }
   return csv;

@@ -1,9 +1,12 @@
 // The repository's documents: every reference a user can follow resolves inside the repository
-// (a user of the repository has nothing beside it).
+// (a user of the repository has nothing beside it), and every link to a section ("#anchor", alone
+// or after a file) names a heading of that document.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -52,6 +55,52 @@ bool ResolvesInside(const fs::path& document, const std::string& target) {
   return false;
 }
 
+// The anchor GitHub gives a heading's text: lower case, spaces become '-', and every character
+// but letters, digits, '-' and '_' is dropped ("`--out DIR`: the run" -> "--out-dir-the-run").
+// Non-ASCII characters are dropped too, so a link to a heading with non-ASCII letters fails here
+// rather than passing unchecked.
+std::string Anchor(const std::string& heading) {
+  std::string anchor;
+  for (unsigned char c : heading) {
+    if (c == ' ') {
+      anchor += '-';
+    } else if (c < 0x80 && (std::isalnum(c) || c == '-' || c == '_')) {
+      anchor += static_cast<char>(std::tolower(c));
+    }
+  }
+  return anchor;
+}
+
+// The anchors of a Markdown document's headings (outside code blocks); a repeated heading gets
+// "-1", "-2", ... as on GitHub.
+std::set<std::string> Anchors(const std::string& text) {
+  std::set<std::string> anchors;
+  std::map<std::string, int> seen;
+  std::istringstream lines(text);
+  bool in_code = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("```", 0) == 0) in_code = !in_code;
+    if (in_code || line.empty() || line[0] != '#') continue;
+    size_t text_start = line.find_first_not_of('#');
+    if (text_start == std::string::npos || line[text_start] != ' ') continue;
+    std::string anchor = Anchor(line.substr(text_start + 1));
+    int count = seen[anchor]++;
+    anchors.insert(count == 0 ? anchor : anchor + "-" + std::to_string(count));
+  }
+  return anchors;
+}
+
+TEST(Docs, AnchorsAreGitHubs) {
+  EXPECT_EQ(Anchor("`meshlearn-launch`: N nodes from one command"),
+            "meshlearn-launch-n-nodes-from-one-command");
+  EXPECT_EQ(Anchor("`[engine]`: one template for every rank an engine starts"),
+            "engine-one-template-for-every-rank-an-engine-starts");
+  EXPECT_EQ(Anchor("File 004's input pipeline (`pixel_range = \"symmetric\"`)"),
+            "file-004s-input-pipeline-pixel_range--symmetric");
+  std::set<std::string> anchors = Anchors("# A\n```sh\n# not a heading\n```\n## A\n#tag\n");
+  EXPECT_EQ(anchors, (std::set<std::string>{"a", "a-1"}));
+}
+
 TEST(Docs, EveryLinkAndDocumentNamedResolvesInsideTheRepository) {
   std::vector<fs::path> files = MarkdownFiles();
   ASSERT_GE(files.size(), 5u) << "found too few documents under " << kRoot;
@@ -76,6 +125,27 @@ TEST(Docs, EveryLinkAndDocumentNamedResolvesInsideTheRepository) {
           << name << " refers to '" << target << "', which is not in the repository";
     }
   }
+}
+
+TEST(Docs, EveryLinkToASectionNamesAHeadingOfItsDocument) {
+  const std::regex link(R"(\]\(([^)\s]*)#([^)\s]+)\))");  // [text](file#anchor), [text](#anchor)
+  int checked = 0;
+  for (const fs::path& file : MarkdownFiles()) {
+    std::string text = Text(file);
+    std::string name = fs::relative(file, kRoot).string();
+    for (std::sregex_iterator m(text.begin(), text.end(), link), end; m != end; ++m) {
+      std::string target = (*m)[1].str();
+      std::string anchor = (*m)[2].str();
+      if (target.rfind("http", 0) == 0) continue;
+      fs::path document = target.empty() ? file : file.parent_path() / target;
+      if (!fs::is_regular_file(document)) continue;  // a missing file fails the test above
+      ++checked;
+      EXPECT_TRUE(Anchors(Text(document)).count(anchor))
+          << name << " links to '" << target << "#" << anchor << "', but "
+          << fs::relative(document, kRoot).string() << " has no heading with that anchor";
+    }
+  }
+  EXPECT_GE(checked, 10) << "found too few links to sections; is the link pattern still right?";
 }
 
 TEST(Docs, NoDocumentPointsOutsideTheRepository) {

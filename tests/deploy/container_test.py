@@ -3,11 +3,15 @@
 containers of deploy/compose/compose.yaml train together: every node finishes its rounds and
 receives models from its peers, and the launcher's report reads their run folder.
 
+Given a folder of built binaries (CTest passes build/tools), the image is made from them
+(scripts/image.sh --binaries DIR: the Containerfile's `prebuilt` stage), so the suite does not
+compile the project a second time inside podman; without one it compiles from the sources.
+
 Each service of compose.yaml runs with `podman run` built from its definition (image,
 network_mode, environment, volumes, command): Debian 12's podman-compose 1.0.3 adds a network to
 every service, which podman refuses next to network_mode: host.
 
-    /usr/bin/python3 tests/deploy/container_test.py
+    /usr/bin/python3 tests/deploy/container_test.py [BINARIES_DIR]
 
 Exit 0: passed; 1: failed; 77: podman cannot run containers here (the reason is printed; CTest
 counts it as skipped, never as passed).
@@ -92,7 +96,8 @@ def main():
         return SKIP
 
     started = time.time()
-    built = run(["bash", os.path.join(ROOT, "scripts", "image.sh")], timeout=3600)
+    binaries = ["--binaries", sys.argv[1]] if len(sys.argv) > 1 else []
+    built = run(["bash", os.path.join(ROOT, "scripts", "image.sh")] + binaries, timeout=3600)
     print(f"image: scripts/image.sh took {time.time() - started:.0f} s")
     if built.returncode != 0:
         print(built.stdout[-4000:] + built.stderr[-4000:])

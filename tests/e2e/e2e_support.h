@@ -21,9 +21,9 @@
 
 #include <gtest/gtest.h>
 
-#include "node/config.h"
-#include "node/free_port.h"
-#include "node/outputs.h"
+#include "node/config/config.h"
+#include "process/free_port.h"
+#include "node/host/outputs.h"
 #include "training/partition.h"
 #include "training/shard_file.h"
 

@@ -19,7 +19,7 @@ using std::chrono::seconds;
 
 // Rounds of the runs compared for equality last at least this long. Rationale: a sync run is
 // deterministic while no sampled peer is more than kSnapshotHistory (4) rounds ahead
-// (node/model_server.h); unpaced, millisecond rounds of a linear model let a node stalled by a
+// (node/logic/model_server.h); unpaced, millisecond rounds of a linear model let a node stalled by a
 // loaded machine fall that far behind.
 constexpr double kPacedRoundS = 0.5;
 

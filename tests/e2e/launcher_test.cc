@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <map>
+
+#include "base/csv.h"
 #include "tests/e2e/launcher_support.h"
 #include "tools/plot/matrix_csv.h"
 
@@ -49,6 +52,21 @@ void ExpectCompleteRun(const std::string& out, int rounds) {
   }
 }
 
+// The cells of `method`'s row of the CSV file at `path` (header row first), by column name.
+std::map<std::string, std::string> RowOf(const std::string& path, const std::string& method) {
+  auto records = ParseCsv(ReadText(path), path);
+  EXPECT_TRUE(records.ok()) << records.status().ToString();
+  std::map<std::string, std::string> row;
+  for (size_t r = 1; records.ok() && r < records->size(); ++r) {
+    const std::vector<std::string>& cells = (*records)[r].fields;
+    if (cells.front() != method) continue;
+    for (size_t c = 0; c < cells.size() && c < records->front().fields.size(); ++c) {
+      row[records->front().fields[c]] = cells[c];
+    }
+  }
+  return row;
+}
+
 // Runs the 6-node, 5-round scenario through meshlearn-launch with `mode_args`, into
 // "<temp>/<name>/out", checks that it wrote every output, and returns "<temp>/<name>".
 std::string LaunchSmallScenario(const std::string& name,
@@ -67,9 +85,16 @@ std::string LaunchSmallScenario(const std::string& name,
 }
 
 TEST(Launcher, SmallScenarioWritesEveryOutputWithNodeProcesses) {
-  std::string log = ReadText(LaunchSmallScenario("e2e_launch_process", {}) + "/launch.log");
+  std::string dir = LaunchSmallScenario("e2e_launch_process", {});
+  std::string log = ReadText(dir + "/launch.log");
   EXPECT_NE(log.find("Test MSE at each node's best-validation round"), std::string::npos) << log;
   EXPECT_NE(log.find("heatmap.png"), std::string::npos);
+  // Real nodes: one clock, the real one.
+  EXPECT_NE(log.find("in-cluster    wall  overhead\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("overhead: each node's share of its real time outside training"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(RowOf(dir + "/out/summary.csv", "random")["simulated_s"], "");
 }
 
 // --dashboard follows threads and simulations too, and reports what it cost (dashboard.csv).
@@ -105,6 +130,21 @@ TEST(Launcher, SmallScenarioWritesEveryOutputSimulated) {
   std::string log = ReadText(dir + "/launch.log");
   EXPECT_NE(log.find("simulation (cos_weights): "), std::string::npos) << log;
   EXPECT_NE(ReadText(dir + "/out/simulation.csv").find("\"random\","), std::string::npos);
+  // Issue 34, item 7: the table and summary.csv show the real and the simulated seconds, each
+  // named so; the simulated ones are the simulation's own, the real ones include them.
+  EXPECT_NE(log.find("in-cluster    real  simulated  overhead\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("overhead: each node's share of its simulated time outside training"),
+            std::string::npos)
+      << log;
+  for (const std::string method : {"random", "cos_weights"}) {
+    auto summary = RowOf(dir + "/out/summary.csv", method);
+    auto simulation = RowOf(dir + "/out/simulation.csv", method);
+    ASSERT_FALSE(summary["simulated_s"].empty()) << method;
+    EXPECT_NEAR(std::stod(summary["simulated_s"]), std::stod(simulation["simulated_s"]),
+                1e-4 * std::stod(simulation["simulated_s"]) + 1e-6)
+        << method;
+    EXPECT_GE(std::stod(summary["wall_s"]) * (1 + 1e-5), std::stod(simulation["real_s"])) << method;
+  }
 }
 
 // The same logic simulated and deployed: a sync run of the synthetic scenario samples the same

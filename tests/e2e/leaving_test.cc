@@ -4,7 +4,7 @@
 
 #include <signal.h>
 
-#include "node/node.h"
+#include "node/host/node.h"
 #include "tests/e2e/e2e_support.h"
 
 namespace meshlearn::e2e {

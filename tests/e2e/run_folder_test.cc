@@ -365,5 +365,54 @@ TEST(LauncherMessages, AnOutFolderThatCannotBeWrittenSaysWhy) {
   EXPECT_EQ(run.log.find("No such file or directory"), std::string::npos) << run.log;
 }
 
+// Slurm ends a job at its time limit with SIGTERM. A simulated run with snapshots stops at its
+// next snapshot, and --resume continues from there to the same files as a run never stopped.
+TEST(RunFolder, ASimulatedRunStoppedBySigtermResumesToTheFilesOfOneNeverStopped) {
+  std::string dir = ::testing::TempDir() + "/e2e_run_sigterm";
+  std::filesystem::remove_all(dir);
+  std::string scenario = WriteScenario(dir, 1000, 0);
+  std::vector<std::string> common = {scenario,  "--methods", "random", "--simulate",
+                                     "--threads", "1",         "--snapshot-every", "100"};
+  auto with = [&](std::vector<std::string> args, const std::string& out) {
+    args.insert(args.end(), {"--out", out});
+    args.insert(args.begin(), common.begin(), common.end());
+    return args;
+  };
+  Finished whole = RunLauncher(dir, "whole", with({}, dir + "/whole"));
+  ASSERT_TRUE(ExitedWith(whole.status, 0)) << whole.log;
+
+  std::vector<std::string> args = with({}, dir + "/stopped");
+  args.insert(args.begin(), MESHLEARN_LAUNCH_BIN);
+  auto launcher = ChildProcess::Start(args, dir + "/first.log");
+  ASSERT_TRUE(launcher.has_value());
+  // The progress line comes about once a second: the simulation is under way.
+  ASSERT_TRUE(WaitFor([&] { return ReadText(dir + "/first.log").find("[random] round ") !=
+                                   std::string::npos; },
+                      seconds(300)))
+      << ReadText(dir + "/first.log");
+  launcher->Signal(SIGTERM);
+  EXPECT_TRUE(ExitedWith(launcher->Wait(seconds(300)), 130)) << ReadText(dir + "/first.log");
+  std::string log = ReadText(dir + "/first.log");
+  size_t at = log.find("[random] stopped at the snapshot after round ");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(Text(ManifestOf(dir + "/stopped"), "status"), "interrupted");
+
+  Finished resumed = RunLauncher(dir, "resume", with({"--resume"}, dir + "/stopped"));
+  ASSERT_TRUE(ExitedWith(resumed.status, 0)) << resumed.log;
+  EXPECT_NE(resumed.log.find("[random] resumed from the snapshot after round "), std::string::npos)
+      << resumed.log;
+  for (int i = 0; i < 6; ++i) {
+    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
+      std::string node = "/random/node-" + std::to_string(i) + "/" + file;
+      std::string expected = ReadText(dir + "/whole" + node);
+      EXPECT_EQ(std::count(expected.begin(), expected.end(), '\n'),
+                std::string(file) == "rounds.csv" ? 1002 : 6)
+          << node;
+      EXPECT_EQ(ReadText(dir + "/stopped" + node), expected) << node;
+    }
+  }
+  EXPECT_EQ(ReadText(dir + "/stopped/random/heatmap.csv"), ReadText(dir + "/whole/random/heatmap.csv"));
+}
+
 }  // namespace
 }  // namespace meshlearn::e2e

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "node/curve_keys.h"
+#include "node/transport/curve_keys.h"
 #include "tests/e2e/e2e_support.h"
 
 namespace meshlearn::e2e {

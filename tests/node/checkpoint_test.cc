@@ -1,4 +1,4 @@
-#include "node/checkpoint.h"
+#include "node/host/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -35,7 +35,7 @@ Checkpoint Sample() {
 
 // Sample() (without identity and wall_s) as the previous format wrote it: format version 1,
 // ["MLCKPT", 1, round, stopped, learner, sampler, comm, peers, rng_state], with neither identity,
-// wall_s nor checksum. Written once by the format-1 encoder (node/checkpoint.cc at commit
+// wall_s nor checksum. Written once by the format-1 encoder (node/host/checkpoint.cc at commit
 // 4407cbb) and kept unchanged, as a checkpoint left by that build would be.
 std::string SampleInFormat1() {
   std::ifstream in(std::string(MESHLEARN_SOURCE_DIR) + "/tests/node/testdata/checkpoint_v1.bin",

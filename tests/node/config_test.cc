@@ -1,5 +1,5 @@
 // The node config: defaults, every error names file, line, key, value and what is allowed.
-#include "node/config.h"
+#include "node/config/config.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The EMD exchange (node/emd_exchange.h, node/emd_witness.h), direct and witness mode.
+// The EMD exchange (node/logic/emd_exchange.h, node/logic/emd_witness.h), direct and witness mode.
 #include <gtest/gtest.h>
 
 #include <cmath>

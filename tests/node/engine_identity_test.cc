@@ -3,8 +3,8 @@
 // resolved into node configs. No engine runs here: the environment is passed in.
 #include <gtest/gtest.h>
 
-#include "node/engine_identity.h"
-#include "node/node_template.h"
+#include "node/config/engine_identity.h"
+#include "node/config/node_template.h"
 
 namespace meshlearn::node {
 namespace {

@@ -1,6 +1,6 @@
 // node::HttpServer over real loopback sockets (127.0.0.1 only): routes, the error answers, and
 // that hostile, slow or too many clients never take the server down. Also node::HttpGet.
-#include "node/http_server.h"
+#include "process/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

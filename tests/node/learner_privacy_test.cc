@@ -6,7 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "node/learner.h"
+#include "node/learner/learner_factory.h"
+#include "node/logic/learner.h"
 #include "training/dp_sgd.h"
 #include "training/partition.h"
 #include "training/rdp_accountant.h"

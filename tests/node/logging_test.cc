@@ -1,4 +1,4 @@
-#include "node/logging.h"
+#include "node/config/logging.h"
 
 #include <gtest/gtest.h>
 

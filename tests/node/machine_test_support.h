@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "node/state_machine.h"
+#include "node/logic/state_machine.h"
 #include "topology/sampler_factory.h"
 
 namespace meshlearn::node::testing {

@@ -1,4 +1,4 @@
-// Membership (node/membership.h): Hello, PeerList gossip, keys and the allowlist, driven
+// Membership (node/logic/membership.h): Hello, PeerList gossip, keys and the allowlist, driven
 // through the state machine with scripted messages and simulated time.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "node/membership.h"
+#include "node/logic/membership.h"
 #include "tests/node/machine_test_support.h"
 
 namespace meshlearn::node::testing {

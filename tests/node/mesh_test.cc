@@ -27,13 +27,13 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
-#include "node/free_port.h"
-#include "node/logging.h"
-#include "node/memory_transport.h"
-#include "node/node.h"
-#include "node/outputs.h"
-#include "node/transport.h"
-#include "node/zmq_transport.h"
+#include "process/free_port.h"
+#include "node/config/logging.h"
+#include "node/transport/simulated_network.h"
+#include "node/host/node.h"
+#include "node/host/outputs.h"
+#include "node/transport/transport.h"
+#include "node/transport/zmq_transport.h"
 #include "protocol/codec.h"
 #include "training/partition.h"
 #include "training/shard_file.h"
@@ -263,8 +263,8 @@ TEST(Mesh, SyncRunsWithTheSameSeedSampleTheSamePeers) {
 }
 
 // The node's logic does not depend on its transport: the same sync run over ZeroMQ and over the
-// in-memory transport samples the same peers and reaches the same losses, round by round.
-TEST(Mesh, ASyncRunOverTheInMemoryTransportMatchesTheOneOverZeroMq) {
+// simulated network samples the same peers and reaches the same losses, round by round.
+TEST(Mesh, ASyncRunOverTheSimulatedNetworkMatchesTheOneOverZeroMq) {
   auto rounds = [](const std::string& name, const TransportFactory& transport) {
     SyntheticMesh mesh(name, 2, 3, 5);
     mesh.Run(6, nullptr, nullptr, transport);
@@ -275,7 +275,7 @@ TEST(Mesh, ASyncRunOverTheInMemoryTransportMatchesTheOneOverZeroMq) {
     return all;
   };
   std::vector<RoundRow> zmq = rounds("transport_zmq", nullptr);
-  std::vector<RoundRow> memory = rounds("transport_memory", MemoryNetwork().Factory());
+  std::vector<RoundRow> memory = rounds("transport_memory", SimulatedNetwork().Factory());
   ASSERT_EQ(zmq.size(), 6u * 7u);
   ASSERT_EQ(memory.size(), zmq.size());
   for (size_t i = 0; i < zmq.size(); ++i) {

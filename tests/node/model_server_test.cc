@@ -1,11 +1,11 @@
-// Model serving (node/model_server.h): snapshots and held GetModel requests.
+// Model serving (node/logic/model_server.h): snapshots and held GetModel requests.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 #include <set>
 
-#include "node/model_server.h"
+#include "node/logic/model_server.h"
 #include "tests/node/machine_test_support.h"
 
 namespace meshlearn::node::testing {

@@ -1,4 +1,4 @@
-// The round driver (node/round_driver.h): sampling, fetching, computing, publishing, pacing,
+// The round driver (node/logic/round_driver.h): sampling, fetching, computing, publishing, pacing,
 // lingering and resuming.
 #include <gtest/gtest.h>
 

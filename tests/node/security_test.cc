@@ -9,8 +9,8 @@
 #include <fstream>
 #include <map>
 
-#include "node/config.h"
-#include "node/curve_keys.h"
+#include "node/config/config.h"
+#include "node/transport/curve_keys.h"
 
 namespace meshlearn::node {
 namespace {

@@ -1,4 +1,4 @@
-// FLT's data signatures (node/signature_exchange.h).
+// FLT's data signatures (node/logic/signature_exchange.h).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The router of the node state machine (node/state_machine.h): replies go to the part that
+// The router of the node state machine (node/logic/state_machine.h): replies go to the part that
 // sent the request, inbound requests to the part that serves them.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include <spdlog/sinks/ringbuffer_sink.h>
 
-#include "node/requests.h"
+#include "node/logic/requests.h"
 #include "tests/node/machine_test_support.h"
 
 namespace meshlearn::node::testing {

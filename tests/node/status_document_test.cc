@@ -1,5 +1,5 @@
-// node/status_document.h: the JSON of /status written with nlohmann-json and read back.
-#include "node/status_document.h"
+// node/host/status_document.h: the JSON of /status written with nlohmann-json and read back.
+#include "node/host/status_document.h"
 
 #include <gtest/gtest.h>
 

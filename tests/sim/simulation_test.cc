@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "node/host/node_host.h"
 #include "protocol/codec.h"
 #include "tests/e2e/e2e_support.h"
 
@@ -239,6 +241,102 @@ TEST(Simulation, AnOutageOfAnUnknownNodeIsRefusedBeforeTheStart) {
   EXPECT_EQ(report.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(report.status().message().find("'n9'"), std::string::npos)
       << report.status().ToString();
+}
+
+// Snapshots: a run stopped at its barriers and resumed gives the same files as one that was never
+// stopped, byte for byte (sim/simulation.h, "Snapshots").
+TEST(Simulation, AResumedRunGivesTheOutputsOfARunNeverStopped) {
+  SimMesh mesh("resume", kFour, 9, 2);
+  SimulationOptions options;
+  options.seed = 3;
+  options.network.latency_s = 0.01;
+  options.network.loss = 0.05;  // the generator's state crosses the snapshots
+  options.network.round_compute_s = 0.1;
+  options.snapshot_every = 3;
+  options.snapshot_dir = ::testing::TempDir() + "/sim_resume/whole-snapshot";
+  SimulationReport whole = mesh.Run("whole", options);
+  EXPECT_FALSE(whole.interrupted);
+  EXPECT_EQ(whole.snapshot_round, 6);
+
+  std::atomic<bool> stop{true};  // SIGTERM from the start: each run stops at its next barrier
+  options.interrupt = &stop;
+  options.snapshot_dir = ::testing::TempDir() + "/sim_resume/stopped-snapshot";
+  SimulationReport first = mesh.Run("stopped", options);
+  EXPECT_TRUE(first.interrupted);
+  EXPECT_EQ(first.snapshot_round, 3);
+  EXPECT_EQ(Rounds(mesh.NodeDir("stopped", "n0")).size(), 4u) << "rounds 0-3 are written";
+  options.resume = true;
+  SimulationReport second = mesh.Run("stopped", options);
+  EXPECT_EQ(second.resumed_from, 3);
+  EXPECT_EQ(second.snapshot_round, 6);
+  EXPECT_TRUE(second.interrupted);
+  stop = false;
+  SimulationReport last = mesh.Run("stopped", options);
+  EXPECT_EQ(last.resumed_from, 6);
+  EXPECT_FALSE(last.interrupted);
+  for (const std::string& id : mesh.ids()) {
+    EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("stopped", id)), 10u) << id;
+    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
+      std::string a = ReadText(mesh.NodeDir("whole", id) + "/" + file);
+      EXPECT_FALSE(a.empty()) << id << "/" << file;
+      EXPECT_EQ(a, ReadText(mesh.NodeDir("stopped", id) + "/" + file)) << id << "/" << file;
+    }
+  }
+}
+
+TEST(Simulation, ResumingWithoutASnapshotSaysSo) {
+  SimMesh mesh("no_snapshot", kFour, 2);
+  SimulationOptions options;
+  options.resume = true;
+  options.snapshot_dir = ::testing::TempDir() + "/sim_no_snapshot/none";
+  std::vector<node::NodeConfig> configs = mesh.configs();
+  auto report = Simulate(configs, options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), ErrorCode::kNotFound) << report.status().ToString();
+  EXPECT_NE(report.status().message().find("snapshot.txt"), std::string::npos);
+}
+
+// Every message arrives damaged: the receivers decode the real frames and refuse them with the
+// protocol's error, as a process does (the same host and decoder): logged, counted by code, and
+// no node ever reaches a peer.
+TEST(Simulation, DamagedFramesAreRefusedWithTheProtocolsError) {
+  for (const char* damage : {"corrupt", "truncate"}) {
+    SimMesh mesh(std::string("damage_") + damage, kFour, 2);
+    SimulationOptions options;
+    (std::string(damage) == "corrupt" ? options.network.corrupt : options.network.truncate) = 1;
+    options.with_status = true;
+    std::map<std::string, uint64_t> rejected;
+    options.on_progress = [&](const SimulationProgress& p) {
+      for (const node::NodeStatus& s : p.statuses) rejected[s.id] = s.counters.rejected_inbound;
+    };
+    mesh.Run("out", options);
+    for (const std::string& id : kFour) {
+      std::string log = ReadText(mesh.NodeDir("out", id) + "/node.log");
+      EXPECT_NE(log.find("rejected a message from"), std::string::npos) << damage << " " << id;
+      EXPECT_NE(log.find("malformed"), std::string::npos) << damage << " " << id << "\n" << log;
+      EXPECT_NE(log.find(node::kNeverReachedAPeer), std::string::npos) << damage << " " << id;
+      EXPECT_GT(rejected[id], 0u) << damage << " " << id;
+    }
+  }
+}
+
+// A node that finishes says Goodbye, as a process does: its peers mark it left and stop sampling
+// it at once, instead of waiting for its deadline every round.
+TEST(Simulation, AFinishedNodeSaysGoodbyeAndIsNoLongerSampled) {
+  SimMesh mesh("goodbye", kFour, 8);
+  mesh.configs()[3].rounds = 3;  // n3 finishes first
+  SimulationOptions options;
+  options.network.round_compute_s = 0.5;
+  mesh.Run("out", options);
+  EXPECT_EQ(Rounds(mesh.NodeDir("out", "n3")).size(), 4u);
+  for (const char* id : {"n0", "n1", "n2"}) {
+    std::string log = ReadText(mesh.NodeDir("out", id) + "/node.log");
+    EXPECT_NE(log.find("peer n3 left (finished its rounds)"), std::string::npos) << id << log;
+    auto rows = Rounds(mesh.NodeDir("out", id));
+    ASSERT_EQ(rows.size(), 9u) << id;
+    EXPECT_EQ(rows.back().sampled, 2) << id << ": n3 is not sampled after its Goodbye";
+    EXPECT_EQ(rows.back().answered, 2) << id;
+  }
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/outputs.h"
+#include "node/host/outputs.h"
 
 namespace meshlearn::dashboard {
 namespace {
@@ -144,7 +144,7 @@ TEST(DashboardModel, ShowsAFinishedMethodFromItsFiles) {
   EXPECT_EQ(zero["peers_alive"], nullptr);
   EXPECT_EQ(state["table"][2]["round"], -1);
   const json& method = state["methods"][0];
-  EXPECT_EQ(method["state"], "done");
+  EXPECT_EQ(method["state"], "complete");
   EXPECT_EQ(method["source"], "files");
   EXPECT_EQ(method["elapsed_s"], 42.0);
   // Mean test MSE per round: round 0 over nodes 0 and 1, round 1 node 0 only; per cluster.

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "node/node.h"
+#include "node/host/node.h"
 
 namespace meshlearn::launch {
 namespace {

@@ -26,8 +26,8 @@
 #include <random>
 #include <string>
 
-#include "node/config.h"
-#include "node/learner.h"
+#include "node/config/config.h"
+#include "node/learner/learner_factory.h"
 #include "tools/bench/comparison.h"
 #include "training/shard_file.h"
 

@@ -29,7 +29,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
-#include "node/zmq_transport.h"
+#include "node/transport/zmq_transport.h"
 #include "protocol/codec.h"
 #include "tools/bench/comparison.h"
 

@@ -8,7 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
-#include "node/outputs.h"
+#include "node/host/outputs.h"
+#include "tools/launch/run_layout.h"
 #include "tools/plot/matrix_csv.h"
 
 namespace meshlearn::dashboard {
@@ -176,7 +177,8 @@ void DashboardModel::Observe(const std::string& name,
     }
   }
   for (size_t i : stale) {
-    auto rows = node::ReadRoundsCsv(dir + "/node-" + info_.partition.ids[i] + "/rounds.csv");
+    auto rows = node::ReadRoundsCsv(
+        launch::PathIn(launch::NodeDir(dir, info_.partition.ids[i]), launch::kRoundsFile));
     if (!rows.ok()) continue;  // not written yet
     std::lock_guard<std::mutex> lock(mutex_);
     Method* m = Find(name);
@@ -202,7 +204,7 @@ Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
     NodeView& v = nodes[i];
     std::vector<node::RoundRow> rows = run.nodes[i].rounds;
     if (rows.empty()) {
-      auto read = node::ReadRoundsCsv(run.nodes[i].dir + "/rounds.csv");
+      auto read = node::ReadRoundsCsv(launch::PathIn(run.nodes[i].dir, launch::kRoundsFile));
       if (read.ok()) {
         rows = std::move(*read);
       } else if (read.status().code() != ErrorCode::kNotFound) {
@@ -247,7 +249,8 @@ Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
     }
     std::vector<float> scores = Unknown(n), probabilities = Unknown(n);
     if (i < run.nodes.size()) {
-      Status read = ReadScores(run.nodes[i].dir + "/scores.csv", index_, scores, probabilities);
+      Status read = ReadScores(launch::PathIn(run.nodes[i].dir, launch::kScoresFile), index_,
+                               scores, probabilities);
       if (read.ok() && v.round >= 0) {
         if (!v.history_rounds.empty() && v.history_rounds.back() >= v.round) {
           v.history_rounds.pop_back();
@@ -267,7 +270,8 @@ Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
   m->heat = std::move(heat);
   m->emd = std::move(emd);
   m->policy = policy.ok() ? *policy : std::nullopt;
-  m->state = run.interrupted ? "interrupted" : "done";
+  // The status the report gives the method (complete, interrupted or failed).
+  m->state = launch::Summarize(run, p).status;
   m->source = "files";
   m->elapsed = run.wall_seconds;
   if (m->rounds == 0) m->rounds = std::max<int64_t>(last_round, 0);

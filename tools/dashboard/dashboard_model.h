@@ -1,7 +1,7 @@
 #pragma once
 // What the launcher's dashboard shows of a run, and its JSON (GET /api/state, GET /api/node).
 //
-// A method is shown live from its nodes' status documents (node/status_document.h) while it runs,
+// A method is shown live from its nodes' status documents (node/host/status_document.h) while it runs,
 // and from its output files (rounds.csv, comm.csv, scores.csv, emd.csv, cluster.csv) once it has
 // ended, or when a finished run folder is served. No I/O but reading those files; thread-safe.
 //
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/status_document.h"
+#include "node/host/status_document.h"
 #include "tools/launch/experiment.h"
 #include "tools/launch/report.h"
 
@@ -59,7 +59,9 @@ class DashboardModel {
                const std::vector<std::optional<node::NodeStatus>>& statuses, double elapsed);
 
   // Method `run` has ended (run.wall_seconds, run.interrupted): from now on it is shown from its
-  // output files. Errors name a file that exists but does not parse; what could be read is shown.
+  // output files, with the status the report gives it (launch::Summarize: "complete",
+  // "interrupted" or "failed"). Errors name a file that exists but does not parse; what could be
+  // read is shown.
   Status ShowFinished(const launch::MethodRun& run);
 
   // GET /api/state: the run, every method's progress and curves, and for `method` (default: the

@@ -13,8 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/atomic_file.h"
-#include "tools/launch/scenario.h"
-#include "tools/plot/matrix_csv.h"
+#include "base/csv.h"
 
 namespace meshlearn::dashboard {
 
@@ -50,22 +49,6 @@ std::string ContentTypeOf(const std::string& name) {
   if (name.ends_with(".js")) return "text/javascript; charset=utf-8";
   if (name.ends_with(".css")) return "text/css; charset=utf-8";
   return "application/octet-stream";
-}
-
-// Splits a CSV line whose cells may be quoted (no quotes inside quoted cells).
-std::vector<std::string> CsvCells(const std::string& line) {
-  std::vector<std::string> cells(1);
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      cells.emplace_back();
-    } else if (c != '\r') {
-      cells.back() += c;
-    }
-  }
-  return cells;
 }
 
 }  // namespace
@@ -185,6 +168,19 @@ void LiveDashboard::Poll() {
   }
 }
 
+void LiveDashboard::MethodEnded(const launch::MethodRun& run) {
+  Status shown = model_.ShowFinished(run);
+  if (!shown.ok()) {
+    std::fprintf(stderr, "meshlearn-launch: dashboard: %s\n", shown.ToString().c_str());
+  }
+}
+
+void LiveDashboard::RunEnded(const std::string& out_dir) {
+  std::printf("%s", DescribeCosts(Costs()).c_str());
+  Status written = WriteCostsCsv(launch::PathIn(out_dir, launch::kDashboardCostsFile), Costs());
+  if (!written.ok()) std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
+}
+
 std::vector<DashboardCost> LiveDashboard::Costs() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return costs_;
@@ -213,7 +209,7 @@ Status WriteCostsCsv(const std::string& path, const std::vector<DashboardCost>& 
   csv << "method,wall_s,run_cpu_s,dashboard_cpu_s,cpu_share,polling_cpu_s,serving_cpu_s,"
          "nodes_http_cpu_s,polls,mean_poll_ms\n";
   for (const DashboardCost& c : costs) {
-    csv << '"' << c.method << "\"," << c.wall_s << ',' << c.run_cpu_s << ','
+    csv << QuotedCsvField(c.method) << "," << c.wall_s << ',' << c.run_cpu_s << ','
         << c.polling_cpu_s + c.serving_cpu_s + c.nodes_http_cpu_s << ',' << c.cpu_share() << ','
         << c.polling_cpu_s << ',' << c.serving_cpu_s << ',' << c.nodes_http_cpu_s << ',' << c.polls
         << ',' << c.mean_poll_ms << '\n';
@@ -221,83 +217,13 @@ Status WriteCostsCsv(const std::string& path, const std::vector<DashboardCost>& 
   return WriteFileAtomically(path, csv.str());
 }
 
-Result<RunInfo> ReadRunFolder(const std::string& run_dir, std::vector<launch::MethodRun>& runs) {
-  namespace fs = std::filesystem;
-  auto clusters = plot::ReadClusterCsv(run_dir + "/clusters.csv");
-  if (!clusters.ok()) return clusters.status().WithContext("not a launcher run folder");
+RunInfo RunInfoOf(const launch::RunFolder& folder, const std::string& run_dir) {
   RunInfo info;
+  info.scenario = folder.title;
   info.mode = "finished run";
   info.out_dir = run_dir;
-  info.scenario = fs::path(run_dir).lexically_normal().filename().string();
-  if (info.scenario.empty()) info.scenario = fs::absolute(run_dir).parent_path().filename();
-  launch::Partition& p = info.partition;
-  for (const auto& [id, cluster] : *clusters) p.ids.push_back(id);
-  std::sort(p.ids.begin(), p.ids.end(), plot::NaturalLess);
-  for (const std::string& id : p.ids) {
-    p.clusters.push_back(clusters->at(id));
-    p.num_clusters = std::max(p.num_clusters, clusters->at(id) + 1);
-  }
-  // The methods in run order, their wall times and the metric: summary.csv when there is one,
-  // else every folder with node folders in it.
-  std::map<std::string, double> wall;
-  std::optional<bool> classification;
-  if (auto summary = ReadWholeFile(run_dir + "/summary.csv"); summary.ok()) {
-    std::istringstream lines(*summary);
-    std::string line;
-    std::getline(lines, line);
-    std::vector<std::string> header = CsvCells(line);
-    auto column = [&](const std::string& name) {
-      return std::find(header.begin(), header.end(), name) - header.begin();
-    };
-    size_t metric = column("metric"), wall_s = column("wall_s");
-    for (int number = 2; std::getline(lines, line); ++number) {
-      std::vector<std::string> cells = CsvCells(line);
-      if (cells.size() != header.size()) {
-        return Status::Malformed(run_dir + "/summary.csv:" + std::to_string(number) + ": " +
-                                 std::to_string(cells.size()) + " cells, the header has " +
-                                 std::to_string(header.size()));
-      }
-      info.methods.push_back(cells[0]);
-      if (wall_s < cells.size()) wall[cells[0]] = std::strtod(cells[wall_s].c_str(), nullptr);
-      if (metric < cells.size()) classification = cells[metric] == "accuracy";
-    }
-  } else {
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
-      if (!entry.is_directory() || entry.path().filename() == "shards") continue;
-      for (const auto& inner : fs::directory_iterator(entry.path(), ec)) {
-        if (inner.path().filename().string().rfind("node-", 0) == 0) {
-          info.methods.push_back(entry.path().filename().string());
-          break;
-        }
-      }
-    }
-    std::sort(info.methods.begin(), info.methods.end(), plot::NaturalLess);
-  }
-  if (info.methods.empty()) {
-    return Status::NotFound(run_dir + ": no method folder (a folder of node-<id> folders)");
-  }
-  for (const std::string& name : info.methods) {
-    launch::MethodRun run;
-    run.method.name = name;
-    run.dir = run_dir + "/" + launch::Slug(name);
-    if (!fs::is_directory(run.dir)) run.dir = run_dir + "/" + name;
-    run.wall_seconds = wall.count(name) ? wall[name] : 0;
-    for (size_t i = 0; i < p.ids.size(); ++i) {
-      launch::NodeRun n;
-      n.id = p.ids[i];
-      n.cluster = p.clusters[i];
-      n.dir = run.dir + "/node-" + n.id;
-      auto rows = node::ReadRoundsCsv(n.dir + "/rounds.csv");
-      if (rows.ok()) n.rounds = std::move(*rows);
-      if (!classification && !n.rounds.empty()) {
-        classification = std::isfinite(n.rounds.front().test_acc);
-      }
-      run.nodes.push_back(std::move(n));
-    }
-    runs.push_back(std::move(run));
-  }
-  p.classification = classification.value_or(true);
+  info.partition = folder.partition;
+  for (const launch::MethodRun& run : folder.runs) info.methods.push_back(run.method.name);
   return info;
 }
 
@@ -313,19 +239,20 @@ int ServeCommand(int argc, char** argv) {
                  "address of the page (default 127.0.0.1; see the README on SSH)");
   CLI11_PARSE(app, argc, argv);
 
-  std::vector<launch::MethodRun> runs;
-  auto info = ReadRunFolder(run_dir, runs);
-  if (!info.ok()) {
-    std::fprintf(stderr, "meshlearn-launch serve: %s\n", info.status().ToString().c_str());
+  auto folder = launch::ReadRunFolder(run_dir);
+  if (!folder.ok()) {
+    std::fprintf(stderr, "meshlearn-launch serve: %s\n", folder.status().ToString().c_str());
     return 2;
   }
+  for (const std::string& note : folder->notes) std::printf("note: %s\n", note.c_str());
+  const std::vector<launch::MethodRun>& runs = folder->runs;
   // Signals are taken by sigwait below; blocked before any thread starts so all inherit it.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  auto board = LiveDashboard::Start(bind, port, std::move(*info));
+  auto board = LiveDashboard::Start(bind, port, RunInfoOf(*folder, run_dir));
   if (!board.ok()) {
     std::fprintf(stderr, "meshlearn-launch serve: %s\n", board.status().ToString().c_str());
     return 2;

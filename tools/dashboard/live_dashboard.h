@@ -22,9 +22,10 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/http_server.h"
+#include "process/http_server.h"
 #include "tools/dashboard/dashboard_model.h"
 #include "tools/launch/experiment.h"
+#include "tools/launch/run_layout.h"
 
 namespace meshlearn::dashboard {
 
@@ -44,8 +45,8 @@ struct DashboardCost {
   double cpu_share() const;  // (polling + serving + nodes) / run
 };
 
-// The page and its data; a launch::RunObserver for live runs.
-class LiveDashboard : public launch::RunObserver {
+// The page and its data; the launch::RunWatcher of live runs.
+class LiveDashboard : public launch::RunWatcher {
  public:
   // Serves `info`'s run on `bind_address`:`port` (0: an ephemeral port). Errors as
   // node::HttpServer::Start.
@@ -61,6 +62,10 @@ class LiveDashboard : public launch::RunObserver {
   // launch::RunObserver: polls `statuses` every kPollInterval until NodesStopped.
   void NodesStarted(const launch::MethodRun& run, launch::StatusSource statuses) override;
   void NodesStopped(const launch::MethodRun& run) override;
+  // launch::RunWatcher: shows `run` from its files (ShowFinished; an error goes to stderr).
+  void MethodEnded(const launch::MethodRun& run) override;
+  // launch::RunWatcher: prints DescribeCosts and writes "<out_dir>/dashboard.csv".
+  void RunEnded(const std::string& out_dir) override;
 
   // What the dashboard cost each method that ran under it.
   std::vector<DashboardCost> Costs() const;
@@ -91,9 +96,9 @@ std::string DescribeCosts(const std::vector<DashboardCost>& costs);
 // Writes "dashboard.csv": one row per method with the figures of DashboardCost.
 Status WriteCostsCsv(const std::string& path, const std::vector<DashboardCost>& costs);
 
-// Reads a finished run folder (clusters.csv, summary.csv, one folder per method) for `serve`.
-// kNotFound when `run_dir` holds no clusters.csv or no method folder; kMalformed naming the file.
-Result<RunInfo> ReadRunFolder(const std::string& run_dir, std::vector<launch::MethodRun>& runs);
+// The page's description of the finished run folder `run_dir`, read by launch::ReadRunFolder
+// (tools/launch/run_layout.h, the reader `report` uses too): its methods in the same order.
+RunInfo RunInfoOf(const launch::RunFolder& folder, const std::string& run_dir);
 
 // `meshlearn-launch serve RUN_DIR --dashboard PORT`: serves a finished run until SIGINT or
 // SIGTERM. Returns the exit code (0, or 2 for a bad command line or run folder).

@@ -12,9 +12,10 @@
 #include <thread>
 
 #include "base/atomic_file.h"
-#include "node/engine_identity.h"
-#include "node/free_port.h"
+#include "node/config/engine_identity.h"
+#include "process/free_port.h"
 #include "tools/launch/node_processes.h"
+#include "tools/launch/run_layout.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -36,15 +37,15 @@ std::string RankScript(const std::string& node_binary, const std::string& templa
          "  exit 2\n"
          "fi\n"
          "dir='" +
-         dir +
-         "/node-'\"$rank\"\n"
+         NodeDir(dir, "") +
+         "'\"$rank\"\n"
          "mkdir -p \"$dir\"\n"
          "if [ -n \"${SLURM_JOB_ID:-}\" ]; then echo \"$SLURM_JOB_ID\" >'" +
-         dir +
-         "/slurm_job_id'; fi\n"
+         PathIn(dir, kSlurmJobIdFile) +
+         "'; fi\n"
          "'" +
-         node_binary + "' --config '" + template_path +
-         "' >>\"$dir/node.log\" 2>&1 &\n"
+         node_binary + "' --config '" + template_path + "' >>\"$dir/" + kNodeLogFile +
+         "\" 2>&1 &\n"
          "node=$!\n"
          "# A wait cut short by a signal returns 128 + n; wait again for the node's own status.\n"
          "trap 'signalled=1; kill -TERM $node 2>/dev/null' TERM INT\n"
@@ -54,7 +55,9 @@ std::string RankScript(const std::string& node_binary, const std::string& templa
          "  status=$?\n"
          "  [ $signalled = 1 ] || break\n"
          "done\n"
-         "echo $status >\"$dir/exit_status\"\n"
+         "echo $status >\"$dir/" +
+         kExitStatusFile +
+         "\"\n"
          "exit $status\n";
 }
 
@@ -67,7 +70,7 @@ Status WriteExecutable(const std::string& path, const std::string& text) {
 
 // The exit status a rank script wrote, or nullopt when there is none (yet).
 std::optional<int> ExitStatus(const NodeRun& n) {
-  std::ifstream in(n.dir + "/exit_status");
+  std::ifstream in(PathIn(n.dir, kExitStatusFile));
   int status = 0;
   if (!(in >> status)) return std::nullopt;
   return status;
@@ -81,7 +84,7 @@ std::string DescribeRankExit(int status) {
 // The Slurm job id: the one a rank wrote to <dir>/slurm_job_id, else the one sbatch --parsable
 // printed ("1234" or "1234;cluster" on a line of its own); "" when neither is there yet.
 std::string SlurmJobId(const std::string& dir, const std::string& engine_log) {
-  std::ifstream from_rank(dir + "/slurm_job_id");
+  std::ifstream from_rank(PathIn(dir, kSlurmJobIdFile));
   std::string id;
   if (from_rank >> id) return id;
   std::ifstream in(engine_log);
@@ -102,31 +105,32 @@ void RunQuietly(const std::vector<std::string>& argv, const std::string& log) {
 
 }  // namespace
 
-Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
+std::string_view EngineName(Engine engine) { return engine == Engine::kSlurm ? "slurm" : "mpirun"; }
+
+Status RunOnEngine(Engine engine, const Scenario& scenario, const node::NodeConfig& config,
                    const RunOptions& options, const std::atomic<bool>& interrupt, MethodRun& run) {
   const int n = static_cast<int>(run.nodes.size());
   if (scenario.security) {
     return Status::InvalidArgument(
-        "--engine " + std::string(NameOf(EngineNames(), options.engine)) +
+        "--engine " + std::string(EngineName(engine)) +
         ": scenarios with security = true run in local mode only (each node needs its own key "
         "files and its peers' keys, which one template does not express yet)");
   }
   if (std::any_of(run.nodes.begin(), run.nodes.end(),
                   [](const NodeRun& r) { return r.attacker; })) {
-    return Status::InvalidArgument("--engine " +
-                                   std::string(NameOf(EngineNames(), options.engine)) +
+    return Status::InvalidArgument("--engine " + std::string(EngineName(engine)) +
                                    ": methods with [attack] run in local mode only (attackers and "
                                    "honest nodes need different configs)");
   }
   const std::string dir = std::filesystem::absolute(run.dir).lexically_normal().string();
   const std::string shards =
-      std::filesystem::absolute(options.out_dir + "/shards").lexically_normal().string();
+      std::filesystem::absolute(PathIn(options.out_dir, kShardsFolder)).lexically_normal().string();
   auto port = node::FindFreeTcpPortRange(options.bind, n);
   if (!port.ok()) return port.status().WithContext("--bind " + options.bind);
 
   std::string hostfile = options.hostfile;
-  if (options.engine == Engine::kMpirun && hostfile.empty()) {
-    hostfile = dir + "/hostfile";
+  if (engine == Engine::kMpirun && hostfile.empty()) {
+    hostfile = PathIn(dir, kHostfileFile);
     MESHLEARN_RETURN_IF_ERROR(
         WriteFileAtomically(hostfile, "localhost slots=" + std::to_string(n) + "\n"));
   }
@@ -135,30 +139,30 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
   node::NodeConfig t = config;
   t.id = "{rank}";
   t.listen = "tcp://" + options.bind + ":{port}";
-  t.output_dir = dir + "/node-{rank}";
+  t.output_dir = NodeDir(dir, "{rank}");
   t.shard = shards + "/client-{rank}.shard";
   t.peers.clear();
   t.advertise.clear();
   t.mesh_size = 0;
   std::string template_text = node::RenderNodeConfig(t);
   template_text += "\n[engine]\nkind = \"";
-  template_text += options.engine == Engine::kSlurm ? "slurm" : "mpi";
+  template_text += engine == Engine::kSlurm ? "slurm" : "mpi";
   template_text += "\"\nport = " + std::to_string(*port) + "\n";
-  if (options.engine == Engine::kMpirun) {
+  if (engine == Engine::kMpirun) {
     template_text += "hostfile = \"" + hostfile + "\"\n";
   }
-  const std::string template_path = dir + "/node-template.toml";
-  const std::string script = dir + "/rank.sh";
-  const std::string engine_log = dir + "/engine.log";
+  const std::string template_path = PathIn(dir, kNodeTemplateFile);
+  const std::string script = PathIn(dir, kRankScriptFile);
+  const std::string engine_log = PathIn(dir, kEngineLogFile);
   MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(template_path, template_text));
   MESHLEARN_RETURN_IF_ERROR(
       WriteExecutable(script, RankScript(options.node_binary, template_path, dir)));
 
   std::vector<std::string> argv;
   const std::string ntasks = "--ntasks=" + std::to_string(n);
-  if (options.engine == Engine::kSlurm && options.slurm_batch) {
+  if (engine == Engine::kSlurm && options.slurm_batch) {
     MESHLEARN_RETURN_IF_ERROR(
-        WriteExecutable(dir + "/job.sh",
+        WriteExecutable(PathIn(dir, kJobScriptFile),
                         "#!/bin/sh\n# The batch job of a meshlearn method (meshlearn-launch).\n"
                         "exec srun --kill-on-bad-exit=0 '" +
                             script + "'\n"));
@@ -169,7 +173,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
             "--output=" + engine_log,
             "--open-mode=append",
             "--job-name=meshlearn-" + Slug(run.method.name)};
-  } else if (options.engine == Engine::kSlurm) {
+  } else if (engine == Engine::kSlurm) {
     argv = {"srun", ntasks, "--kill-on-bad-exit=0",
             "--job-name=meshlearn-" + Slug(run.method.name)};
   } else {
@@ -180,8 +184,8 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
     if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
   }
   argv.insert(argv.end(), options.engine_args.begin(), options.engine_args.end());
-  argv.push_back(options.slurm_batch && options.engine == Engine::kSlurm ? dir + "/job.sh"
-                                                                         : script);
+  argv.push_back(options.slurm_batch && engine == Engine::kSlurm ? PathIn(dir, kJobScriptFile)
+                                                                 : script);
   {
     std::ofstream log(engine_log, std::ios::app);
     log << "# meshlearn-launch:";
@@ -207,8 +211,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
       run.interrupted = true;
       // Rationale: srun answers SIGTERM by killing the step; scancel --signal=TERM lets the
       // ranks stop cleanly. mpirun passes SIGTERM on to the ranks.
-      std::string job =
-          options.engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      std::string job = engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
       if (!job.empty()) {
         RunQuietly({"scancel", "--signal=TERM", job}, engine_log);
       } else {
@@ -216,8 +219,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
       }
     }
     if (stop_requested_at >= 0 && elapsed - stop_requested_at > kStopGraceSeconds) {
-      std::string job =
-          options.engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      std::string job = engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
       if (!job.empty()) RunQuietly({"scancel", job}, engine_log);
       ::kill(-*pid, SIGKILL);
     }
@@ -227,8 +229,8 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
       std::optional<int> status = ExitStatus(node);
       if (status && *status != 0 && !reported[i] && !(run.interrupted && *status < 128)) {
         reported[i] = true;
-        node.failure =
-            DescribeRankExit(*status) + "; last log lines:" + Tail(node.dir + "/node.log", 8);
+        node.failure = DescribeRankExit(*status) +
+                       "; last log lines:" + Tail(PathIn(node.dir, kNodeLogFile), 8);
         progress.Finish();
         std::printf("node %s died: %s\n", node.id.c_str(), node.failure->c_str());
       }
@@ -243,7 +245,7 @@ Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
   int ran = 0;
   for (NodeRun& node : run.nodes) {
     std::optional<int> status = ExitStatus(node);
-    ran += status.has_value() || std::filesystem::exists(node.dir + "/node.log");
+    ran += status.has_value() || std::filesystem::exists(PathIn(node.dir, kNodeLogFile));
     if (status || node.failure) continue;
     node.failure = "no exit status: the engine never started this rank or killed it (" +
                    std::string(argv[0]) + " " + DescribeExit(engine_status) + "); last lines of " +

@@ -1,6 +1,6 @@
 #pragma once
 // Running one method's nodes through an engine (Slurm or Open MPI) instead of as local
-// processes: one config template for every rank (node/node_template.h), a small rank script, and
+// processes: one config template for every rank (node/config/node_template.h), a small rank script, and
 // the engine's own launcher (srun, sbatch or mpirun), watched through the run folder.
 //
 // Specification.
@@ -35,17 +35,28 @@
 
 #include <atomic>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
-#include "node/config.h"
-#include "tools/launch/experiment.h"
+#include "node/config/config.h"
+#include "tools/launch/run_types.h"
+#include "tools/launch/scenario.h"
 
 namespace meshlearn::launch {
 
-// Runs `run`'s nodes through `options.engine` (see the specification). `config` is the method's
-// node config for the first node; its id, ports, paths and peers are replaced by the template's.
+// The engines that start the ranks (runner_engine.cc makes the runners "slurm" and "mpirun").
+enum class Engine {
+  kSlurm,   // srun (or sbatch) starts the ranks
+  kMpirun,  // Open MPI's mpirun starts the ranks
+};
+
+// "slurm" or "mpirun": the engine's runner name, for messages.
+std::string_view EngineName(Engine engine);
+
+// Runs `run`'s nodes through `engine` (see the specification). `config` is the method's node
+// config for the first node; its id, ports, paths and peers are replaced by the template's.
 // `run.dir` and `run.nodes` (with their folders) are set up by the caller.
-Status RunOnEngine(const Scenario& scenario, const node::NodeConfig& config,
+Status RunOnEngine(Engine engine, const Scenario& scenario, const node::NodeConfig& config,
                    const RunOptions& options, const std::atomic<bool>& interrupt, MethodRun& run);
 
 }  // namespace meshlearn::launch

@@ -1,6 +1,6 @@
 #pragma once
-// Running a scenario: partition the data once, then run every method over that partition with
-// N real nodes (processes, or threads of this process), show progress, collect the outputs.
+// Running a scenario's methods: partition the data once, then run every method over that
+// partition with one node per client through a MethodRunner, and collect the outputs.
 
 #include <atomic>
 #include <functional>
@@ -8,117 +8,28 @@
 #include <string>
 #include <vector>
 
-#include "base/named_value.h"
 #include "base/status.h"
-#include "node/outputs.h"
-#include "node/status_document.h"
-#include "sim/simulation.h"
+#include "tools/launch/method_runner.h"
+#include "tools/launch/run_types.h"
 #include "tools/launch/scenario.h"
 
 namespace meshlearn::launch {
-
-// The partition every method of a run shares, written under "<out>/shards".
-struct Partition {
-  std::vector<std::string> ids;          // node ids: the client numbers "0", "1", ...
-  std::vector<int> clusters;             // ground-truth cluster of each node
-  std::vector<std::string> shard_paths;  // one shard file per node
-  int num_clusters = 0;
-  bool classification = true;  // accuracy (else MSE) is the test metric
-};
 
 // Loads the scenario's dataset from its package location or files, partitions it, and writes the
 // shards and "<out_dir>/clusters.csv" (node,cluster). Errors name the file or key at fault.
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir);
 
-// Where the nodes of a method run.
-enum class Engine {
-  kLocal,   // "local": processes, threads or a simulation on this machine
-  kSlurm,   // "slurm": srun (or sbatch) starts the ranks
-  kMpirun,  // "mpirun": Open MPI's mpirun starts the ranks
-};
-
-// The names of the engines (--engine), in documentation order.
-NameTable<Engine> EngineNames();
-
-struct MethodRun;
-
-// Each node's latest status, in node order; empty where a node does not answer (yet).
-using StatusSource = std::function<std::vector<std::optional<node::NodeStatus>>()>;
-
-// Watches each method while its nodes run (the live dashboard, tools/dashboard/).
-class RunObserver {
- public:
-  virtual ~RunObserver() = default;
-  // The nodes of `run` are starting. Until NodesStopped returns, `statuses` may be called from
-  // any thread; it reads the nodes' /status (processes), their status snapshots (in-process) or
-  // the simulation's latest snapshot (simulate).
-  virtual void NodesStarted(const MethodRun& run, StatusSource statuses) = 0;
-  // The nodes of `run` are gone; returns once `statuses` is no longer being called.
-  virtual void NodesStopped(const MethodRun& run) = 0;
-};
-
-// How methods are run.
-struct RunOptions {
-  std::string out_dir;
-  bool in_process = false;  // threads of this process instead of meshlearn-node processes
-  bool simulate = false;    // a deterministic simulation in this process (sim/simulation.h)
-  int threads = 0;          // simulate: learner worker threads; 0 = the core count
-  std::string node_binary;  // the meshlearn-node executable (process mode)
-  std::string log_level = "info";
-  // Each node's config lists this many peers (the next ones in id order, wrapping around); the
-  // rest are learned by gossip. 0: every other node (the default; sync runs are then
-  // deterministic). Large in-process runs need a small value: a node greeting all others at
-  // once costs about 3 descriptors per pair.
-  int known_peers = 0;
-  // Engine runs (tools/launch/engine_run.h).
-  Engine engine = Engine::kLocal;
-  std::vector<std::string> engine_args;  // passed to srun, sbatch or mpirun
-  bool slurm_batch = false;              // slurm: submit with sbatch --wait instead of srun
-  std::string hostfile;                  // mpirun: the hostfile (default: localhost slots=N)
-  std::string bind = "0.0.0.0";          // the address the ranks listen on
-  // Sees each method's nodes while they run; with processes, every node then also serves
-  // /status on a free loopback port (its config's http_port).
-  RunObserver* observer = nullptr;
-};
-
-// What one node left behind.
-struct NodeRun {
-  std::string id;
-  int cluster = 0;
-  bool attacker = false;  // it served poisoned models ([attack]); not summarized
-  std::string dir;        // its output folder, "<method dir>/node-<id>"
-  // Why it died, with its last log lines. Cleared when its process died but it was restarted by
-  // hand and finished every round.
-  std::optional<std::string> failure;
-  std::vector<node::RoundRow> rounds;  // rounds.csv as far as it got
-  double peak_pss_mib = 0;             // process mode: peak proportional set size
-  uint16_t http_port = 0;              // where it serves /status and its page; 0: nowhere
-};
-
-// What one method produced.
-struct MethodRun {
-  MethodSpec method;
-  std::string dir;     // "<out>/<method slug>"
-  int64_t rounds = 0;  // the nodes' last round (config `rounds`)
-  double wall_seconds = 0;
-  bool interrupted = false;  // Ctrl-C stopped it early
-  std::vector<NodeRun> nodes;
-  double process_peak_pss_mib = 0;  // in-process mode: the launcher's own peak PSS
-  // simulate: the simulation's own figures (wall_seconds is then simulated time).
-  std::optional<sim::SimulationReport> simulation;
-  double simulation_peak_rss_mib = 0;  // the launcher's peak resident memory
-};
-
-// Runs `method` with one node per partition entry until every node finished, died, or
-// `interrupt` became true (then every node is stopped cleanly). Progress goes to stdout: one
+// Runs `method` with one node per partition entry through `runner` (method_runner.h): makes the
+// node configs (with scenario.security their keys), the method folder and one folder per node,
+// has the runner run them until every node finished, died, or `interrupt` became true (then
+// every node is stopped cleanly), and reads what they wrote. The run's wall_seconds are real
+// seconds; simulated_seconds come from a simulation's report. Progress goes to stdout: one
 // updating line on a terminal, a plain line every few seconds otherwise. A dead node is reported
 // with its last log lines; the others go on. Nodes whose folder holds a checkpoint of the run
-// (a resumed run) continue after its round. Process mode: a node whose process died and which
-// someone restarted by hand (its folder is locked again, node/outputs.h) is waited for, and it
-// is not a failure if it then finishes every round.
+// (a resumed run) continue after its round.
 Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                             const Partition& partition, const RunOptions& options,
-                            const std::atomic<bool>& interrupt);
+                            MethodRunner& runner, const std::atomic<bool>& interrupt);
 
 // An estimate of the seconds a method still needs, from each node's last completed round
 // (`reached`, -1 for none) out of `rounds` after `elapsed` seconds; nullopt before 2% is done.

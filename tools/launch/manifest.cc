@@ -12,6 +12,8 @@
 
 #include <toml++/toml.h>
 
+#include "node/config/toml_reader.h"
+
 namespace meshlearn::launch {
 namespace {
 
@@ -32,84 +34,84 @@ toml::table Pairs(const std::vector<std::pair<std::string, std::string>>& pairs)
   return table;
 }
 
-// Typed reads of one manifest table; errors name the file and the key.
-class ManifestReader {
- public:
-  ManifestReader(const toml::table& table, std::string name, std::string section)
-      : table_(table), name_(std::move(name)), section_(std::move(section)) {}
+using node::TableReader;
 
-  Status String(const char* key, std::string* out) {
-    const toml::node* n = table_.get(key);
-    if (!n || !n->is_string()) return Missing(key, "a string");
-    *out = *n->value<std::string>();
+// Typed reads of the manifest's keys, all required (a launcher writes every one), with the
+// messages of the node config's reader (node/config/toml_reader.h): file, line, dotted key, value found
+// and what is allowed.
+template <typename Int>
+Status Integer(TableReader& t, const char* key, Int* out) {
+  return t.Read(key, true, [&](const toml::node& n) -> Status {
+    if (!n.is_integer()) return t.Fail(key, n, "must be an integer");
+    *out = static_cast<Int>(*n.value<int64_t>());
     return Status::Ok();
-  }
-  template <typename Int>
-  Status Integer(const char* key, Int* out) {
-    const toml::node* n = table_.get(key);
-    if (!n || !n->is_integer()) return Missing(key, "an integer");
-    *out = static_cast<Int>(*n->value<int64_t>());
+  });
+}
+
+Status Number(TableReader& t, const char* key, double* out) {
+  return t.Read(key, true, [&](const toml::node& n) -> Status {
+    if (!n.is_number()) return t.Fail(key, n, "must be a number");
+    *out = *n.value<double>();
     return Status::Ok();
-  }
-  Status Number(const char* key, double* out) {
-    const toml::node* n = table_.get(key);
-    if (!n || !n->is_number()) return Missing(key, "a number");
-    *out = *n->value<double>();
-    return Status::Ok();
-  }
-  Status Strings(const char* key, std::vector<std::string>* out) {
-    const toml::array* a = table_.get_as<toml::array>(key);
-    if (!a) return Missing(key, "an array of strings");
+  });
+}
+
+Status String(TableReader& t, const char* key, std::string* out) {
+  return t.String(key, out, /*required=*/true);
+}
+
+Status Strings(TableReader& t, const char* key, std::vector<std::string>* out) {
+  return t.Read(key, true, [&](const toml::node& n) -> Status {
+    const toml::array* a = n.as_array();
+    if (!a) return t.Fail(key, n, "must be an array of strings");
     for (const toml::node& v : *a) {
-      if (!v.is_string()) return Missing(key, "an array of strings");
+      if (!v.is_string()) return t.Fail(key, n, "must be an array of strings");
       out->push_back(*v.value<std::string>());
     }
     return Status::Ok();
-  }
-  Status Pairs(const char* key, std::vector<std::pair<std::string, std::string>>* out) {
-    const toml::table* t = table_.get_as<toml::table>(key);
-    if (!t) return Missing(key, "a table of strings");
-    for (const auto& [k, v] : *t) {
-      if (!v.is_string()) return Missing(key, "a table of strings");
+  });
+}
+
+Status Pairs(TableReader& t, const char* key,
+             std::vector<std::pair<std::string, std::string>>* out) {
+  return t.Read(key, true, [&](const toml::node& n) -> Status {
+    const toml::table* table = n.as_table();
+    if (!table) return t.Fail(key, n, "must be a table of strings");
+    for (const auto& [k, v] : *table) {
+      if (!v.is_string()) return t.Fail(key, n, "must be a table of strings");
       out->emplace_back(std::string(k.str()), *v.value<std::string>());
     }
     return Status::Ok();
-  }
-  // Calls `read` with a reader of every table of array `key` ([[key]]); an absent array is empty,
-  // as is "key = []" (a run whose first method is under way records none yet).
-  Status Tables(const char* key, const std::function<Status(ManifestReader&)>& read) {
-    const toml::node* n = table_.get(key);
-    if (!n) return Status::Ok();
-    const toml::array* a = n->as_array();
+  });
+}
+
+// Reads sub-table `key` with `read`; unknown keys in it are refused.
+Status Table(TableReader& t, const char* key, const std::function<Status(TableReader&)>& read) {
+  return t.Read(key, true, [&](const toml::node& n) -> Status {
+    if (!n.is_table()) return t.Fail(key, n, "must be a table");
+    TableReader sub(*n.as_table(), t.file(), t.Qualified(key));
+    MESHLEARN_RETURN_IF_ERROR(read(sub));
+    return sub.RejectUnknown();
+  });
+}
+
+// Calls `read` for every table of array `key` ([[key]]); an absent array is empty, as is
+// "key = []" (a run whose first method is under way records none yet).
+Status Tables(TableReader& t, const char* key, const std::function<Status(TableReader&)>& read) {
+  return t.Read(key, false, [&](const toml::node& n) -> Status {
+    const toml::array* a = n.as_array();
     if (!a || (!a->empty() && !a->is_array_of_tables())) {
-      return Missing(key, "an array of tables");
+      return t.Fail(key, n, "must be an array of tables");
     }
     for (size_t i = 0; i < a->size(); ++i) {
-      ManifestReader sub(*a->get(i)->as_table(), name_,
-                         Qualified(key) + "[" + std::to_string(i) + "]");
+      TableReader sub(*a->get(i)->as_table(), t.file(),
+                      t.Qualified(key) + "[" + std::to_string(i) + "]");
       MESHLEARN_RETURN_IF_ERROR(read(sub));
+      MESHLEARN_RETURN_IF_ERROR(sub.RejectUnknown());
     }
     return Status::Ok();
-  }
-  // A reader of sub-table `key`.
-  Result<ManifestReader> Table(const char* key) {
-    const toml::table* t = table_.get_as<toml::table>(key);
-    if (!t) return Missing(key, "a table");
-    return ManifestReader(*t, name_, Qualified(key));
-  }
-
- private:
-  std::string Qualified(const std::string& key) const {
-    return section_.empty() ? key : section_ + "." + key;
-  }
-  Status Missing(const char* key, const char* what) const {
-    return Status::Malformed(name_ + ": '" + Qualified(key) + "' is missing or not " + what);
-  }
-
-  const toml::table& table_;
-  std::string name_;
-  std::string section_;
-};
+  });
+}
 
 }  // namespace
 
@@ -156,16 +158,18 @@ std::string RenderManifest(const Manifest& m) {
   root.insert("launches", std::move(launches));
   toml::array methods;
   for (const MethodRecord& r : m.methods) {
-    methods.push_back(toml::table{{"name", r.name},
-                                  {"status", r.status},
-                                  {"started", r.started},
-                                  {"ended", r.ended},
-                                  {"rounds", r.rounds},
-                                  {"first_node_round", r.first_node_round},
-                                  {"last_node_round", r.last_node_round},
-                                  {"nodes", r.nodes},
-                                  {"nodes_failed", r.nodes_failed},
-                                  {"wall_s", r.wall_seconds}});
+    toml::table method{{"name", r.name},
+                       {"status", r.status},
+                       {"started", r.started},
+                       {"ended", r.ended},
+                       {"rounds", r.rounds},
+                       {"first_node_round", r.first_node_round},
+                       {"last_node_round", r.last_node_round},
+                       {"nodes", r.nodes},
+                       {"nodes_failed", r.nodes_failed},
+                       {"wall_s", r.wall_seconds}};
+    if (r.simulated_seconds) method.insert("simulated_s", *r.simulated_seconds);
+    methods.push_back(std::move(method));
   }
   root.insert("methods", std::move(methods));
   std::ostringstream out;
@@ -183,52 +187,59 @@ Result<Manifest> ParseManifest(const std::string& text, const std::string& name)
                              std::string(e.description()) + ")");
   }
   Manifest m;
-  ManifestReader r(root, name, "");
-  MESHLEARN_RETURN_IF_ERROR(r.Integer("format", &m.format));
-  if (m.format != 1) {
-    return Status::UnsupportedVersion(name + ": manifest format " + std::to_string(m.format) +
-                                      ", this meshlearn-launch reads 1");
-  }
-  MESHLEARN_RETURN_IF_ERROR(r.String("status", &m.status));
-  MESHLEARN_RETURN_IF_ERROR(r.String("started", &m.started));
-  MESHLEARN_RETURN_IF_ERROR(r.String("ended", &m.ended));
-  MESHLEARN_RETURN_IF_ERROR(r.Integer("seed", &m.seed));
-  MESHLEARN_RETURN_IF_ERROR(r.Integer("nodes", &m.nodes));
-  auto scenario = r.Table("scenario");
-  if (!scenario.ok()) return scenario.status();
-  MESHLEARN_RETURN_IF_ERROR(scenario->String("name", &m.scenario_name));
-  MESHLEARN_RETURN_IF_ERROR(scenario->String("file", &m.scenario_file));
-  MESHLEARN_RETURN_IF_ERROR(scenario->String("text", &m.scenario_text));
-  MESHLEARN_RETURN_IF_ERROR(scenario->String("resolved", &m.resolved));
-  MESHLEARN_RETURN_IF_ERROR(r.Tables("launches", [&](ManifestReader& t) -> Status {
-    LaunchRecord l;
-    MESHLEARN_RETURN_IF_ERROR(t.Strings("command", &l.command));
-    MESHLEARN_RETURN_IF_ERROR(t.String("working_dir", &l.working_dir));
-    MESHLEARN_RETURN_IF_ERROR(t.String("mode", &l.mode));
-    MESHLEARN_RETURN_IF_ERROR(t.String("version", &l.version));
-    MESHLEARN_RETURN_IF_ERROR(t.Pairs("libraries", &l.libraries));
-    MESHLEARN_RETURN_IF_ERROR(t.Pairs("host", &l.host));
-    MESHLEARN_RETURN_IF_ERROR(t.String("started", &l.started));
-    MESHLEARN_RETURN_IF_ERROR(t.String("ended", &l.ended));
-    MESHLEARN_RETURN_IF_ERROR(t.String("status", &l.status));
-    m.launches.push_back(std::move(l));
-    return Status::Ok();
-  }));
-  MESHLEARN_RETURN_IF_ERROR(r.Tables("methods", [&](ManifestReader& t) -> Status {
-    MethodRecord record;
-    MESHLEARN_RETURN_IF_ERROR(t.String("name", &record.name));
-    MESHLEARN_RETURN_IF_ERROR(t.String("status", &record.status));
-    MESHLEARN_RETURN_IF_ERROR(t.String("started", &record.started));
-    MESHLEARN_RETURN_IF_ERROR(t.String("ended", &record.ended));
-    MESHLEARN_RETURN_IF_ERROR(t.Integer("rounds", &record.rounds));
-    MESHLEARN_RETURN_IF_ERROR(t.Integer("first_node_round", &record.first_node_round));
-    MESHLEARN_RETURN_IF_ERROR(t.Integer("last_node_round", &record.last_node_round));
-    MESHLEARN_RETURN_IF_ERROR(t.Integer("nodes", &record.nodes));
-    MESHLEARN_RETURN_IF_ERROR(t.Integer("nodes_failed", &record.nodes_failed));
-    MESHLEARN_RETURN_IF_ERROR(t.Number("wall_s", &record.wall_seconds));
-    m.methods.push_back(std::move(record));
-    return Status::Ok();
-  }));
+  TableReader r(root, name, "");
+  // The reader's kInvalidArgument is, for a file meshlearn wrote, kMalformed.
+  Status read = [&]() -> Status {
+    MESHLEARN_RETURN_IF_ERROR(Integer(r, "format", &m.format));
+    if (m.format != 1) {
+      return Status::UnsupportedVersion(name + ": manifest format " + std::to_string(m.format) +
+                                        ", this meshlearn-launch reads 1");
+    }
+    MESHLEARN_RETURN_IF_ERROR(String(r, "status", &m.status));
+    MESHLEARN_RETURN_IF_ERROR(String(r, "started", &m.started));
+    MESHLEARN_RETURN_IF_ERROR(String(r, "ended", &m.ended));
+    MESHLEARN_RETURN_IF_ERROR(Integer(r, "seed", &m.seed));
+    MESHLEARN_RETURN_IF_ERROR(Integer(r, "nodes", &m.nodes));
+    MESHLEARN_RETURN_IF_ERROR(Table(r, "scenario", [&](TableReader& t) -> Status {
+      MESHLEARN_RETURN_IF_ERROR(String(t, "name", &m.scenario_name));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "file", &m.scenario_file));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "text", &m.scenario_text));
+      return String(t, "resolved", &m.resolved);
+    }));
+    MESHLEARN_RETURN_IF_ERROR(Tables(r, "launches", [&](TableReader& t) -> Status {
+      LaunchRecord l;
+      MESHLEARN_RETURN_IF_ERROR(Strings(t, "command", &l.command));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "working_dir", &l.working_dir));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "mode", &l.mode));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "version", &l.version));
+      MESHLEARN_RETURN_IF_ERROR(Pairs(t, "libraries", &l.libraries));
+      MESHLEARN_RETURN_IF_ERROR(Pairs(t, "host", &l.host));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "started", &l.started));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "ended", &l.ended));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "status", &l.status));
+      m.launches.push_back(std::move(l));
+      return Status::Ok();
+    }));
+    MESHLEARN_RETURN_IF_ERROR(Tables(r, "methods", [&](TableReader& t) -> Status {
+      MethodRecord record;
+      MESHLEARN_RETURN_IF_ERROR(String(t, "name", &record.name));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "status", &record.status));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "started", &record.started));
+      MESHLEARN_RETURN_IF_ERROR(String(t, "ended", &record.ended));
+      MESHLEARN_RETURN_IF_ERROR(Integer(t, "rounds", &record.rounds));
+      MESHLEARN_RETURN_IF_ERROR(Integer(t, "first_node_round", &record.first_node_round));
+      MESHLEARN_RETURN_IF_ERROR(Integer(t, "last_node_round", &record.last_node_round));
+      MESHLEARN_RETURN_IF_ERROR(Integer(t, "nodes", &record.nodes));
+      MESHLEARN_RETURN_IF_ERROR(Integer(t, "nodes_failed", &record.nodes_failed));
+      MESHLEARN_RETURN_IF_ERROR(Number(t, "wall_s", &record.wall_seconds));
+      MESHLEARN_RETURN_IF_ERROR(t.OptionalNumber("simulated_s", &record.simulated_seconds));
+      m.methods.push_back(std::move(record));
+      return Status::Ok();
+    }));
+    return r.RejectUnknown();
+  }();
+  if (read.code() == ErrorCode::kInvalidArgument) return Status::Malformed(read.message());
+  if (!read.ok()) return read;
   return m;
 }
 

@@ -6,6 +6,7 @@
 // The launcher writes it when a run starts and rewrites it (atomically) as each method ends.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,7 +34,9 @@ struct MethodRecord {
   // The lowest and highest last completed round over the nodes (-1: none completed round 0).
   int64_t first_node_round = -1, last_node_round = -1;
   int nodes = 0, nodes_failed = 0;
-  double wall_seconds = 0;
+  double wall_seconds = 0;  // real seconds ("wall_s")
+  // --simulate: the simulated seconds ("simulated_s", absent for methods run on real nodes).
+  std::optional<double> simulated_seconds;
 };
 
 // One meshlearn-launch that worked on the folder: the first one, then each --resume.
@@ -70,7 +73,9 @@ struct Manifest {
 
 // Renders `manifest` as TOML (comments say what each part is).
 std::string RenderManifest(const Manifest& manifest);
-// Parses text written by RenderManifest; `name` prefixes errors (kMalformed naming the key).
+// Parses text written by RenderManifest; `name` prefixes errors: kMalformed naming the line and
+// the dotted key of a missing, mistyped or unknown key (node/config/toml_reader.h's messages),
+// kUnsupportedVersion for another format.
 Result<Manifest> ParseManifest(const std::string& text, const std::string& name);
 
 // The current time as ISO 8601 UTC with seconds ("2026-11-24T10:00:00Z").

@@ -11,6 +11,9 @@
 #include <deque>
 #include <fstream>
 
+#include "tools/launch/experiment.h"
+#include "tools/launch/run_layout.h"
+
 extern char** environ;
 
 namespace meshlearn::launch {
@@ -45,6 +48,14 @@ Result<pid_t> SpawnLogged(const std::vector<std::string>& argv, const std::strin
     return Status::Unavailable("cannot start " + argv[0] + ": " + std::strerror(error));
   }
   return pid;
+}
+
+double PssMib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Pss:", 0) == 0) return std::strtod(line.c_str() + 4, nullptr) / 1024.0;
+  }
+  return 0;
 }
 
 std::string DescribeExit(int status) {
@@ -117,7 +128,7 @@ void ShowProgressFromFiles(ProgressLine& progress, const std::vector<NodeRun>& n
   std::vector<node::NodeProgress> states(nodes.size());
   std::vector<int64_t> reached;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    auto rows = node::ReadRoundsCsv(nodes[i].dir + "/rounds.csv");
+    auto rows = node::ReadRoundsCsv(PathIn(nodes[i].dir, kRoundsFile));
     if (rows.ok() && !rows->empty()) {
       states[i].completed_round = rows->back().round;
       states[i].last_val_loss = rows->back().val_loss;

@@ -1,7 +1,7 @@
 #pragma once
 // What the launcher needs to run and watch processes: spawning with a log file, describing how a
 // process ended, the tail of a log, and the progress line. Shared by the local run of node
-// processes (experiment.cc) and the engine runs (engine_run.cc).
+// processes (runner_processes.cc) and the engine runs (engine_run.cc).
 
 #include <sys/types.h>
 
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "node/node.h"
-#include "tools/launch/experiment.h"
+#include "node/host/node.h"
+#include "tools/launch/run_types.h"
 
 namespace meshlearn::launch {
 
@@ -24,6 +24,9 @@ double SecondsSince(std::chrono::steady_clock::time_point start);
 // that a Ctrl-C at the terminal reaches the launcher only. kUnavailable when it cannot start.
 Result<pid_t> SpawnLogged(const std::vector<std::string>& argv, const std::string& log_path,
                           bool own_group = false);
+
+// Proportional set size of process `pid` in MiB (0 when unavailable).
+double PssMib(pid_t pid);
 
 // "killed by signal N" or "exited with code N" for a waitpid() status.
 std::string DescribeExit(int status);

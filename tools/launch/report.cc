@@ -8,8 +8,10 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
-#include "node/node.h"
+#include "base/csv.h"
+#include "node/host/node.h"
 #include "similarity/clustering.h"
+#include "tools/launch/run_layout.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
 
@@ -41,6 +43,7 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   s.name = run.method.name;
   s.metric = partition.classification ? "accuracy" : "mse";
   s.wall_seconds = run.wall_seconds;
+  s.simulated_seconds = run.simulated_seconds;
   s.nodes = static_cast<int>(run.nodes.size());
   std::map<std::string, int> cluster_of;
   for (size_t i = 0; i < partition.ids.size(); ++i) {
@@ -57,7 +60,7 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
     s.first_node_round = std::min(s.first_node_round, reached);
     s.last_node_round = std::max(s.last_node_round, reached);
     s.nodes_failed += n.failure.has_value();
-    Result<std::string> log = ReadWholeFile(n.dir + "/node.log");
+    Result<std::string> log = ReadWholeFile(PathIn(n.dir, kNodeLogFile));
     s.nodes_alone += log.ok() && log->find(node::kNeverReachedAPeer) != std::string::npos;
     s.peak_pss_mib_max = std::max(s.peak_pss_mib_max, n.peak_pss_mib);
     pss += n.peak_pss_mib;
@@ -112,6 +115,7 @@ MethodRecord RecordOf(const MethodSummary& s) {
   r.nodes = s.nodes;
   r.nodes_failed = s.nodes_failed;
   r.wall_seconds = s.wall_seconds;
+  r.simulated_seconds = s.simulated_seconds;
   return r;
 }
 
@@ -121,15 +125,16 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   csv.precision(9);
   csv << "method,metric";
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
-  csv << ",mean,in_cluster,wall_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
+  csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
          "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
          "last_node_round,exchange_s,exchange_rounds,epsilon\n";
   for (const MethodSummary& s : summaries) {
-    csv << '"' << s.name << "\"," << s.metric;
+    csv << QuotedCsvField(s.name) << ',' << s.metric;
     for (double v : s.per_cluster) csv << ',' << v;
-    csv << ',' << s.mean << ',' << s.in_cluster << ',' << s.wall_seconds << ',' << s.overhead << ','
-        << s.nodes << ',' << s.nodes_failed << ',' << s.peak_pss_mib_mean << ','
-        << s.peak_pss_mib_max << ',';
+    csv << ',' << s.mean << ',' << s.in_cluster << ',' << s.wall_seconds << ',';
+    if (s.simulated_seconds) csv << *s.simulated_seconds;
+    csv << ',' << s.overhead << ',' << s.nodes << ',' << s.nodes_failed << ','
+        << s.peak_pss_mib_mean << ',' << s.peak_pss_mib_max << ',';
     if (s.ari) csv << *s.ari;
     csv << ',';
     if (s.cluster_round) csv << *s.cluster_round;
@@ -162,7 +167,16 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
   for (int c = 0; c < num_clusters; ++c) out << pad("cl " + std::to_string(c), 9);
   bool any_ari = std::any_of(summaries.begin(), summaries.end(),
                              [](const MethodSummary& s) { return s.ari.has_value(); });
-  out << pad("mean", 9) << pad("in-cluster", 12) << pad("wall", 8) << pad("overhead", 10);
+  bool any_simulated = std::any_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
+    return s.simulated_seconds.has_value();
+  });
+  out << pad("mean", 9) << pad("in-cluster", 12);
+  if (any_simulated) {
+    out << pad("real", 8) << pad("simulated", 11);
+  } else {
+    out << pad("wall", 8);
+  }
+  out << pad("overhead", 10);
   if (any_ari) out << pad("ARI", 7);
   bool any_round = std::any_of(summaries.begin(), summaries.end(),
                                [](const MethodSummary& s) { return s.cluster_round.has_value(); });
@@ -176,7 +190,11 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
     out << s.name << std::string(name_width - s.name.size(), ' ');
     for (double v : s.per_cluster) out << pad(Fixed(v, 2), 9);
     out << pad(Fixed(s.mean, 2), 9) << pad(Fixed(100 * s.in_cluster, 1) + "%", 12)
-        << pad(Fixed(s.wall_seconds, 0) + "s", 8) << pad(Fixed(100 * s.overhead, 1) + "%", 10);
+        << pad(Fixed(s.wall_seconds, 0) + "s", 8);
+    if (any_simulated) {
+      out << pad(s.simulated_seconds ? Fixed(*s.simulated_seconds, 0) + "s" : "-", 11);
+    }
+    out << pad(Fixed(100 * s.overhead, 1) + "%", 10);
     if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
     if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
     if (any_exchange) {
@@ -197,6 +215,15 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
     if (s.attackers) out << "  (" << s.attackers << " attackers not counted)";
     out << "\n";
   }
+  bool all_simulated = std::all_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
+    return s.simulated_seconds.has_value();
+  });
+  out << "overhead: each node's share of its "
+      << (all_simulated ? "simulated time"
+          : any_simulated
+              ? "time (simulated time for the methods with simulated seconds, else real time)"
+              : "real time")
+      << " outside training and evaluation, mean over the nodes\n";
   return out.str();
 }
 
@@ -207,11 +234,11 @@ Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std:
   for (size_t i = 0; i < partition.ids.size(); ++i)
     clusters[partition.ids[i]] = partition.clusters[i];
   plot::LabeledMatrix ordered = plot::OrderByClusters(*matrix, clusters);
-  MESHLEARN_RETURN_IF_ERROR(plot::WriteMatrixCsv(run.dir + "/heatmap.csv", ordered));
+  MESHLEARN_RETURN_IF_ERROR(plot::WriteMatrixCsv(PathIn(run.dir, kHeatmapCsvFile), ordered));
   plot::HeatmapOptions options;
   options.title = title;
   options.clusters = &clusters;
-  return plot::RenderHeatmapPng(ordered, run.dir + "/heatmap.png", options);
+  return plot::RenderHeatmapPng(ordered, PathIn(run.dir, kHeatmapPngFile), options);
 }
 
 std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& partition) {
@@ -224,16 +251,15 @@ std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& pa
   std::vector<std::vector<bool>> accepted(n, std::vector<bool>(n, false));
   bool any = false;
   for (size_t i = 0; i < n && i < run.nodes.size(); ++i) {
-    auto text = ReadWholeFile(run.nodes[i].dir + "/emd.csv");
+    const std::string path = PathIn(run.nodes[i].dir, kEmdFile);
+    auto text = ReadWholeFile(path);
     if (!text.ok()) continue;
     any = true;
-    std::istringstream lines(*text);
-    std::string line;
-    std::getline(lines, line);  // peer,emd,ref,accepted,peer_accepted,mutual
-    while (std::getline(lines, line)) {
-      std::vector<std::string> cells;
-      std::istringstream row(line);
-      for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    // peer,emd,ref,accepted,peer_accepted,mutual,...; rows that do not parse are skipped.
+    auto records = ParseCsv(*text, path);
+    if (!records.ok()) continue;
+    for (size_t r = 1; r < records->size(); ++r) {
+      const std::vector<std::string>& cells = (*records)[r].fields;
       if (cells.size() < 6 || !index.count(cells[0])) continue;
       size_t j = index[cells[0]];
       if (!cells[1].empty()) emd.matrix.values[i * n + j] = std::strtod(cells[1].c_str(), nullptr);
@@ -263,14 +289,15 @@ Result<std::optional<EmdMatrix>> WriteEmdMatrix(const MethodRun& run, const Part
   for (size_t i = 0; i < partition.ids.size(); ++i)
     clusters[partition.ids[i]] = partition.clusters[i];
   plot::LabeledMatrix ordered = plot::OrderByClusters(emd->matrix, clusters);
-  MESHLEARN_RETURN_IF_ERROR(plot::WriteMatrixCsv(run.dir + "/emd_matrix.csv", ordered));
+  MESHLEARN_RETURN_IF_ERROR(plot::WriteMatrixCsv(PathIn(run.dir, kEmdMatrixCsvFile), ordered));
   plot::HeatmapOptions options;
   options.title = run.method.name + " — EMD between nodes (low = same distribution)";
   options.value_label = "EMD";
   options.row_title = "node i (its training data)";
   options.col_title = "peer j (its validation data)";
   options.clusters = &clusters;
-  MESHLEARN_RETURN_IF_ERROR(plot::RenderHeatmapPng(ordered, run.dir + "/emd_matrix.png", options));
+  MESHLEARN_RETURN_IF_ERROR(
+      plot::RenderHeatmapPng(ordered, PathIn(run.dir, kEmdMatrixPngFile), options));
   return emd;
 }
 
@@ -281,21 +308,18 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
   for (size_t i = 0; i < n; ++i) index[partition.ids[i]] = i;
   PolicyClusters found;
   for (size_t i = 0; i < n; ++i) {
-    std::string path = run.nodes[i].dir + "/cluster.csv";
+    std::string path = PathIn(run.nodes[i].dir, kClusterFile);
     auto text = ReadWholeFile(path);
     if (!text.ok()) continue;
-    std::istringstream lines(*text);
-    std::string line;
-    std::getline(lines, line);  // node,label,round
+    auto records = ParseCsv(*text, path);  // node,label,round
+    if (!records.ok()) return records.status();
     std::map<std::string, long> label;
     long round = 0;
-    for (int number = 2; std::getline(lines, line); ++number) {
-      std::vector<std::string> cells;
-      std::istringstream row(line);
-      for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    for (size_t r = 1; r < records->size(); ++r) {
+      const std::vector<std::string>& cells = (*records)[r].fields;
       char* end = nullptr;
       if (cells.size() != 3) {
-        return Status::Malformed(path + ":" + std::to_string(number) +
+        return Status::Malformed(path + ":" + std::to_string((*records)[r].line) +
                                  ": expected node,label,round");
       }
       label[cells[0]] = std::strtol(cells[1].c_str(), &end, 10);
@@ -363,9 +387,10 @@ Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>&
   // The rows an earlier launch of the run wrote for methods not simulated now stay.
   if (auto old = ReadWholeFile(path); old.ok() && old->rfind(header + "\n", 0) == 0) {
     std::istringstream lines(old->substr(header.size() + 1));
+    size_t number = 1;
     for (std::string line; std::getline(lines, line);) {
-      std::string name =
-          line.size() > 1 && line[0] == '"' ? line.substr(1, line.find('"', 1) - 1) : std::string();
+      auto cells = SplitCsvLine(line, path, ++number);
+      std::string name = cells.ok() ? cells->front() : std::string();
       bool simulated_now = std::any_of(runs.begin(), runs.end(), [&](const MethodRun& run) {
         return run.simulation && run.method.name == name;
       });
@@ -376,8 +401,8 @@ Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>&
     if (!run.simulation) continue;
     const sim::SimulationReport& r = *run.simulation;
     double nodes = static_cast<double>(std::max<size_t>(run.nodes.size(), 1));
-    csv << '"' << run.method.name << "\"," << r.simulated_seconds << ',' << r.real_seconds << ','
-        << r.events << ',' << (r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ','
+    csv << QuotedCsvField(run.method.name) << ',' << r.simulated_seconds << ',' << r.real_seconds
+        << ',' << r.events << ',' << (r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ','
         << r.messages << ',' << r.jobs << ',' << r.compute_seconds << ',' << r.threads << ','
         << RealOverCompute(r) << ',' << run.nodes.size() << ',' << run.simulation_peak_rss_mib
         << ',' << run.simulation_peak_rss_mib / nodes << ',' << r.exchange_compute_seconds << '\n';

@@ -22,8 +22,11 @@ struct MethodSummary {
   std::vector<double> per_cluster;  // mean best-validation test metric of each cluster's nodes
   double mean = 0;                  // over all nodes with at least one round
   double in_cluster = 0;            // share of samples whose peer is in the sampler's cluster
-  double wall_seconds = 0;
-  double overhead = 0;  // mean share of node wall time outside training/evaluation
+  double wall_seconds = 0;          // real seconds the method took
+  std::optional<double> simulated_seconds;  // --simulate: the simulated seconds it took
+  // Mean over nodes of the share of a node's time (rounds.csv wall_s: real seconds, simulated
+  // seconds under --simulate) spent outside training and evaluation.
+  double overhead = 0;
   int nodes = 0;
   int nodes_failed = 0;
   int nodes_alone = 0;           // nodes whose log ends saying they never reached a peer
@@ -60,13 +63,16 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition);
 MethodRecord RecordOf(const MethodSummary& summary);
 
 // Writes "<out>/summary.csv": one row per method with per-cluster and mean metric, in-cluster
-// rate, wall time, overhead, peak memory, the method's status with the rounds its nodes
-// reached, and (last column, empty without [privacy]) the largest ε a node spent.
+// rate, real seconds (wall_s) and simulated seconds (simulated_s, empty unless simulated),
+// overhead, peak memory, the method's status with the rounds its nodes reached, and (last
+// column, empty without [privacy]) the largest ε a node spent.
 Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
                        int num_clusters);
 
 // The table printed at the end of a run, one row per method; a method that did not complete
-// says so, with the rounds its nodes reached.
+// says so, with the rounds its nodes reached. When a method was simulated, the `wall` column
+// becomes two, `real` and `simulated` seconds. A line under the table says which clock the
+// overhead column measures.
 std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clusters);
 
 // Writes "<run.dir>/heatmap.csv" (ordered by cluster) and "<run.dir>/heatmap.png".

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "tools/launch/run_layout.h"
 #include "tools/launch/scenario.h"
 
 namespace meshlearn::launch {
@@ -13,47 +14,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kManifest = "manifest.toml";
-constexpr const char* kLock = "launch.lock";
-
-// Files meshlearn writes at the top of a run folder, in a method folder, in its keys folder and
-// in a node folder. Each may also appear as "<name>.tmp" (base/atomic_file.h).
-const std::set<std::string> kRunFiles = {kManifest,      "summary.csv",    "curves.png",
-                                         "clusters.csv", "simulation.csv", "dashboard.csv",
-                                         kLock};
-// Engine runs (tools/launch/engine_run.cc) add the method's hostfile, node-template.toml, rank.sh,
-// job.sh, engine.log and slurm_job_id, and each node's exit_status.
-const std::set<std::string> kMethodFiles = {
-    "heatmap.csv",        "heatmap.png", "emd_matrix.csv", "emd_matrix.png", "hostfile",
-    "node-template.toml", "rank.sh",     "job.sh",         "engine.log",     "slurm_job_id"};
-const std::set<std::string> kNodeFiles = {
-    "node.toml", "node.log",      "rounds.csv",     "comm.csv",  "scores.csv", "cluster.csv",
-    "emd.csv",   "signature.csv", "checkpoint.bin", "node.lock", "exit_status"};
-
-// `name` without a trailing ".tmp".
-std::string Untemp(const std::string& name) {
-  return name.ends_with(".tmp") && name.size() > 4 ? name.substr(0, name.size() - 4) : name;
-}
-
-// "node-<id>" folder names (ids are what the launcher gives: client numbers).
-bool IsNodeFolder(const std::string& name) {
-  return name.starts_with("node-") && name.size() > 5 &&
-         name.find_first_not_of("0123456789", 5) == std::string::npos;
-}
-
-std::vector<std::string> Components(const std::string& relative) {
-  std::vector<std::string> parts;
-  for (const fs::path& p : fs::path(relative)) parts.push_back(p.string());
-  return parts;
-}
-
 // Entries of `dir`, recursively, as paths relative to it (launch.lock left out).
 std::vector<std::string> Entries(const std::string& dir) {
   std::vector<std::string> entries;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string relative = fs::relative(it->path(), dir, ec).string();
-    if (relative != kLock) entries.push_back(relative);
+    if (relative != kLaunchLockFile) entries.push_back(relative);
   }
   std::sort(entries.begin(), entries.end());
   return entries;
@@ -72,8 +39,8 @@ std::set<std::string> MethodFolders(const std::string& dir, const Manifest* mani
     for (fs::directory_iterator sub(it->path(), ec); !ec && sub != fs::directory_iterator();
          sub.increment(ec)) {
       std::string name = sub->path().filename().string();
-      if (IsNodeFolder(name) && (fs::exists(sub->path() / "node.toml", ec) ||
-                                 fs::exists(sub->path() / "rounds.csv", ec))) {
+      if (IsLauncherNodeFolder(name) && (fs::exists(sub->path() / kNodeConfigFile, ec) ||
+                                         fs::exists(sub->path() / kRoundsFile, ec))) {
         folders.insert(it->path().filename().string());
         break;
       }
@@ -82,31 +49,10 @@ std::set<std::string> MethodFolders(const std::string& dir, const Manifest* mani
   return folders;
 }
 
-// True when `relative` is a file meshlearn writes, given the run's method folders.
-bool WrittenByMeshlearn(const std::string& relative, const std::set<std::string>& methods) {
-  std::vector<std::string> p = Components(relative);
-  if (p.empty()) return false;
-  std::string file = Untemp(p.back());
-  if (p.size() == 1) return kRunFiles.count(file) > 0;
-  if (p.size() == 2 && p[0] == "shards") {
-    return file.starts_with("client-") && file.size() > 13 &&
-           file.compare(file.size() - 6, 6, ".shard") == 0 &&
-           file.find_first_not_of("0123456789", 7) == file.size() - 6;
-  }
-  if (!methods.count(p[0])) return false;
-  if (p.size() == 2) return kMethodFiles.count(file) > 0;
-  if (p.size() == 3 && p[1] == "keys") {
-    return file == "allowed_keys" ||
-           (file.starts_with("node-") && (file.ends_with(".key") || file.ends_with(".pub")));
-  }
-  if (p.size() == 3 && IsNodeFolder(p[1])) return kNodeFiles.count(file) > 0;
-  return false;
-}
-
 // A node of the run in `dir` whose folder is still locked: "<folder> (process N)".
 std::optional<std::string> RunningNode(const std::string& dir) {
   for (const std::string& entry : Entries(dir)) {
-    if (fs::path(entry).filename() != "node.lock") continue;
+    if (fs::path(entry).filename() != kNodeLockFile) continue;
     pid_t holder = FileLock::Holder(dir + "/" + entry);
     if (holder != 0) {
       return dir + "/" + fs::path(entry).parent_path().string() +
@@ -161,14 +107,12 @@ Status DeleteRunFiles(const std::string& dir, const Manifest* previous,
   }
   // Deepest first, so that a node folder goes before its method folder.
   std::sort(folders.begin(), folders.end(), [](const std::string& a, const std::string& b) {
-    return Components(a).size() > Components(b).size();
+    return std::count(a.begin(), a.end(), '/') > std::count(b.begin(), b.end(), '/');
   });
   for (const std::string& folder : folders) {
-    std::vector<std::string> p = Components(folder);
-    bool ours = (p.size() == 1 && (p[0] == "shards" || methods.count(p[0]))) ||
-                (p.size() == 2 && methods.count(p[0]) && (p[1] == "keys" || IsNodeFolder(p[1])));
     std::error_code ec;
-    if (ours && fs::is_empty(fs::path(dir) / folder, ec)) fs::remove(fs::path(dir) / folder, ec);
+    if (FolderOfMeshlearn(folder, methods) && fs::is_empty(fs::path(dir) / folder, ec))
+      fs::remove(fs::path(dir) / folder, ec);
   }
   for (const std::string& entry : Entries(dir)) {
     std::error_code ec;
@@ -189,7 +133,7 @@ Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, Existin
   if (ec) return Status::IoError(dir + ": cannot create the output folder: " + ec.message());
   // A refused launch leaves the folder as it found it: launch.lock gets this launch's id only
   // once the folder is claimed, and goes again (the folder too) if this launch created it.
-  const std::string lock_path = dir + "/" + kLock;
+  const std::string lock_path = PathIn(dir, kLaunchLockFile);
   const bool lock_existed = fs::exists(lock_path, ec);
   auto lock = FileLock::Acquire(lock_path, /*record_pid=*/false);
   if (!lock.ok()) {
@@ -217,7 +161,7 @@ Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, Existin
     return claim(std::move(fresh));
   }
 
-  const std::string manifest_path = dir + "/" + kManifest;
+  const std::string manifest_path = PathIn(dir, kManifestFile);
   std::optional<Manifest> previous;
   Status unreadable;
   if (auto text = ReadWholeFile(manifest_path); text.ok()) {
@@ -228,7 +172,7 @@ Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, Existin
       unreadable = parsed.status();
     }
   }
-  auto clusters = ReadWholeFile(dir + "/clusters.csv");
+  auto clusters = ReadWholeFile(PathIn(dir, kClustersFile));
   bool older_run = clusters.ok() && clusters->starts_with("node,cluster\n");
   bool holds_run = previous || !unreadable.ok() || older_run;
   const std::string choices =
@@ -238,7 +182,7 @@ Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, Existin
   if (existing == ExistingRun::kRefuse) {
     if (!holds_run) {
       return refuse(Status::InvalidArgument(
-          dir + " is not empty and holds no meshlearn run (no " + kManifest +
+          dir + " is not empty and holds no meshlearn run (no " + kManifestFile +
           "); nothing was changed. Choose an empty or new folder with --out"));
     }
     return refuse(Status::InvalidArgument(
@@ -248,7 +192,7 @@ Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, Existin
   }
   if (!holds_run) {
     return refuse(Status::InvalidArgument(
-        dir + " is not empty and holds no meshlearn run (no " + kManifest + "): " +
+        dir + " is not empty and holds no meshlearn run (no " + kManifestFile + "): " +
         (existing == ExistingRun::kResume ? "--resume has nothing to continue"
                                           : "--force replaces only a meshlearn run") +
         "; nothing was changed. Choose an empty or new folder with --out"));
@@ -263,7 +207,7 @@ Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, Existin
     if (!previous) {
       return refuse(Status::InvalidArgument(
           "--resume: " +
-          (unreadable.ok() ? dir + " has no " + kManifest +
+          (unreadable.ok() ? dir + " has no " + kManifestFile +
                                  " (it was written by an older meshlearn-launch), so the run "
                                  "cannot be checked"
                            : unreadable.message()) +
@@ -316,7 +260,7 @@ Status ClaimedRunFolder::Finish(const std::string& status) {
 }
 
 Status ClaimedRunFolder::Write() const {
-  return WriteFileAtomically(dir_ + "/" + kManifest, RenderManifest(manifest_));
+  return WriteFileAtomically(PathIn(dir_, kManifestFile), RenderManifest(manifest_));
 }
 
 }  // namespace meshlearn::launch

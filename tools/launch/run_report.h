@@ -1,8 +1,8 @@
 #pragma once
 // The report of a run folder, written at the end of a launch and rebuilt from any run folder by
-// `meshlearn-launch report RUN_DIR`: per method heatmap.csv/.png, the EMD matrix and the
-// clustering policies' ARI where the nodes wrote them; for the run curves.png, summary.csv and
-// the table.
+// `meshlearn-launch report RUN_DIR` (read by run_layout.h's ReadRunFolder): per method
+// heatmap.csv/.png, the EMD matrix and the clustering policies' ARI where the nodes wrote them;
+// for the run curves.png, summary.csv and the table.
 
 #include <string>
 #include <vector>
@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "tools/launch/experiment.h"
 #include "tools/launch/report.h"
+#include "tools/launch/run_layout.h"
 
 namespace meshlearn::launch {
 
@@ -30,33 +31,9 @@ std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std:
                                           const Partition& partition,
                                           const std::vector<MethodRun>& runs);
 
-// The method `name` whose folder is `dir`, read back from disk: every node of `partition` with its
-// rounds.csv, whether it attacked and the run's last round (node.toml), and a failure when its
-// exit_status (engine runs) is not 0 or it left no rounds.csv. The wall time is the slowest node's
-// last wall_s; peak memory is not known (0).
-MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
-                        const Partition& partition);
-
-// A run folder read back from disk.
-struct RunFolder {
-  std::string title;               // the folder's name
-  Partition partition;             // ids and clusters (shard paths are not read)
-  std::vector<MethodRun> runs;     // one per method folder, nodes' rounds read
-  std::vector<std::string> notes;  // what could not be known and what was assumed instead
-};
-
-// Reads the run folder `dir`, whoever made it: a launch (local or engine) or nodes started by
-// hand.
-// - Methods are the subfolders holding node-<id>/ folders, or `dir` itself when it holds them.
-//   Their names and order come from summary.csv when there is one (a method's folder is its
-//   name's Slug()), else the folder names in alphabetical order.
-// - Nodes and clusters come from clusters.csv (node,cluster); without it, every node found is in
-//   cluster 0 (a note says so).
-// - A node is failed when its exit_status (engine runs) is not 0, or it left no rounds.csv; an
-//   attacker when its node.toml has an [attack] kind. Peak memory is not known (0).
-// - A method's wall time is its slowest node's last wall_s.
-// kNotFound when `dir` does not exist or holds no node folder; kMalformed naming the file and
-// line for a clusters.csv line that does not parse.
-Result<RunFolder> ReadRunFolder(const std::string& dir);
+// `meshlearn-launch report RUN_DIR`: reads the run folder (ReadRunFolder), prints its notes and
+// writes its report (WriteRunReport). Returns the exit code: kExitOk, kExitNodesFailed when some
+// nodes failed, kExitBadInput for a bad command line or a folder that cannot be read.
+int ReportCommand(int argc, char** argv);
 
 }  // namespace meshlearn::launch

@@ -9,7 +9,7 @@
 
 #include <toml++/toml.h>
 
-#include "node/toml_reader.h"
+#include "node/config/toml_reader.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -283,6 +283,8 @@ Status ParseNetwork(TableReader& t, sim::NetworkModel& net) {
   MESHLEARN_RETURN_IF_ERROR(t.Number("latency_ms", &latency_ms, 0, 3600e3));
   MESHLEARN_RETURN_IF_ERROR(t.Number("bandwidth_mbit_s", &bandwidth_mbit_s, 0, 1e9));
   MESHLEARN_RETURN_IF_ERROR(t.Number("loss", &net.loss, 0, 0.99));
+  MESHLEARN_RETURN_IF_ERROR(t.Number("corrupt", &net.corrupt, 0, 1));
+  MESHLEARN_RETURN_IF_ERROR(t.Number("truncate", &net.truncate, 0, 1));
   MESHLEARN_RETURN_IF_ERROR(t.Number("round_compute_s", &net.round_compute_s, 0, 86400));
   net.latency_s = latency_ms / 1000.0;
   net.bandwidth_bytes_per_s = bandwidth_mbit_s * 1e6 / 8;

@@ -20,7 +20,7 @@
 
 #include "base/named_value.h"
 #include "base/status.h"
-#include "node/config.h"
+#include "node/config/config.h"
 #include "sim/network_model.h"
 #include "training/partition.h"
 

@@ -1,5 +1,7 @@
 #include "tools/plot/matrix_csv.h"
 
+#include "base/csv.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -16,16 +18,6 @@ namespace meshlearn::plot {
 namespace {
 
 namespace fs = std::filesystem;
-
-// One parsed CSV record and the 1-based line it starts on.
-struct CsvRecord {
-  size_t line = 0;
-  std::vector<std::string> fields;
-};
-
-std::string Where(const std::string& path, size_t line, size_t column) {
-  return path + " line " + std::to_string(line) + ", column " + std::to_string(column);
-}
 
 std::string Where(const std::string& path, size_t line) {
   return path + " line " + std::to_string(line);
@@ -71,101 +63,11 @@ Status WriteText(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-// Splits RFC 4180 text into records. Lines that are entirely empty are skipped.
-Result<std::vector<CsvRecord>> ParseCsv(const std::string& text, const std::string& path) {
-  std::vector<CsvRecord> records;
-  CsvRecord record;
-  std::string field;
-  size_t line = 1;
-  size_t i = 0;
-  bool record_open = false;  // a field of the current record has begun
-  auto end_record = [&] {
-    if (record_open) {
-      record.fields.push_back(std::move(field));
-      records.push_back(std::move(record));
-    }
-    record = CsvRecord{};
-    field.clear();
-    record_open = false;
-  };
-  while (i < text.size()) {
-    const char c = text[i];
-    if (!record_open) record.line = line;
-    if (c == '"' && field.empty()) {
-      const size_t quote_line = line;
-      record_open = true;
-      ++i;
-      bool closed = false;
-      while (i < text.size()) {
-        if (text[i] == '"') {
-          if (i + 1 < text.size() && text[i + 1] == '"') {
-            field += '"';
-            i += 2;
-            continue;
-          }
-          closed = true;
-          ++i;
-          break;
-        }
-        if (text[i] == '\n') ++line;
-        field += text[i++];
-      }
-      if (!closed) {
-        return Status::Malformed(Where(path, quote_line, record.fields.size() + 1) +
-                                 ": quoted field is never closed; allowed: \"text\" with inner "
-                                 "quotes doubled");
-      }
-      if (i < text.size() && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
-        return Status::Malformed(Where(path, line, record.fields.size() + 1) +
-                                 ": text after a closing quote; allowed: a comma or the end of "
-                                 "the line");
-      }
-      continue;
-    }
-    if (c == ',') {
-      record_open = true;
-      record.fields.push_back(std::move(field));
-      field.clear();
-      ++i;
-    } else if (c == '\n' || c == '\r') {
-      end_record();
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      ++i;
-      ++line;
-    } else {
-      record_open = true;
-      field += c;
-      ++i;
-    }
-  }
-  end_record();
-  return records;
-}
-
 // Reads and parses the CSV file at `path`.
 Result<std::vector<CsvRecord>> ReadCsv(const std::string& path) {
   Result<std::string> text = ReadText(path);
   if (!text.ok()) return text.status();
   return ParseCsv(*text, path);
-}
-
-// Quotes `field` when RFC 4180 requires it.
-std::string CsvField(const std::string& field) {
-  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
-  std::string quoted = "\"";
-  for (char c : field) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
-// Shortest text that reads back to `value`; empty for NaN.
-std::string NumberText(double value) {
-  if (std::isnan(value)) return "";
-  char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, result.ptr);
 }
 
 // Parses a finite decimal number (surrounding blanks allowed); nullopt otherwise.
@@ -273,7 +175,7 @@ Result<LabeledMatrix> ReadMatrixCsv(const std::string& path) {
   }
   const CsvRecord& header = records.front();
   if (!Trim(header.fields[0]).empty()) {
-    return Status::Malformed(Where(path, header.line, 1) +
+    return Status::Malformed(CsvWhere(path, header.line, 1) +
                              ": header must start with an empty "
                              "cell (found '" +
                              header.fields[0] + "'), then the column ids");
@@ -286,7 +188,7 @@ Result<LabeledMatrix> ReadMatrixCsv(const std::string& path) {
   for (size_t c = 1; c < header.fields.size(); ++c) {
     const std::string id = Trim(header.fields[c]);
     if (id.empty() || !seen.insert(id).second) {
-      return Status::Malformed(Where(path, header.line, c + 1) + ": column id '" + id + "' is " +
+      return Status::Malformed(CsvWhere(path, header.line, c + 1) + ": column id '" + id + "' is " +
                                (id.empty() ? "empty" : "repeated") +
                                "; allowed: a unique, non-empty id");
     }
@@ -304,7 +206,7 @@ Result<LabeledMatrix> ReadMatrixCsv(const std::string& path) {
     }
     const std::string id = Trim(row.fields[0]);
     if (id.empty() || !seen.insert(id).second) {
-      return Status::Malformed(Where(path, row.line, 1) + ": row id '" + id + "' is " +
+      return Status::Malformed(CsvWhere(path, row.line, 1) + ": row id '" + id + "' is " +
                                (id.empty() ? "empty" : "repeated") +
                                "; allowed: a unique, non-empty id");
     }
@@ -316,7 +218,7 @@ Result<LabeledMatrix> ReadMatrixCsv(const std::string& path) {
       }
       const std::optional<double> value = ParseDouble(row.fields[c]);
       if (!value) {
-        return Status::Malformed(Where(path, row.line, c + 1) + " (row '" + id + "', column '" +
+        return Status::Malformed(CsvWhere(path, row.line, c + 1) + " (row '" + id + "', column '" +
                                  m.col_ids[c - 1] + "'): '" + row.fields[c] +
                                  "' is not a number; allowed: a finite decimal number such as 12 "
                                  "or -0.5e-3, or an empty cell for unknown");
@@ -344,7 +246,8 @@ Status WriteMatrixCsv(const std::string& path, const LabeledMatrix& m) {
     text += CsvField(m.row_ids[r]);
     for (size_t c = 0; c < m.cols(); ++c) {
       text += ',';
-      text += NumberText(m.at(r, c));
+      const double value = m.at(r, c);
+      if (!std::isnan(value)) text += ExactNumber(value);
     }
     text += "\n";
   }
@@ -381,13 +284,13 @@ Status ReadCommFolders(const std::string& run_dir, std::map<std::string, CommCou
       }
       const std::string peer = Trim(row.fields[0]);
       if (peer.empty() || counts.count(peer) != 0) {
-        return Status::Malformed(Where(path, row.line, 1) + ": peer id '" + peer + "' is " +
+        return Status::Malformed(CsvWhere(path, row.line, 1) + ": peer id '" + peer + "' is " +
                                  (peer.empty() ? "empty" : "repeated") +
                                  "; allowed: each peer once");
       }
       const std::optional<uint64_t> count = ParseInteger<uint64_t>(row.fields[1]);
       if (!count) {
-        return Status::Malformed(Where(path, row.line, 2) + ": times_sampled '" + row.fields[1] +
+        return Status::Malformed(CsvWhere(path, row.line, 2) + ": times_sampled '" + row.fields[1] +
                                  "' is not a count; allowed: a whole number >= 0");
       }
       counts[peer] = *count;
@@ -469,12 +372,12 @@ Result<std::map<std::string, int>> ReadClusterCsv(const std::string& path) {
     }
     const std::string node = Trim(row.fields[0]);
     if (node.empty() || clusters.count(node) != 0) {
-      return Status::Malformed(Where(path, row.line, 1) + ": node id '" + node + "' is " +
+      return Status::Malformed(CsvWhere(path, row.line, 1) + ": node id '" + node + "' is " +
                                (node.empty() ? "empty" : "repeated") + "; allowed: each node once");
     }
     const std::optional<int> cluster = ParseInteger<int>(row.fields[1]);
     if (!cluster) {
-      return Status::Malformed(Where(path, row.line, 2) + ": cluster '" + row.fields[1] +
+      return Status::Malformed(CsvWhere(path, row.line, 2) + ": cluster '" + row.fields[1] +
                                "' is not an integer; allowed: a whole number such as 0 or 3");
     }
     clusters[node] = *cluster;

@@ -1,0 +1,387 @@
+#include "node/host/node_host.h"
+#include "node/learner/learner_factory.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "node/config/logging.h"
+#include "node/host/outputs.h"
+#include "node/logic/learner_jobs.h"
+#include "node/transport/endpoint.h"
+#include "protocol/codec.h"
+#include "topology/sampler_factory.h"
+
+namespace meshlearn::node {
+namespace {
+
+// ", epsilon 1.234" for a round's log line; empty without [privacy].
+std::string EpsilonText(double epsilon) {
+  if (std::isnan(epsilon)) return "";
+  char text[48];
+  std::snprintf(text, sizeof(text), ", epsilon %.3f", epsilon);
+  return text;
+}
+
+Clock::duration DurationOf(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& learner,
+                                   const std::string& endpoint, const std::optional<NodeKeys>& keys,
+                                   uint64_t nonce) {
+  using similarity::MetricKind;
+  using topology::SamplerKind;
+  const Clock::duration deadline = DurationOf(config.round_deadline_s);
+  StateMachineConfig c;
+  c.id = config.id;
+  c.seed = config.seed;
+
+  MembershipConfig& m = c.membership;
+  m.listen_endpoint = endpoint;
+  m.architecture_id = learner.ArchitectureId();
+  m.metric = std::string(NameOf(similarity::MetricKindNames(), config.metric));
+  m.nonce = nonce;
+  m.hello_deadline = deadline;
+  m.dead_after_failures = config.dead_after_failures;
+  m.dead_backoff = deadline;
+  m.initial_peers = config.peers;
+  m.mesh_size = config.mesh_size;
+  if (keys) {
+    m.public_key = keys->public_key;
+    m.allowed_keys.emplace(keys->allowed_keys.begin(), keys->allowed_keys.end());
+    m.key_ids = keys->key_ids;
+  }
+
+  c.serving = ServingConfig{learner.Layout(), learner.TrainSize(), deadline};
+
+  RoundConfig& r = c.rounds;
+  r.peers_per_round = config.peers_per_round;
+  r.sync = config.sync;
+  r.fetch_updates = config.ClusterPolicy().has_value();
+  r.round_deadline = deadline;
+  r.rounds = config.rounds;
+  r.linger = DurationOf(config.linger_s);
+  r.exchange_linger = EmdExchange::LingerLimit(deadline);
+  r.min_round = DurationOf(config.min_round_s);
+
+  EmdExchangeConfig& e = c.emd;
+  e.enabled = config.emd_enabled;
+  e.epsilon = config.emd_epsilon;
+  e.max_samples = static_cast<uint32_t>(config.emd_max_samples);
+  e.refresh = config.emd_refresh;
+  e.peers_per_round = config.emd_peers_per_round;
+  e.cluster_sampler = config.sampler == SamplerKind::kEmdCluster;
+  e.metric = config.metric == MetricKind::kEmd;
+  e.witness = config.emd_witness;
+  e.layout = learner.Layout();
+  e.nonce = nonce;
+  e.round_deadline = deadline;
+
+  SignatureConfig& s = c.signatures;
+  s.enabled = config.UsesSignatures();
+  s.own = learner.DataSignature();
+  s.threshold = config.signature_threshold;
+  s.metric = config.metric == MetricKind::kCentroid;
+  s.cluster_sampler = config.sampler == SamplerKind::kCentroidCluster;
+  s.request_deadline = deadline;
+  return c;
+}
+
+topology::SamplerConfig SamplerConfigOf(const NodeConfig& config) {
+  topology::SamplerConfig sampler;
+  sampler.sampler = config.sampler;
+  sampler.self = config.id;
+  sampler.dac = {config.tau, config.unscored, config.tau_schedule, config.normalize,
+                 config.two_hop};
+  sampler.clusters = config.clusters;
+  return sampler;
+}
+
+NodeHost::NodeHost(const NodeConfig& config, World& world)
+    : config_(config), world_(world), last_val_loss_(std::nan("")) {}
+
+NodeHost::~NodeHost() = default;
+
+Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, World& world,
+                                                   HostOptions options) {
+  std::unique_ptr<NodeHost> host(new NodeHost(config, world));
+  host->observer_ = std::move(options.observer);
+  host->bytes_in_before_ = options.bytes_in_before;
+  host->bytes_out_before_ = options.bytes_out_before;
+  host->log_ =
+      options.logger ? std::move(options.logger) : MakeNodeLogger(config.id, config.log_level);
+
+  // Keys first: a node with a missing or bad key file must not start at all.
+  std::optional<NodeKeys> keys;
+  if (config.security) {
+    auto loaded = LoadNodeKeys(config);
+    if (!loaded.ok()) return loaded.status();
+    keys = std::move(*loaded);
+  }
+
+  if (options.learner) {
+    host->learner_ = std::move(options.learner);
+  } else {
+    auto learner = CreateLearner(config);
+    if (!learner.ok()) return learner.status();
+    host->learner_ = std::move(*learner);
+  }
+
+  auto sampler = topology::MakePeerSampler(SamplerConfigOf(config));
+  if (!sampler.ok()) return sampler.status().WithContext("[learning]");
+
+  // Bind before anything else talks to peers; the Hello carries the bound endpoint.
+  TransportOptions transport_options;
+  transport_options.node_id = config.id;
+  transport_options.listen_endpoint = config.listen;
+  transport_options.limits.max_message_bytes = config.max_message_bytes;
+  // Idle connections close after a second: a node meets many peers by gossip but talks to a few
+  // per round, and every open connection holds descriptors at both ends.
+  transport_options.idle_connection_timeout = std::chrono::seconds(1);
+  if (keys) {
+    transport_options.curve = CurveOptions{keys->public_key, keys->secret_key, keys->allowed_keys};
+  }
+  NodeHost* raw = host.get();
+  auto transport = world.StartTransport(transport_options, [raw](InboundRequest request) {
+    raw->world_.Post([raw, request = std::move(request)]() mutable { raw->OnRequest(request); });
+  });
+  if (!transport.ok()) return transport.status().WithContext("listen");
+  host->transport_ = std::move(*transport);
+  host->decode_options_.limits.max_message_bytes = config.max_message_bytes;
+  host->decode_options_.expected_layout = &host->learner_->Layout();
+
+  host->machine_ = std::make_unique<NodeStateMachine>(
+      MachineConfigOf(
+          config, *host->learner_,
+          config.advertise.empty() ? host->transport_->bound_endpoint() : config.advertise, keys,
+          world.Nonce(config.id)),
+      std::move(*sampler), host->log_);
+
+  if (options.hold_before) host->machine_->HoldBefore(*options.hold_before);
+  auto resumed = host->ResumeFromCheckpoint();
+  if (!resumed.ok()) return resumed.status();
+  auto outputs =
+      NodeOutputs::Open(config.output_dir, *resumed, host->log_,
+                        world.outputs() == OutputKeeping::kBuffered ? NodeOutputs::Mode::kBuffered
+                                                                    : NodeOutputs::Mode::kDurable);
+  if (!outputs.ok()) return outputs.status();
+  host->recorder_.emplace(std::move(*outputs), config.emd_enabled);
+  host->LogStart(keys);
+  return host;
+}
+
+void NodeHost::Start() {
+  Execute(machine_->Start(world_.Now()));
+  AfterEvent();
+}
+
+void NodeHost::Tick() { Execute(machine_->OnTick(world_.Now())); }
+
+void NodeHost::Leave(const std::string& reason) {
+  if (leaving_) return;
+  leaving_ = true;
+  Execute(machine_->Leave(reason, world_.Now()));
+}
+
+Status NodeHost::Flush() {
+  if (world_.outputs() != OutputKeeping::kBuffered) return Status::Ok();
+  Status written = recorder_->WriteTables(*machine_);
+  if (written.ok() && unwritten_checkpoint_) {
+    written = recorder_->WriteCheckpoint(*unwritten_checkpoint_);
+    if (written.ok()) unwritten_checkpoint_.reset();
+  }
+  if (written.ok()) written = recorder_->Flush();
+  return written;
+}
+
+void NodeHost::LogStopped() const {
+  if (machine_->counters().peers_reached == 0) {
+    log_->warn(
+        "stopped after round {} {}: none answered our Hello (check the [[peers]] addresses, and "
+        "that the peers run and allow our key)",
+        completed_round(), kNeverReachedAPeer);
+  } else {
+    log_->info("stopped after round {}", completed_round());
+  }
+}
+
+TransportStats NodeHost::transport_stats() const {
+  TransportStats stats = transport_->Stats();
+  stats.bytes_in += bytes_in_before_;
+  stats.bytes_out += bytes_out_before_;
+  return stats;
+}
+
+NodeStatus NodeHost::TakeStatus() const {
+  NodeStatus status = TakeNodeStatus(
+      *machine_, transport_stats(), config_.id, endpoint(), config_.rounds,
+      std::string(NameOf(similarity::MetricKindNames(), config_.metric)), world_.Now());
+  status.val_loss = last_val_loss_;
+  status.epsilon = last_epsilon_;
+  return status;
+}
+
+void NodeHost::Execute(Actions actions) {
+  for (Action& action : actions) {
+    if (std::optional<LearnerJob> job = JobOf(action)) {
+      world_.RunJob(learner_, std::move(*job), [this](LearnerResult result) {
+        world_.Post([this, result = std::move(result)] { OnJobDone(result); });
+      });
+    } else {
+      std::visit(
+          [&](auto& a) {
+            if constexpr (requires { Do(a); }) Do(a);
+          },
+          action);
+    }
+  }
+}
+
+void NodeHost::Do(SendRequest& a) {
+  uint64_t id = a.request_id;
+  transport_->Request(
+      a.endpoint, id, Encode(a.message), a.deadline,
+      [this, id](Result<std::vector<Frame>> frames) {
+        world_.Post([this, id, frames = std::move(frames)]() mutable { OnReply(id, frames); });
+      },
+      a.public_key);
+}
+
+void NodeHost::Do(SendReply& a) {
+  auto it = tokens_.find(a.inbound);
+  if (it == tokens_.end()) return;
+  transport_->Reply(it->second, Encode(a.message));
+  tokens_.erase(it);
+}
+
+Checkpoint NodeHost::CheckpointNow(const RoundRecord& record) const {
+  Checkpoint checkpoint;
+  checkpoint.round = record.round;
+  checkpoint.stopped = record.stopped;
+  checkpoint.learner = learner_state_;
+  checkpoint.machine = machine_->ExportState();
+  checkpoint.identity = identity_;
+  return checkpoint;
+}
+
+void NodeHost::Do(RoundCompleted& a) {
+  const RoundRecord& r = a.record;
+  TransportStats stats = transport_stats();
+  last_val_loss_ = r.outcome.val_loss;
+  last_epsilon_ = r.outcome.epsilon;
+  early_stopped_ = r.stopped;
+  Status written = recorder_->AppendRound(r, stats.bytes_in, stats.bytes_out);
+  if (world_.outputs() == OutputKeeping::kBuffered) {
+    // Rationale: buffered tables are seen only when flushed; rendering them every round for
+    // thousands of simulated nodes would spend the run on it.
+    unwritten_checkpoint_ = CheckpointNow(r);
+  } else {
+    if (written.ok()) written = recorder_->WriteTables(*machine_);
+    if (written.ok()) written = recorder_->WriteCheckpoint(CheckpointNow(r));
+  }
+  if (!written.ok()) {
+    log_->error("cannot write outputs of round {}: {}", r.round, written.ToString());
+    failure_ = written;
+  }
+  log_->info(
+      "round {} done: val_loss {:.4f} test_loss {:.4f} test_acc {:.4f}, {} of {} peers "
+      "answered{}{}",
+      r.round, r.outcome.val_loss, r.outcome.test_loss, r.outcome.test_acc, r.answered, r.sampled,
+      EpsilonText(r.outcome.epsilon), r.stopped ? " (stopped)" : "");
+}
+
+void NodeHost::OnRequest(InboundRequest& request) {
+  InboundId id = ++last_inbound_;
+  tokens_[id] = request.token;
+  const std::vector<Frame>& frames = request.frames;
+  Result<Message> decoded = Decode(frames, decode_options_);
+  if (decoded.ok()) {
+    if (observer_) observer_(*decoded);
+    Execute(machine_->OnInbound(id, *decoded, world_.Now(), request.peer_public_key));
+  } else {
+    // Address the Error with whatever of the envelope decoded, so the requester matches it.
+    EnvelopeAddress address =
+        frames.empty() ? EnvelopeAddress{} : AddressOf(frames[0], decode_options_.limits);
+    Execute(machine_->OnInboundRejected(id, address.sender, address.request_id, decoded.status(),
+                                        world_.Now()));
+  }
+  AfterEvent();
+}
+
+void NodeHost::OnReply(uint64_t request_id, Result<std::vector<Frame>>& frames) {
+  Result<Message> decoded =
+      frames.ok() ? Decode(*frames, decode_options_) : Result<Message>(frames.status());
+  if (decoded.ok() && observer_) observer_(*decoded);
+  Execute(machine_->OnReply(request_id, decoded, world_.Now()));
+  AfterEvent();
+}
+
+void NodeHost::OnJobDone(const LearnerResult& result) {
+  if (auto* round = std::get_if<RoundDone>(&result)) learner_state_ = round->state;
+  Execute(DeliverResult(*machine_, result, world_.Now()));
+  AfterEvent();
+}
+
+void NodeHost::AfterEvent() {
+  if (world_.outputs() == OutputKeeping::kDurable) (void)recorder_->FollowExchanges(*machine_);
+}
+
+Result<int64_t> NodeHost::ResumeFromCheckpoint() {
+  std::string path = config_.output_dir + "/checkpoint.bin";
+  identity_ = IdentityOf(config_);
+  auto checkpoint = ReadCheckpointOfRun(path, identity_);
+  if (!checkpoint.ok()) {
+    if (checkpoint.status().code() == ErrorCode::kNotFound) return int64_t{-1};
+    return checkpoint.status();
+  }
+  if (!checkpoint->identity) {
+    log_->warn(
+        "{} is in checkpoint format 1, which records neither the run it belongs to nor a "
+        "checksum: resuming from it unchecked (the next checkpoint is written in format 2)",
+        path);
+  }
+  MESHLEARN_RETURN_IF_ERROR(learner_->Restore(checkpoint->learner));
+  const LearnerState& l = checkpoint->learner;
+  FloatArray served = FloatArray::Own(checkpoint->stopped ? l.best_weights : l.weights);
+  MESHLEARN_RETURN_IF_ERROR(
+      machine_->Resume(checkpoint->machine, std::move(served), checkpoint->stopped));
+  learner_state_ = checkpoint->learner;
+  log_->info("found checkpoint of round {} in {}", checkpoint->round, path);
+  return checkpoint->round;
+}
+
+void NodeHost::LogStart(const std::optional<NodeKeys>& keys) {
+  log_->info("listening on {}; model {} ({} parameters), {} training samples", endpoint(),
+             learner_->ArchitectureId(), learner_->Layout().total_floats(), learner_->TrainSize());
+  for (const PeerAddress& peer : config_.peers) {
+    // Rationale: ZeroMQ retries an address that does not resolve in silence, for ever.
+    if (Status resolved = ResolveTcpEndpoint(peer.endpoint); !resolved.ok()) {
+      log_->warn("peer {} cannot be reached: {} (check its [[peers]] address)", peer.id,
+                 resolved.message());
+    }
+  }
+  if (keys) {
+    log_->info("traffic is encrypted (CURVE); public key {}; {} keys on the allowlist",
+               keys->public_key, keys->allowed_keys.size());
+    size_t unbound = keys->allowed_keys.size() - keys->key_ids.size();
+    if (unbound > 0) {
+      log_->warn(
+          "{} allowlisted key(s) are bound to no node id: a peer holding one may claim any id "
+          "(bind a key with an allowlist line \"<key> <node id>\"; meshlearn-keygen --id)",
+          unbound);
+    }
+  } else {
+    log_->warn(
+        "traffic is unencrypted and unauthenticated: any host that reaches {} can talk to "
+        "this node (configure [security], see configs/README.md)",
+        endpoint());
+  }
+  if (config_.attack != AttackKind::kNone) {
+    log_->warn("[attack] kind = {}: this node serves poisoned models (robustness experiment)",
+               NameOf(AttackKindNames(), config_.attack));
+  }
+}
+
+}  // namespace meshlearn::node

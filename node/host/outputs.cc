@@ -1,0 +1,253 @@
+#include "node/host/outputs.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "base/atomic_file.h"
+#include "base/csv.h"
+
+namespace meshlearn::node {
+namespace {
+
+// Shortest text that reads back to the same double; empty for NaN (not applicable).
+std::string Number(double value) {
+  if (std::isnan(value)) return "";
+  std::ostringstream out;
+  out.precision(9);
+  out << value;
+  return out.str();
+}
+
+// Peer ids joined by ';', as one CSV field (base/csv.h).
+std::string JoinPeers(const std::vector<std::string>& peers) {
+  std::string joined;
+  for (size_t i = 0; i < peers.size(); ++i) joined += (i ? ";" : "") + peers[i];
+  return CsvField(joined);
+}
+
+double Cell(const std::string& text) {
+  return text.empty() ? std::nan("") : std::strtod(text.c_str(), nullptr);
+}
+
+}  // namespace
+
+Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return text.status();
+  std::istringstream lines(*text);
+  std::string line;
+  if (!std::getline(lines, line) || line != kRoundsCsvHeader) {
+    return Status::Malformed(path + ":1: header is not '" + std::string(kRoundsCsvHeader) + "'");
+  }
+  std::vector<RoundRow> rows;
+  for (int number = 2; std::getline(lines, line); ++number) {
+    if (line.empty()) continue;
+    auto cells = SplitCsvLine(line, path, number);
+    if (!cells.ok()) return cells.status();
+    const std::vector<std::string>& c = *cells;
+    if (c.size() != 17) {
+      return Status::Malformed(path + ":" + std::to_string(number) + ": " +
+                               std::to_string(c.size()) + " cells, expected 17");
+    }
+    RoundRow r;
+    r.round = std::strtoll(c[0].c_str(), nullptr, 10);
+    r.wall_s = Cell(c[1]);
+    r.train_loss = Cell(c[2]);
+    r.val_loss = Cell(c[3]);
+    r.val_acc = Cell(c[4]);
+    r.test_loss = Cell(c[5]);
+    r.test_acc = Cell(c[6]);
+    r.sampled = std::atoi(c[7].c_str());
+    r.answered = std::atoi(c[8].c_str());
+    r.bytes_in = std::strtoull(c[9].c_str(), nullptr, 10);
+    r.bytes_out = std::strtoull(c[10].c_str(), nullptr, 10);
+    r.stopped = c[11] == "1";
+    r.train_s = Cell(c[12]);
+    r.eval_s = Cell(c[13]);
+    r.temperature = Cell(c[14]);
+    r.epsilon = Cell(c[15]);
+    std::istringstream peers(c[16]);
+    for (std::string p; std::getline(peers, p, ';');) r.peers.push_back(p);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+pid_t NodeFolderLockHolder(const std::string& dir) { return FileLock::Holder(dir + "/node.lock"); }
+
+Status NodeOutputs::Lock() {
+  lock_.reset();
+  auto lock = FileLock::Acquire(dir_ + "/node.lock");
+  if (!lock.ok()) {
+    if (lock.status().code() != ErrorCode::kUnavailable) return lock.status();
+    return Status::Unavailable(
+        lock.status().message() +
+        ": another node is writing to this folder, and two nodes writing one folder would mix "
+        "their rounds and checkpoints; stop that node, or give this one another output_dir");
+  }
+  lock_ = std::move(*lock);
+  return Status::Ok();
+}
+
+Status NodeOutputs::StartRoundsCsv() {
+  const std::string path = dir_ + "/rounds.csv";
+  rounds_.close();
+  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(path, rounds_text_));
+  rounds_.clear();
+  rounds_.open(path, std::ios::app);
+  struct stat info {};
+  if (!rounds_ || ::stat(path.c_str(), &info) != 0) {
+    return Status::IoError(path + ": cannot open for appending");
+  }
+  rounds_inode_ = info.st_ino;
+  rounds_device_ = info.st_dev;
+  return Status::Ok();
+}
+
+bool NodeOutputs::RoundsCsvIsOurs() const {
+  struct stat info {};
+  return ::stat((dir_ + "/rounds.csv").c_str(), &info) == 0 && info.st_ino == rounds_inode_ &&
+         info.st_dev == rounds_device_;
+}
+
+Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_round,
+                                      std::shared_ptr<spdlog::logger> log, Mode mode) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IoError(dir + ": cannot create the output folder: " + ec.message());
+  NodeOutputs outputs(dir);
+  outputs.log_ = std::move(log);
+  outputs.buffered_ = mode == Mode::kBuffered;
+  if (!outputs.buffered_) MESHLEARN_RETURN_IF_ERROR(outputs.Lock());
+  std::string path = dir + "/rounds.csv";
+  outputs.rounds_text_ = std::string(kRoundsCsvHeader) + "\n";
+  if (resume_round >= 0) {
+    auto old = ReadWholeFile(path);
+    if (old.ok()) {
+      std::istringstream lines(*old);
+      std::string line;
+      std::getline(lines, line);  // header
+      while (std::getline(lines, line)) {
+        if (line.empty()) continue;
+        int64_t round = std::strtoll(line.c_str(), nullptr, 10);
+        if (round <= resume_round) outputs.rounds_text_ += line + "\n";
+      }
+    }
+  }
+  if (outputs.buffered_) {
+    outputs.unwritten_["rounds.csv"] = outputs.rounds_text_;
+  } else {
+    MESHLEARN_RETURN_IF_ERROR(outputs.StartRoundsCsv());
+  }
+  return outputs;
+}
+
+Status NodeOutputs::Flush() {
+  for (const auto& [name, bytes] : unwritten_) {
+    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/" + name, bytes));
+  }
+  unwritten_.clear();
+  return Status::Ok();
+}
+
+Status NodeOutputs::RecreateIfGone() {
+  if (RoundsCsvIsOurs()) return Status::Ok();
+  size_t rows = static_cast<size_t>(std::count(rounds_text_.begin(), rounds_text_.end(), '\n') - 1);
+  if (log_) {
+    log_->warn(
+        "{}/rounds.csv is gone (deleted while the node ran?): recreating {} with rounds.csv and "
+        "its {} rows so far; the checkpoint and the other tables follow",
+        dir_, dir_, rows);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) return Status::IoError(dir_ + ": cannot recreate the output folder: " + ec.message());
+  MESHLEARN_RETURN_IF_ERROR(Lock());
+  return StartRoundsCsv();
+}
+
+Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_t bytes_out) {
+  if (!buffered_) MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
+  const RoundOutcome& o = r.outcome;
+  std::ostringstream row;
+  row << r.round << ',' << Number(r.wall_seconds) << ',' << Number(o.train_loss) << ','
+      << Number(o.val_loss) << ',' << Number(o.val_acc) << ',' << Number(o.test_loss) << ','
+      << Number(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in << ','
+      << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << Number(o.train_seconds) << ','
+      << Number(o.eval_seconds) << ',' << Number(o.temperature) << ',' << Number(o.epsilon) << ','
+      << JoinPeers(r.sampled_peers) << '\n';
+  if (buffered_) {
+    rounds_text_ += row.str();
+    unwritten_["rounds.csv"] = rounds_text_;
+    return Status::Ok();
+  }
+  rounds_ << row.str();
+  rounds_.flush();
+  if (!rounds_) return Status::IoError(dir_ + "/rounds.csv: write failed");
+  rounds_text_ += row.str();
+  // Deleted while the row was written: the row went with the old file, and comes back now.
+  return RecreateIfGone();
+}
+
+Status NodeOutputs::Replace(const std::string& name, std::string_view bytes) {
+  if (buffered_) {
+    unwritten_[name] = std::string(bytes);
+    return Status::Ok();
+  }
+  MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
+  Status written = WriteFileAtomically(dir_ + "/" + name, bytes);
+  if (!written.ok() && !RoundsCsvIsOurs()) {
+    // The folder went while the file was written: once more, in the recreated folder.
+    MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
+    written = WriteFileAtomically(dir_ + "/" + name, bytes);
+  }
+  MESHLEARN_RETURN_IF_ERROR(written);
+  return RecreateIfGone();
+}
+
+Status NodeOutputs::WriteCluster(const std::vector<std::pair<std::string, int>>& partition,
+                                 int64_t round) {
+  std::ostringstream csv;
+  csv << "node,label,round\n";
+  for (const auto& [node, label] : partition) {
+    csv << JoinPeers({node}) << ',' << label << ',' << round << '\n';
+  }
+  return Replace("cluster.csv", csv.str());
+}
+
+Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
+  std::ostringstream csv;
+  csv << "peer,emd,ref,accepted,peer_accepted,mutual,witness,threshold,measured_round,measured_s\n";
+  auto flag = [](const std::optional<bool>& b) { return b ? (*b ? "1" : "0") : ""; };
+  for (const EmdRow& r : rows) {
+    csv << JoinPeers({r.peer}) << ',' << (r.emd ? Number(*r.emd) : "") << ','
+        << (r.reference ? Number(*r.reference) : "") << ',' << flag(r.accepted) << ','
+        << flag(r.peer_accepted) << ',' << (r.mutual() ? 1 : 0) << ','
+        << (r.witness.empty() ? "" : JoinPeers({r.witness})) << ','
+        << (r.threshold ? Number(*r.threshold) : "") << ','
+        << (r.measured_round ? std::to_string(*r.measured_round) : "") << ','
+        << (r.measured_seconds ? Number(*r.measured_seconds) : "") << '\n';
+  }
+  return Replace("emd.csv", csv.str());
+}
+
+Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
+  std::ostringstream csv;
+  csv << "peer,distance,related\n";
+  for (const SignatureRow& r : rows) {
+    csv << JoinPeers({r.peer}) << ',' << Number(r.distance) << ',' << (r.related ? 1 : 0) << '\n';
+  }
+  return Replace("signature.csv", csv.str());
+}
+
+Status NodeOutputs::WriteCommAndScores(const std::vector<topology::CommRow>& comm,
+                                       const std::vector<topology::PeerRecord>& scores) {
+  MESHLEARN_RETURN_IF_ERROR(Replace("comm.csv", topology::CommCsv(comm)));
+  return Replace("scores.csv", topology::ScoresCsv(scores));
+}
+
+}  // namespace meshlearn::node

@@ -1,0 +1,134 @@
+#pragma once
+// A node's output folder (docs/DESIGN.md "Outputs"): rounds.csv, comm.csv, scores.csv and the
+// checkpoint. rounds.csv gets one row per round, flushed at once, so a killed node leaves only
+// complete rows; comm.csv and scores.csv are replaced atomically every round. node.lock marks the
+// folder as taken while a node writes to it.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "base/file_lock.h"
+#include "base/status.h"
+#include "node/logic/state_machine.h"
+#include "topology/comm_counters.h"
+#include "topology/sampler.h"
+
+namespace meshlearn::node {
+
+// The header of rounds.csv: DESIGN.md's columns, then train_s and eval_s (seconds spent in local
+// training and evaluation that round, for the launcher's round-overhead figure), temperature,
+// epsilon ([privacy]: the ε spent so far, empty without DP) and peers (the sampled peer ids,
+// separated by ';').
+inline constexpr const char* kRoundsCsvHeader =
+    "round,wall_s,train_loss,val_loss,val_acc,test_loss,test_acc,sampled,answered,bytes_in,"
+    "bytes_out,stopped,train_s,eval_s,temperature,epsilon,peers";
+
+// One row of rounds.csv, as read back by the launcher and tests. Empty cells read as NaN.
+struct RoundRow {
+  int64_t round = 0;
+  double wall_s = 0, train_loss = 0, val_loss = 0, val_acc = 0, test_loss = 0, test_acc = 0;
+  int sampled = 0, answered = 0;
+  uint64_t bytes_in = 0, bytes_out = 0;
+  bool stopped = false;
+  double train_s = 0, eval_s = 0;
+  double temperature = 0;  // OCFL's clustering temperature; NaN when the sampler has none
+  double epsilon = 0;      // [privacy]: ε spent so far; NaN without DP
+  std::vector<std::string> peers;
+};
+
+// Reads a rounds.csv written by NodeOutputs. kNotFound when missing; kMalformed naming the line
+// for a header other than kRoundsCsvHeader or a row that does not parse.
+Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path);
+
+// The process holding the lock of node folder `dir` ("<dir>/node.lock"): its id, -1 when the lock
+// is held but the holder's id is unreadable, or 0 when no process holds it (the folder is free,
+// or has no lock file). FileLock::Holder's contract.
+pid_t NodeFolderLockHolder(const std::string& dir);
+
+// The output folder of one node.
+class NodeOutputs {
+ public:
+  // How the folder is written.
+  enum class Mode {
+    // Locked while open; every row and file reaches the disk when it is written (a process, which
+    // may be killed at any moment).
+    kDurable,
+    // Not locked, and no file stays open: rows and files are kept in memory until Flush() (a
+    // simulated node: thousands of them share one process's file descriptors).
+    kBuffered,
+  };
+
+  // Opens `dir` (created if missing) and locks it ("<dir>/node.lock", held until this object
+  // goes). With `resume_round` < 0 rounds.csv starts afresh; otherwise rows of rounds after
+  // `resume_round` (written before a crash, not checkpointed) are dropped so that the resumed
+  // run continues without gaps or repeats. kUnavailable when another node holds the folder's
+  // lock (two writers would mix their rows); kIoError naming the path when the folder or
+  // rounds.csv cannot be written. `log`, when given, hears of a folder recreated (below). A
+  // kBuffered folder is neither locked nor written before Flush().
+  static Result<NodeOutputs> Open(const std::string& dir, int64_t resume_round,
+                                  std::shared_ptr<spdlog::logger> log = nullptr,
+                                  Mode mode = Mode::kDurable);
+  // Writes the rows and files kept in memory (kBuffered), each atomically; nothing to do for a
+  // kDurable folder. kIoError naming the path.
+  Status Flush();
+
+  // Appends the row of `record` (bytes_in/out: the transport's totals so far) and flushes.
+  //
+  // Every write here checks, before and after, that rounds.csv is still the file this object
+  // writes. When it is gone (someone deleted it, or the whole folder, while the node ran), the
+  // folder, its lock and rounds.csv (the header and every row written so far) are recreated, a
+  // warning is logged, and a write the deletion made fail is done again: the node never goes on
+  // without its rows.
+  Status AppendRound(const RoundRecord& record, uint64_t bytes_in, uint64_t bytes_out);
+  // Replaces the file `name` of the folder with `bytes` atomically (the checkpoint, tables).
+  Status Replace(const std::string& name, std::string_view bytes);
+  // Replaces comm.csv and scores.csv.
+  Status WriteCommAndScores(const std::vector<topology::CommRow>& comm,
+                            const std::vector<topology::PeerRecord>& scores);
+  // Replaces cluster.csv with the clustering policy's latest partition, `node,label,round` (one
+  // line per clustered node; round: when it was computed).
+  Status WriteCluster(const std::vector<std::pair<std::string, int>>& partition, int64_t round);
+  // Replaces emd.csv:
+  // `peer,emd,ref,accepted,peer_accepted,mutual,witness,threshold,measured_round,measured_s` (empty
+  // cells: not measured or not decided; witness: the peer that measured emd in witness mode;
+  // threshold: EmdRow::threshold; measured_round and measured_s: the round in progress and the
+  // seconds since the exchange started when our measurement completed).
+  Status WriteEmd(const std::vector<EmdRow>& rows);
+  // Replaces signature.csv: `peer,distance,related` (FLT: D between our data signature and the
+  // peer's; related: 1 when D < [signature] threshold).
+  Status WriteSignatures(const std::vector<SignatureRow>& rows);
+  // The folder.
+  const std::string& dir() const { return dir_; }
+
+ private:
+  explicit NodeOutputs(std::string dir) : dir_(std::move(dir)) {}
+  // Takes the folder's lock (kUnavailable naming the holder when another process has it).
+  Status Lock();
+  // Writes rounds.csv as `rounds_text_` and opens it for appending.
+  Status StartRoundsCsv();
+  // True while rounds.csv is the file this object writes (not deleted or replaced).
+  bool RoundsCsvIsOurs() const;
+  // Recreates the folder, its lock and rounds.csv when rounds.csv is not ours any more.
+  Status RecreateIfGone();
+
+  std::string dir_;
+  bool buffered_ = false;
+  std::map<std::string, std::string> unwritten_;  // kBuffered: file name -> its bytes
+  std::ofstream rounds_;
+  std::string rounds_text_;  // header and every row written, to recreate a deleted rounds.csv
+  ino_t rounds_inode_ = 0;
+  dev_t rounds_device_ = 0;
+  std::optional<FileLock> lock_;  // "<dir>/node.lock"
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+}  // namespace meshlearn::node

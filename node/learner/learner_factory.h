@@ -1,0 +1,25 @@
+#pragma once
+// How a node's learner is made from its config: the training learner (node/learner/
+// training_learner.cc) behind the torch-free Learner interface (node/logic/learner.h), wrapped in
+// the poisoning decorator (node/learner/poisoned_learner.h) for an [attack].
+
+#include <cstdint>
+#include <memory>
+
+#include "base/status.h"
+#include "node/config/config.h"
+#include "node/logic/learner.h"
+
+namespace meshlearn::node {
+
+// Builds the learner of `config`: reads its shard, builds the model (same seed on every node),
+// the metric and the aggregation rule, and sets the compute threads; with an [attack] kind, the
+// honest learner is wrapped in the poisoning decorator (node/learner/poisoned_learner.h). Errors name the
+// file or key.
+Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config);
+
+// The seed of the node's own randomness (its training batches, its sample choices): the mesh's
+// seed salted with the node id, so that nodes differ but every run of a node is the same.
+uint64_t NodeTrainingSeed(const NodeConfig& config);
+
+}  // namespace meshlearn::node

@@ -1,0 +1,93 @@
+#include "node/logic/model_server.h"
+
+#include <string>
+
+namespace meshlearn::node {
+namespace {
+
+// The bytes of a snapshot's floats.
+size_t FloatBytes(const Snapshot& s) {
+  return (s.weights.size() + (s.update ? s.update->size() : 0)) * sizeof(float);
+}
+
+}  // namespace
+
+ModelServer::ModelServer(ServingConfig config, RequestBook& requests)
+    : config_(std::move(config)), requests_(requests) {}
+
+void ModelServer::Publish(Snapshot snapshot) {
+  history_bytes_ += FloatBytes(snapshot);
+  history_.push_back(std::move(snapshot));
+  while (history_.size() > kMinSnapshotHistory && history_bytes_ > config_.history_bytes) {
+    history_bytes_ -= FloatBytes(history_.front());
+    history_.pop_front();
+  }
+}
+
+FloatArray ModelServer::RoundZeroWeights() const {
+  FloatArray phi = history_.empty() ? FloatArray() : history_.front().weights;
+  for (const Snapshot& s : history_) {
+    if (s.round == 0) phi = s.weights;
+  }
+  return phi;
+}
+
+bool ModelServer::Satisfies(int64_t min_round, bool done) const {
+  return HavePublished() && (Latest().round >= min_round || Latest().early_stopped || done);
+}
+
+void ModelServer::OnGetModel(InboundId inbound, const Envelope& env, const GetModel& get,
+                             TimePoint now, bool done, Actions& out) {
+  if (Satisfies(get.min_round, done) || (HavePublished() && !get.wait)) {
+    out.push_back(
+        SendReply{inbound, ModelMessage(env.request_id, get.min_round, get.wait, get.with_update)});
+    return;
+  }
+  held_.push_back(
+      {inbound, env.request_id, get.min_round, now + config_.hold_limit, get.with_update});
+}
+
+void ModelServer::AnswerHeld(TimePoint now, bool expire_all, bool done, Actions& out) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (Satisfies(it->min_round, done)) {
+      out.push_back(SendReply{it->inbound,
+                              ModelMessage(it->request_id, it->min_round, true, it->with_update)});
+      it = held_.erase(it);
+    } else if (expire_all || now >= it->deadline) {
+      ++held_requests_expired_;
+      out.push_back(requests_.ReplyTo(
+          it->inbound, it->request_id,
+          Error{ErrorCode::kTimeout, "no snapshot of round " + std::to_string(it->min_round) +
+                                         " within the deadline (latest is round " +
+                                         std::to_string(HavePublished() ? Latest().round : -1) +
+                                         ")"}));
+      it = held_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Message ModelServer::ModelMessage(uint64_t request_id, int64_t min_round, bool wait,
+                                  bool with_update) const {
+  const Snapshot* chosen = &Latest();
+  if (wait) {
+    for (const Snapshot& s : history_) {
+      if (s.round >= min_round) {
+        chosen = &s;
+        break;
+      }
+    }
+  }
+  Model model;
+  model.round = chosen->round;
+  model.train_size = config_.train_size;
+  model.early_stopped = chosen->early_stopped;
+  model.layout = config_.layout;
+  model.score_row = chosen->score_row;
+  model.weights = chosen->weights;
+  if (with_update) model.update = chosen->update;
+  return requests_.Reply(request_id, std::move(model));
+}
+
+}  // namespace meshlearn::node

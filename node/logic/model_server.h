@@ -1,0 +1,103 @@
+#pragma once
+// Model serving: the snapshots a node publishes and the GetModel requests it answers from them
+// (DESIGN.md "The node's round"), one part of the node state machine (node/logic/state_machine.h).
+// No I/O: messages and time in, actions out.
+//
+// Specification.
+// - A published snapshot is immutable: model weights, round, train-set size, the node's score
+//   row, the early-stopped flag and, with a clustering policy, the local update that produced
+//   the weights. The newest snapshots are kept: at least kMinSnapshotHistory of them, and more
+//   while all kept snapshots' floats (weights and updates) fit in ServingConfig::history_bytes.
+//   Rationale: in sync mode a peer that lags (a slow start, a loaded host) asks for an older
+//   round, and only a kept snapshot of that round keeps the run deterministic; small models can
+//   afford every round, large ones the last few.
+// - GetModel is answered from the snapshots: in sync mode (wait = true) with the oldest kept
+//   snapshot of round >= min_round, so that a fast peer returns exactly the round asked for and
+//   runs stay deterministic; otherwise with the latest. With with_update the reply carries the
+//   snapshot's update when it has one.
+//   Rationale: serving never waits for training; the update doubles a Model's size, so ordinary
+//   runs neither need nor pay for it.
+// - With wait = true and no snapshot of round >= min_round, the request is held until one is
+//   published or until its deadline (round_deadline after arrival), then answered
+//   Error(timeout). A node that is early-stopped or done (lingering, finished) answers at once
+//   with what it has: its model never changes again.
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "base/float_array.h"
+#include "base/param_layout.h"
+#include "node/logic/actions.h"
+#include "node/logic/requests.h"
+
+namespace meshlearn::node {
+
+// What serving needs to know about its node.
+struct ServingConfig {
+  ParamLayout layout;       // the layout every served model carries
+  uint64_t train_size = 0;  // n_i, sent with the model (FedAvg weights)
+  Clock::duration hold_limit = std::chrono::seconds(10);  // how long a GetModel may be held
+  size_t history_bytes = size_t{16} << 20;  // the kept snapshots' budget (see the specification)
+};
+
+// The fewest snapshots kept, whatever their size.
+inline constexpr size_t kMinSnapshotHistory = 4;
+
+// One published snapshot (see the specification).
+struct Snapshot {
+  int64_t round = -1;
+  FloatArray weights;
+  bool early_stopped = false;
+  std::vector<PeerScore> score_row;
+  std::optional<FloatArray> update;  // the local update that produced `weights`, if any
+};
+
+// The node's published snapshots and the GetModel requests held for them. Not thread-safe.
+class ModelServer {
+ public:
+  // Serving for the node of `requests`.
+  ModelServer(ServingConfig config, RequestBook& requests);
+
+  // Publishes `snapshot` (the newest); the oldest beyond the kept history is dropped.
+  void Publish(Snapshot snapshot);
+  // A GetModel from `env.sender`: answered now, or held (see the specification). `done`: the
+  // node has finished its rounds, so its model never changes again.
+  void OnGetModel(InboundId inbound, const Envelope& env, const GetModel& get, TimePoint now,
+                  bool done, Actions& out);
+  // Answers the held requests a snapshot now satisfies and expires those past their deadline
+  // (all of them with `expire_all`).
+  void AnswerHeld(TimePoint now, bool expire_all, bool done, Actions& out);
+
+  // True once a snapshot was published.
+  bool HavePublished() const { return !history_.empty(); }
+  // The newest snapshot; requires HavePublished().
+  const Snapshot& Latest() const { return history_.back(); }
+  // The weights of the round-0 snapshot while it is kept, else of the oldest kept one; empty
+  // before any.
+  FloatArray RoundZeroWeights() const;
+  // Held requests answered Error(timeout).
+  uint64_t held_requests_expired() const { return held_requests_expired_; }
+
+ private:
+  struct Held {
+    InboundId inbound = 0;
+    uint64_t request_id = 0;
+    int64_t min_round = 0;
+    TimePoint deadline;
+    bool with_update = false;
+  };
+
+  Message ModelMessage(uint64_t request_id, int64_t min_round, bool wait, bool with_update) const;
+  bool Satisfies(int64_t min_round, bool done) const;
+
+  ServingConfig config_;
+  RequestBook& requests_;
+  std::deque<Snapshot> history_;  // oldest first
+  size_t history_bytes_ = 0;      // the floats of history_'s weights and updates, in bytes
+  std::vector<Held> held_;
+  uint64_t held_requests_expired_ = 0;
+};
+
+}  // namespace meshlearn::node

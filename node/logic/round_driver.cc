@@ -1,0 +1,261 @@
+#include "node/logic/round_driver.h"
+
+#include <sstream>
+
+#include <spdlog/fmt/ranges.h>
+
+namespace meshlearn::node {
+
+RoundDriver::RoundDriver(RoundConfig config, uint64_t sampling_seed, NodeServices node,
+                         Membership& membership, ModelServer& server, RoundHooks& hooks)
+    : config_(std::move(config)),
+      node_(node),
+      membership_(membership),
+      server_(server),
+      hooks_(hooks),
+      rng_(sampling_seed) {}
+
+Status RoundDriver::Restore(int64_t round, double wall_seconds,
+                            const std::vector<topology::CommRow>& comm,
+                            const std::string& rng_state, FloatArray weights, bool stopped) {
+  auto counters = topology::CommCounters::FromRows(comm);
+  if (!counters.ok()) return counters.status().WithContext("checkpoint counters");
+  comm_ = std::move(*counters);
+  if (!rng_state.empty()) {
+    std::istringstream in(rng_state);
+    in >> rng_;
+    if (!in) return Status::InvalidArgument("checkpoint: unreadable random generator state");
+  }
+  completed_round_ = round;
+  completed_wall_seconds_ = wall_seconds;
+  resumed_wall_ = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, wall_seconds)));
+  node_.requests.set_round(round);
+  Publish(round, std::move(weights), stopped);
+  return Status::Ok();
+}
+
+std::string RoundDriver::RngState() const {
+  std::ostringstream out;
+  out << rng_;
+  return out.str();
+}
+
+void RoundDriver::Start(TimePoint now, Actions& out) {
+  started_at_ = now - resumed_wall_;
+  round_started_at_ = now;
+  if (completed_round_ < 0) {
+    phase_ = Phase::kComputing;
+    fetch_ = Fetch{};
+    out.push_back(StartCompute{RoundJob{0, {}}});
+  } else if (completed_round_ >= config_.rounds) {
+    phase_ = Phase::kLingering;
+    linger_until_ = now + config_.linger;
+  } else {
+    node_.log.info("resuming after round {} from the checkpoint", completed_round_);
+    BeginRound(completed_round_ + 1, now, out);
+  }
+}
+
+bool RoundDriver::MustWaitForPeers() const {
+  return membership_.HelloOutstanding() || (!mesh_wait_done_ && membership_.MeshIncomplete());
+}
+
+void RoundDriver::BeginRound(int64_t round, TimePoint now, Actions& out, bool may_wait) {
+  if (hold_before_ && round >= *hold_before_) {
+    phase_ = Phase::kPacing;
+    next_round_at_ = TimePoint::max();
+    return;
+  }
+  if (may_wait && MustWaitForPeers()) {
+    pending_round_ = round;
+    pending_round_deadline_ =
+        now + (!mesh_wait_done_ && membership_.MeshIncomplete()
+                   ? std::max<Clock::duration>(6 * config_.round_deadline, std::chrono::seconds(60))
+                   : config_.round_deadline);
+    phase_ = Phase::kWaitingForPeers;
+    return;
+  }
+  if (!mesh_wait_done_ && membership_.MeshIncomplete()) {
+    node_.log.warn("round {} begins knowing only {} peers of a mesh of {} nodes", round,
+                   membership_.AdmittedPeers(), membership_.mesh_size());
+  }
+  mesh_wait_done_ = true;
+  hooks_.OnRoundStart(round, now, out);
+  membership_.Gossip(now, rng_, out);
+
+  round_started_at_ = now;
+  fetch_ = Fetch{};
+  fetch_.round = round;
+  fetch_.deadline = now + config_.round_deadline;
+  const topology::PeerTable& peers = membership_.peers();
+  fetch_.sampled = node_.sampler.Sample(
+      static_cast<size_t>(config_.peers_per_round),
+      [&](std::string_view peer) { return peers.IsSamplable(peer, now); }, rng_);
+  phase_ = Phase::kFetching;
+  for (const topology::SampledPeer& s : fetch_.sampled) {
+    comm_.RecordSampled(s.peer);
+    SendRequest request = node_.requests.Open(
+        Part::kRounds, *peers.Find(s.peer),
+        GetModel{round - 1, config_.sync, config_.fetch_updates}, fetch_.deadline);
+    fetch_.requests[request.request_id] = s.peer;
+    out.push_back(std::move(request));
+  }
+  if (fetch_.requests.empty()) FinishFetch(out);
+}
+
+void RoundDriver::MaybeBeginPendingRound(TimePoint now, Actions& out) {
+  if (!pending_round_) return;
+  if (MustWaitForPeers() && now < pending_round_deadline_) return;
+  // Every Hello resolved, or the wait hit its deadline: start without the slow peers.
+  int64_t round = *pending_round_;
+  pending_round_.reset();
+  BeginRound(round, now, out, /*may_wait=*/false);
+}
+
+void RoundDriver::FinishFetch(Actions& out) {
+  // Requests still outstanding missed the deadline; their late replies are dropped.
+  for (const auto& [request_id, peer] : fetch_.requests) {
+    node_.requests.Forget(request_id);
+    ++counters_.missed_deadlines;
+    node_.log.info("round {}: peer {} missed the deadline; skipped this round", fetch_.round, peer);
+  }
+  fetch_.requests.clear();
+  phase_ = Phase::kComputing;
+  out.push_back(StartCompute{RoundJob{fetch_.round, fetch_.answered}});
+}
+
+void RoundDriver::OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
+                          TimePoint now, Actions& out) {
+  auto it = fetch_.requests.find(request_id);
+  if (phase_ != Phase::kFetching || it == fetch_.requests.end()) return;
+  std::string peer = it->second;
+  fetch_.requests.erase(it);
+  const auto* model = failure.ok() ? std::get_if<Model>(&reply->body) : nullptr;
+  if (model) {
+    AcceptModel(peer, *model);
+  } else {
+    Status why =
+        failure.ok() ? Status::Malformed("GetModel was not answered with a Model") : failure;
+    ++counters_.missed_deadlines;
+    node_.log.info("round {}: peer {} gave no model ({}); skipped this round", fetch_.round, peer,
+                   why.ToString());
+    if (membership_.peers().RecordFailure(peer, now)) {
+      node_.log.warn("peer {} failed {} times in a row: marked dead, retried later", peer,
+                     membership_.peers().Find(peer)->consecutive_failures);
+    }
+  }
+  if (fetch_.requests.empty()) FinishFetch(out);
+}
+
+void RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
+  membership_.peers().RecordSuccess(peer);
+  (void)comm_.RecordAnswered(peer);
+  double probability = 0;
+  for (const topology::SampledPeer& s : fetch_.sampled) {
+    if (s.peer == peer) probability = s.probability;
+  }
+  fetch_.answered.push_back({peer, model.weights, model.train_size, probability,
+                             hooks_.ExchangedScore(peer), model.update});
+  topology::ScoreRow row;
+  for (const PeerScore& s : model.score_row) row.push_back({s.peer, s.score});
+  fetch_.rows[peer] = std::move(row);
+}
+
+void RoundDriver::OnComputeDone(const Result<RoundOutcome>& result, TimePoint now, Actions& out) {
+  if (phase_ != Phase::kComputing) return;
+  int64_t round = fetch_.round;
+  RoundRecord record;
+  record.round = round;
+  record.sampled = static_cast<int>(fetch_.sampled.size());
+  record.answered = static_cast<int>(fetch_.answered.size());
+  for (const topology::SampledPeer& p : fetch_.sampled) record.sampled_peers.push_back(p.peer);
+  if (!result.ok()) {
+    node_.log.error("round {}: {}; the node stops learning and keeps serving its last model", round,
+                    result.status().ToString());
+    record.stopped = true;
+    record.outcome.round = round;
+    Publish(round, server_.HavePublished() ? server_.Latest().weights : FloatArray(), true);
+  } else {
+    const RoundOutcome& outcome = *result;
+    std::vector<topology::PeerObservation> observations;
+    for (const PeerScoreOutcome& s : outcome.scores) {
+      if (!s.score) {
+        node_.log.warn("round {}: could not score peer {}: {}", round, s.peer, s.error.ToString());
+        continue;
+      }
+      auto row = fetch_.rows.find(s.peer);
+      observations.push_back(
+          {s.peer, *s.score, row == fetch_.rows.end() ? topology::ScoreRow{} : row->second});
+    }
+    if (round > 0) {
+      Status updated = node_.sampler.Update(round, observations);
+      if (!updated.ok()) {
+        node_.log.warn("round {}: sampler update rejected: {}", round, updated.ToString());
+      }
+    }
+    if (outcome.cluster_mates && node_.sampler.SetCluster(outcome.cluster_mates)) {
+      // FLIC / OCFL: the learner's policy clustered; sample within the node's cluster from now on.
+      node_.log.info("round {}: clustered; cluster mates: {}", round,
+                     fmt::join(*outcome.cluster_mates, " "));
+    }
+    counters_.merge_excluded += static_cast<uint64_t>(outcome.excluded_by_min_score);
+    record.outcome = outcome;
+    hooks_.Annotate(record);
+    record.outcome.published_weights = FloatArray();
+    record.outcome.published_update.reset();
+    record.stopped = outcome.stopped;
+    Publish(round, outcome.published_weights, outcome.stopped, outcome.published_update);
+  }
+  record.wall_seconds = Seconds(now - started_at_);
+  completed_round_ = round;
+  completed_wall_seconds_ = record.wall_seconds;
+  node_.requests.set_round(round);
+  server_.AnswerHeld(now, false, done(), out);
+  out.push_back(RoundCompleted{std::move(record)});
+
+  if (round >= config_.rounds) {
+    phase_ = Phase::kLingering;
+    linger_until_ = now + config_.linger;
+    node_.log.info("all {} rounds done; serving for {:.1f} s more", config_.rounds,
+                   Seconds(config_.linger));
+    server_.AnswerHeld(now, true, done(), out);
+  } else if (now < round_started_at_ + config_.min_round) {
+    phase_ = Phase::kPacing;
+    next_round_at_ = round_started_at_ + config_.min_round;
+  } else {
+    BeginRound(round + 1, now, out);
+  }
+}
+
+void RoundDriver::Publish(int64_t round, FloatArray weights, bool stopped,
+                          std::optional<FloatArray> update) {
+  Snapshot snapshot;
+  snapshot.round = round;
+  snapshot.weights = std::move(weights);
+  snapshot.update = std::move(update);
+  snapshot.early_stopped = stopped;
+  for (const topology::ScoreEntry& e : node_.sampler.Scores()) {
+    snapshot.score_row.push_back({e.peer, e.score});
+  }
+  server_.Publish(std::move(snapshot));
+}
+
+void RoundDriver::OnTick(TimePoint now, Actions& out) {
+  if (phase_ == Phase::kWaitingForPeers) MaybeBeginPendingRound(now, out);
+  if (phase_ == Phase::kPacing && now >= next_round_at_) BeginRound(completed_round_ + 1, now, out);
+  // Safety net: the transport fails requests at their deadline; this closes a fetch whose
+  // failures were lost, a little later.
+  if (phase_ == Phase::kFetching && now >= fetch_.deadline + config_.round_deadline / 4) {
+    FinishFetch(out);
+  }
+  bool exchange_waits = hooks_.ExchangesInFlight() && now < linger_until_ + config_.exchange_linger;
+  if (phase_ == Phase::kLingering && now >= linger_until_ && !exchange_waits) {
+    phase_ = Phase::kFinished;
+    server_.AnswerHeld(now, true, done(), out);
+    hooks_.OnFinish(now, out);
+    out.push_back(Finished{});
+  }
+}
+
+}  // namespace meshlearn::node

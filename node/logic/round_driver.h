@@ -1,0 +1,196 @@
+#pragma once
+// The round driver: the node's round of DESIGN.md "The node's round", one part of the node state
+// machine (node/logic/state_machine.h). No I/O: replies, compute results and time in, actions out.
+//
+// Specification.
+// - Round 0 trains locally from the shared initial model (StartCompute with no peers).
+//   Round t >= 1: sample m peers from p_i among samplable peers (topology/peer_table.h) ->
+//   GetModel{min_round = t-1, wait = sync} to each, deadline now + round_deadline -> when every
+//   request has an answer or failed -> StartCompute(peers that answered) -> OnComputeDone:
+//   sampler update (scores, two-hop, softmax), publish snapshot t, RoundCompleted.
+//   Rationale: file 004 Algorithm 1; a round never waits past its deadline because the
+//   transport fails every request at its deadline and OnTick() also closes an overdue fetch.
+// - A round starts only when no first Hello is outstanding (bounded by round_deadline).
+//   Rationale: with sync = true and a fixed seed two runs must sample the same peers; the set
+//   of known peers at each round start must therefore not depend on reply timing.
+// - The first round this driver fetches in (round 1, or the one after a resumed checkpoint)
+//   also waits while the mesh is incomplete (Membership::MeshIncomplete), at most
+//   max(6 round deadlines, 60 s); it then starts with the peers it has and logs how many.
+//   Rationale: engine-started nodes know only rank 0 at start and learn the rest by gossip,
+//   while the engine may start the last rank seconds after the first.
+// - At every round start, before sampling, the exchanges run their round-start step
+//   (RoundHooks::OnRoundStart) and membership gossips; gossip and sampling draw from the one
+//   sampling generator, in that order.
+// - A peer that misses the deadline or answers without a model is logged, counted, skipped this
+//   round and kept; after dead_after_failures failures in a row it is dead for a while
+//   (topology/peer_table.h).
+// - Scores: the learner scores each model it receives; for metrics scored by an exchange (emd,
+//   centroid) it gets the score the exchange measured (RoundHooks::ExchangedScore) with the model
+//   and never computes it again.
+// - Clustering policies (fetch_updates): GetModel asks for the peer's last local update too, and
+//   the learner receives it in PeerModel::update; when the learner's policy clusters, the
+//   sampler samples within the node's cluster from then on.
+// - A round lasts at least `min_round` (pacing): the next one starts when it has passed.
+//   Rationale: on a LAN a tiny model would otherwise gossip as fast as the network allows.
+// - A failed computation (e.g. a NaN loss) keeps the last snapshot, records the round as stopped
+//   and stops learning; the node keeps serving.
+// - After the last round the node keeps serving for `linger` and then emits Finished; while an
+//   exchange is in flight (RoundHooks::ExchangesInFlight) it waits up to `exchange_linger` longer.
+//   Rationale: peers that are a little behind still fetch from it, and a one-shot exchange that
+//   started late must not be cut off.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "node/logic/actions.h"
+#include "node/logic/membership.h"
+#include "node/logic/model_server.h"
+#include "node/logic/requests.h"
+#include "topology/comm_counters.h"
+#include "topology/sampler.h"
+
+namespace meshlearn::node {
+
+// What the round driver needs to know about its node.
+struct RoundConfig {
+  int peers_per_round = 5;  // m
+  bool sync = true;
+  // Ask sampled peers for their last local update with their model (clustering policies).
+  bool fetch_updates = false;
+  Clock::duration round_deadline = std::chrono::seconds(10);
+  int64_t rounds = 50;
+  Clock::duration linger = std::chrono::seconds(5);
+  // After `linger`, a finished node waits at most this much longer for an exchange in flight.
+  Clock::duration exchange_linger = std::chrono::seconds(40);
+  Clock::duration min_round = Clock::duration::zero();  // a round lasts at least this long
+};
+
+// What the round driver asks of the node's exchanges (the state machine's router implements it).
+class RoundHooks {
+ public:
+  virtual ~RoundHooks() = default;
+  // Round `round` begins at `now`: the exchanges start or continue their requests.
+  virtual void OnRoundStart(int64_t round, TimePoint now, Actions& out) = 0;
+  // The score s_ij an exchange measured for `peer`, for metrics scored by an exchange; nullopt
+  // for other metrics or a peer not measured yet.
+  virtual std::optional<double> ExchangedScore(const std::string& peer) const = 0;
+  // Adds to the record of a finished round what the exchanges have to record with it.
+  virtual void Annotate(RoundRecord& record) = 0;
+  // True while an exchange is still in flight (a finished node lingers for it).
+  virtual bool ExchangesInFlight() const = 0;
+  // The node finishes at `now`: the exchanges answer what they still hold.
+  virtual void OnFinish(TimePoint now, Actions& out) = 0;
+};
+
+// Counters of the rounds, for /status and /metrics.
+struct RoundCounters {
+  uint64_t missed_deadlines = 0;  // sampled peers that did not answer in time
+  uint64_t merge_excluded = 0;    // peers left out by merge_min_score
+};
+
+// The node's rounds (see the specification). Not thread-safe.
+class RoundDriver {
+ public:
+  // The driver of the node of `node`, sampling among `membership`'s peers (drawing from a
+  // generator seeded with `sampling_seed`), publishing through `server` and telling the
+  // exchanges through `hooks`.
+  RoundDriver(RoundConfig config, uint64_t sampling_seed, NodeServices node, Membership& membership,
+              ModelServer& server, RoundHooks& hooks);
+
+  // Restores a checkpoint before Start(): round `round` was the last completed one, `wall_seconds`
+  // its wall_s, and the node serves `weights` (`stopped`: early-stopped). The sampler must be
+  // restored first. kInvalidArgument when the counters or the generator state do not parse.
+  // Rationale for `wall_seconds`: wall_s goes on from the checkpointed round's, so that it stays
+  // monotonic across a restart (the time the node was down does not count).
+  Status Restore(int64_t round, double wall_seconds, const std::vector<topology::CommRow>& comm,
+                 const std::string& rng_state, FloatArray weights, bool stopped);
+  // Starts at `now`: round 0, the round after the restored one, or lingering.
+  void Start(TimePoint now, Actions& out);
+  // Rounds from `round` on never begin: the driver waits after round - 1 (still serving) until
+  // it is taken apart. Rationale: the simulator's snapshot barrier (sim/simulation.h) holds every
+  // node there, then restarts all of them from their checkpoints.
+  void HoldBefore(int64_t round) { hold_before_ = round; }
+  // The outcome of one of our GetModel requests; `failure` is why there is no usable reply.
+  void OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
+               TimePoint now, Actions& out);
+  // The learner finished the round's StartCompute job.
+  void OnComputeDone(const Result<RoundOutcome>& outcome, TimePoint now, Actions& out);
+  // A first Hello was answered: the round waiting for it may begin.
+  void MaybeBeginPendingRound(TimePoint now, Actions& out);
+  // Time passed: begins due rounds, closes an overdue fetch, ends lingering.
+  void OnTick(TimePoint now, Actions& out);
+
+  // The last completed round (-1 before round 0 completes).
+  int64_t completed_round() const { return completed_round_; }
+  // The wall_s of the last completed round (0 before round 0 completes).
+  double completed_wall_seconds() const { return completed_wall_seconds_; }
+  // True after the last round: the node's model never changes again.
+  bool done() const { return phase_ == Phase::kLingering || phase_ == Phase::kFinished; }
+  // True after Finished was emitted.
+  bool finished() const { return phase_ == Phase::kFinished; }
+  // Communication counters.
+  const topology::CommCounters& comm() const { return comm_; }
+  // Deadline and merge counters.
+  const RoundCounters& counters() const { return counters_; }
+  // The sampling generator's state, for a checkpoint.
+  std::string RngState() const;
+
+ private:
+  enum class Phase {
+    kIdle,
+    kWaitingForPeers,
+    kPacing,
+    kFetching,
+    kComputing,
+    kLingering,
+    kFinished
+  };
+  struct Fetch {
+    int64_t round = 0;
+    std::vector<topology::SampledPeer> sampled;
+    std::vector<PeerModel> answered;
+    std::map<std::string, topology::ScoreRow> rows;
+    std::map<uint64_t, std::string> requests;  // GetModel requests in flight, by request id
+    TimePoint deadline;
+  };
+
+  void BeginRound(int64_t round, TimePoint now, Actions& out, bool may_wait = true);
+  // True while a round should wait for peers (see the specification).
+  bool MustWaitForPeers() const;
+  void FinishFetch(Actions& out);
+  void Publish(int64_t round, FloatArray weights, bool stopped,
+               std::optional<FloatArray> update = std::nullopt);
+  void AcceptModel(const std::string& peer, const Model& model);
+
+  RoundConfig config_;
+  NodeServices node_;
+  Membership& membership_;
+  ModelServer& server_;
+  RoundHooks& hooks_;
+  topology::Rng rng_;
+  topology::CommCounters comm_;
+  RoundCounters counters_;
+
+  Phase phase_ = Phase::kIdle;
+  TimePoint started_at_{};
+  Clock::duration resumed_wall_{};  // wall_s of the restored round; Start() counts on from it
+  int64_t completed_round_ = -1;
+  double completed_wall_seconds_ = 0;
+  std::optional<int64_t> pending_round_;  // round waiting for outstanding Hellos
+  TimePoint pending_round_deadline_{};
+  bool mesh_wait_done_ = false;  // the first fetching round waited for the mesh
+  TimePoint linger_until_{};
+  TimePoint round_started_at_{};  // when the current round began (for min_round pacing)
+  TimePoint next_round_at_{};     // kPacing: when the next round may begin
+  std::optional<int64_t> hold_before_;  // HoldBefore()
+  Fetch fetch_;
+};
+
+}  // namespace meshlearn::node

@@ -1,0 +1,100 @@
+#pragma once
+// The simulated network: the one in-memory Transport (node/transport/transport.h) of meshlearn. The nodes of
+// one process exchange their real encoded frames through it, without sockets, on one of two
+// clocks:
+// - real time (SimulatedNetwork()): a delivery thread of its own; tests and in-process runs;
+// - a simulator's virtual clock (SimulatedNetwork(clock, links)): the discrete-event simulation
+//   (sim/simulation.h) delivers every frame as an event of its queue.
+//
+// It keeps the rules of every transport, and passes the same contract tests as ZeroMQ's
+// (tests/node/transport_test.cc):
+// - deadlines: every request ends by its deadline (kTimeout);
+// - exactly-once handlers, also when a transport stops or a connection is closed (kUnavailable);
+// - bounds: pending inbound requests per peer connection and in total, and the send queue of a
+//   connection to an endpoint nobody listens on;
+// - size limits: a frame above the receiver's frame ceiling (FrameCeiling: twice
+//   max_message_bytes) never reaches it, and extra frames are cut to max_frames + 1;
+// - CURVE semantics: a server admits only allowlisted client keys, a client talks only to a
+//   server with the key it expects, and both ends use CURVE or neither.
+//
+// Specification of the medium:
+// - Endpoints look like TCP ones ("tcp://<host>:<port>"), so that node configs work unchanged; a
+//   port of 0 or "*" gets a free one of the network.
+// - Every message (a request, or a reply) is shown to the LinkModel when it is sent, in the order
+//   messages are sent. The model says how long the message takes to arrive, or that it is lost;
+//   it may also change the frames (a corrupted or truncated message), which the receiver then
+//   decodes as it would any bytes from a socket. The default model delivers every message at
+//   once.
+//   Rationale: the simulator's network model (latency, bandwidth, loss, partitions) applies to
+//   the real encoded bytes, so byte counts and transfer times are those of the wire.
+// - A message is addressed when it is sent: one that arrives after its receiver stopped is lost,
+//   even when another transport has bound the same endpoint since (a restarted node).
+// - Handlers are never called from inside Transport::Request, Reply or Disconnect: they run on
+//   the network's thread (real time) or as events of the clock (virtual time).
+//   Rationale: the node that called the transport may be in the middle of carrying out its
+//   actions; a handler run inline would re-enter it.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "node/transport/transport.h"
+
+namespace meshlearn::node {
+
+// The time a SimulatedNetwork lives in, and the thread its work runs on.
+class NetworkClock {
+ public:
+  virtual ~NetworkClock() = default;
+  // The current time.
+  virtual std::chrono::steady_clock::time_point Now() const = 0;
+  // Runs `task` on the network's thread at `at` (at once when it has passed), after the tasks due
+  // before it and after those already queued for the same time.
+  virtual void At(std::chrono::steady_clock::time_point at, std::function<void()> task) = 0;
+  // Runs `task` on the network's thread: at once when the caller is on it, otherwise as soon as
+  // possible; with `wait`, returns only once it has run.
+  virtual void Enter(std::function<void()> task, bool wait) = 0;
+};
+
+// A message as it is sent, shown to the LinkModel.
+struct LinkMessage {
+  const std::string& from;    // the sender's node id (TransportOptions::node_id)
+  const std::string& to;      // the receiver's node id
+  std::vector<Frame>& frames;  // the encoded message; the model may replace them
+  bool reply = false;          // a reply (else a request)
+};
+
+// How long `message` takes to arrive, or nullopt when it is lost. Called on the network's thread
+// for every message, in the order they are sent.
+using LinkModel = std::function<std::optional<std::chrono::steady_clock::duration>(LinkMessage)>;
+
+// The medium the simulated transports of one process share: a handle, copies share the medium.
+// Thread-safe on real time; on a virtual clock, to be used from the clock's thread only. The
+// medium lives while a handle or a transport on it does.
+class SimulatedNetwork {
+ public:
+  // A medium on real time, with its delivery thread running, which delivers every message at once.
+  SimulatedNetwork();
+  // A medium on `clock`, whose messages take the time `links` says (a null model: no time).
+  SimulatedNetwork(std::shared_ptr<NetworkClock> clock, LinkModel links);
+
+  // Starts a transport listening at options.listen_endpoint on this medium, which calls
+  // `on_request` (on the network's thread) for every accepted inbound request. Errors name the
+  // endpoint: kInvalidArgument (malformed endpoint or options), kUnavailable (address in use).
+  Result<std::unique_ptr<Transport>> Start(TransportOptions options,
+                                           InboundHandler on_request) const;
+
+  // A factory of transports on this medium, for Node::Create.
+  TransportFactory Factory() const;
+
+  // The medium's state (simulated_network.cc).
+  class Core;
+
+ private:
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace meshlearn::node

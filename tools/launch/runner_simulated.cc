@@ -1,0 +1,100 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "base/atomic_file.h"
+#include "sim/simulation.h"
+#include "tools/launch/method_runner.h"
+#include "tools/launch/node_processes.h"
+#include "tools/launch/run_layout.h"
+
+namespace meshlearn::launch {
+namespace {
+
+// Peak resident memory of this process in MiB (0 when unavailable).
+double PeakRssMib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  return 0;
+}
+
+// The mesh simulated in this process: the nodes' real logic on a virtual clock and the
+// scenario's [network] model, deterministic for a seed. The one call into the simulator
+// (sim::Simulate) is here.
+class SimulatedRunner : public MethodRunner {
+ public:
+  std::string Mode() const override { return "simulated"; }
+  bool BindsPorts() const override { return false; }
+  Status Run(const MethodJob& job, MethodRun& run) override {
+    const std::vector<node::NodeConfig>& configs = job.configs;
+    const Scenario& scenario = job.scenario;
+    const RunOptions& options = job.options;
+    const std::atomic<bool>& interrupt = job.interrupt;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(PathIn(run.nodes[i].dir, kNodeConfigFile),
+                                                    node::RenderNodeConfig(configs[i])));
+    }
+    ProgressLine progress(run.method.name, configs.front().rounds);
+    sim::SimulationOptions sim;
+    sim.network = scenario.network;
+    sim.seed = scenario.seed;
+    sim.threads = options.threads;
+    sim.interrupt = &interrupt;
+    sim.snapshot_every = options.snapshot_every;
+    sim.snapshot_dir = PathIn(run.dir, kSnapshotFolder);
+    std::error_code ec;
+    sim.resume =
+        options.resume && std::filesystem::exists(PathIn(sim.snapshot_dir, "snapshot.txt"), ec);
+    // The dashboard reads the snapshot the simulation thread leaves at each progress report.
+    std::mutex latest_mutex;
+    std::vector<std::optional<node::NodeStatus>> latest(configs.size());
+    sim.with_status = options.observer != nullptr;
+    if (options.observer) {
+      options.observer->NodesStarted(run, [&] {
+        std::lock_guard<std::mutex> lock(latest_mutex);
+        return latest;
+      });
+    }
+    sim.on_progress = [&](const sim::SimulationProgress& p) {
+      if (options.observer) {
+        std::lock_guard<std::mutex> lock(latest_mutex);
+        for (size_t i = 0; i < p.statuses.size() && i < latest.size(); ++i)
+          latest[i] = p.statuses[i];
+      }
+      char extra[96];
+      std::snprintf(extra, sizeof(extra), "simulated %.1fs, %.0fk events/s", p.simulated_seconds,
+                    p.real_seconds > 0 ? p.events / p.real_seconds / 1000 : 0.0);
+      progress.Show(p.reached, p.mean_val_loss, 0, p.real_seconds, extra);
+    };
+    auto report = sim::Simulate(configs, sim);
+    progress.Finish();
+    if (options.observer) options.observer->NodesStopped(run);
+    if (!report.ok()) return report.status();
+    run.interrupted = report->interrupted;
+    if (report->resumed_from >= 0) {
+      std::printf("[%s] resumed from the snapshot after round %lld\n", run.method.name.c_str(),
+                  static_cast<long long>(report->resumed_from));
+    }
+    if (report->interrupted && report->snapshot_round >= 0) {
+      std::printf("[%s] stopped at the snapshot after round %lld: --resume continues from it\n",
+                  run.method.name.c_str(), static_cast<long long>(report->snapshot_round));
+    }
+    for (size_t i = 0; i < report->failures.size(); ++i) {
+      if (!report->failures[i]) continue;
+      run.nodes[i].failure = *report->failures[i];
+      std::printf("node %s failed: %s\n", run.nodes[i].id.c_str(), report->failures[i]->c_str());
+    }
+    run.simulation = std::move(*report);
+    run.simulation_peak_rss_mib = PeakRssMib();
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<MethodRunner> MakeSimulatedRunner() { return std::make_unique<SimulatedRunner>(); }
+
+}  // namespace meshlearn::launch
