@@ -38,6 +38,25 @@ struct SecurityConfig {
   bool operator==(const SecurityConfig&) const = default;
 };
 
+// [privacy]: record-level differential privacy of the node's training data by DP-SGD
+// (training/dp_sgd.h), accounted with training/rdp_accountant.h (docs/privacy.md).
+struct PrivacyConfig {
+  bool enabled = false;
+  // Exactly one of these when enabled: σ directly, or the ε the whole run may spend, from which
+  // σ is derived for (rounds + 1) × local_epochs × ceil(N / batch_size) steps.
+  std::optional<double> noise_multiplier;
+  std::optional<double> target_epsilon;
+  double delta = 1e-5;       // the δ of every reported ε
+  double max_grad_norm = 1;  // C: per-sample gradients are clipped to this norm
+  // Set: the node stops training (and merging) before a round would take ε past it, and keeps
+  // serving its best-validation model (or its last one), like early stopping.
+  std::optional<double> max_epsilon;
+  // [emd] and FLT signatures publish values computed from the data without DP; a config that
+  // combines them with [privacy] is refused unless this is true (it is then in node.toml).
+  bool allow_data_exchanges = false;
+  bool operator==(const PrivacyConfig&) const = default;
+};
+
 // [attack] kind: robustness experiments only (node/learner/poisoned_learner.h).
 enum class AttackKind {
   kNone,      // "none": an honest node
