@@ -61,7 +61,7 @@ struct PrivacyConfig {
   double delta = 1e-5;       // the δ of every reported ε
   double max_grad_norm = 1;  // C: per-sample gradients are clipped to this norm
   // Set: the node stops training (and merging) before a round would take ε past it, and keeps
-  // serving its last model, like early stopping.
+  // serving its best-validation model (or its last one), like early stopping.
   std::optional<double> max_epsilon;
   // [emd] and FLT signatures publish values computed from the data without DP; a config that
   // combines them with [privacy] is refused unless this is true (it is then in node.toml).
