@@ -51,17 +51,29 @@ ParamLayout LayoutOf(const std::vector<std::pair<std::string, torch::Tensor>>& n
   return MakeContiguousLayout(specs);
 }
 
-// A built-in network: forward plus the penultimate activations as embedding.
+// Appends {kind, input, output} to `layers` when recording (non-null); returns `output`.
+torch::Tensor Recorded(LayerRecord::Kind kind, const torch::Tensor& input, torch::Tensor output,
+                       std::vector<LayerRecord>* layers) {
+  if (layers != nullptr) layers->push_back({kind, input, output});
+  return output;
+}
+
+// A built-in network: forward plus the penultimate activations as embedding. forward_recording
+// is the forward pass that also records its weighted layers (TorchModel::ForwardRecordingLayers).
 class BuiltinNet : public torch::nn::Module {
  public:
-  virtual torch::Tensor forward(torch::Tensor x) = 0;
+  torch::Tensor forward(torch::Tensor x) { return forward_recording(x, nullptr); }
+  virtual torch::Tensor forward_recording(torch::Tensor x, std::vector<LayerRecord>* layers) = 0;
   virtual torch::Tensor embed(torch::Tensor x) = 0;
 };
 
 class LinearNet final : public BuiltinNet {
  public:
   LinearNet(int64_t in, int64_t out) : fc_(register_module("fc", torch::nn::Linear(in, out))) {}
-  torch::Tensor forward(torch::Tensor x) override { return fc_(x.flatten(1)); }
+  torch::Tensor forward_recording(torch::Tensor x, std::vector<LayerRecord>* layers) override {
+    x = x.flatten(1);
+    return Recorded(LayerRecord::Kind::kLinear, x, fc_(x), layers);
+  }
   torch::Tensor embed(torch::Tensor x) override { return x.flatten(1); }
 
  private:
@@ -73,10 +85,17 @@ class MlpNet final : public BuiltinNet {
   MlpNet(int64_t in, int64_t hidden, int64_t out)
       : fc1_(register_module("fc1", torch::nn::Linear(in, hidden))),
         fc2_(register_module("fc2", torch::nn::Linear(hidden, out))) {}
-  torch::Tensor embed(torch::Tensor x) override { return torch::relu(fc1_(x.flatten(1))); }
-  torch::Tensor forward(torch::Tensor x) override { return fc2_(embed(x)); }
+  torch::Tensor embed(torch::Tensor x) override { return Hidden(x, nullptr); }
+  torch::Tensor forward_recording(torch::Tensor x, std::vector<LayerRecord>* layers) override {
+    const torch::Tensor h = Hidden(x, layers);
+    return Recorded(LayerRecord::Kind::kLinear, h, fc2_(h), layers);
+  }
 
  private:
+  torch::Tensor Hidden(torch::Tensor x, std::vector<LayerRecord>* layers) {
+    x = x.flatten(1);
+    return torch::relu(Recorded(LayerRecord::Kind::kLinear, x, fc1_(x), layers));
+  }
   torch::nn::Linear fc1_, fc2_;
 };
 
@@ -114,15 +133,21 @@ class ConvNet final : public BuiltinNet {
   static int64_t Side(int64_t in, int64_t kernel) {
     return ((in - kernel + 1) / 2 - kernel + 1) / 2;
   }
-  torch::Tensor embed(torch::Tensor x) override {
-    x = x.view({x.size(0), chw_[0], chw_[1], chw_[2]});
-    x = PoolRelu(conv1_(x));
-    x = PoolRelu(conv2_(x));
-    return torch::relu(fc1_(x.flatten(1)));
+  torch::Tensor embed(torch::Tensor x) override { return Hidden(x, nullptr); }
+  torch::Tensor forward_recording(torch::Tensor x, std::vector<LayerRecord>* layers) override {
+    const torch::Tensor h = Hidden(x, layers);
+    return Recorded(LayerRecord::Kind::kLinear, h, fc2_(h), layers);
   }
-  torch::Tensor forward(torch::Tensor x) override { return fc2_(embed(x)); }
 
  private:
+  torch::Tensor Hidden(torch::Tensor x, std::vector<LayerRecord>* layers) {
+    using Kind = LayerRecord::Kind;
+    x = x.view({x.size(0), chw_[0], chw_[1], chw_[2]});
+    x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers));
+    x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers));
+    x = x.flatten(1);
+    return torch::relu(Recorded(Kind::kLinear, x, fc1_(x), layers));
+  }
   std::vector<int64_t> chw_;
   torch::nn::Conv2d conv1_, conv2_;
   torch::nn::Linear fc1_, fc2_;
@@ -162,6 +187,11 @@ class BuiltinModel final : public TorchModel {
   torch::Tensor EmbedBatch(const torch::Tensor& batch) override { return net_->embed(batch); }
   void SetTraining(bool training) override { net_->train(training); }
   std::vector<torch::Tensor> ParameterTensors() const override { return net_->parameters(); }
+  bool RecordsLayers() const override { return true; }
+  torch::Tensor ForwardRecordingLayers(const torch::Tensor& batch,
+                                       std::vector<LayerRecord>& layers) override {
+    return net_->forward_recording(batch, &layers);
+  }
   Result<std::unique_ptr<Model>> Clone() const override {
     Result<std::unique_ptr<Model>> copy = CreateModel(spec_);
     if (!copy.ok()) return copy.status();
@@ -370,6 +400,10 @@ std::vector<float> Model::Parameters() const {
 Status Model::LoadParameters(const ParamLayout& layout, std::span<const float> flat) {
   MESHLEARN_RETURN_IF_ERROR(layout.Matches(Layout()));
   return LoadParameters(flat);
+}
+
+torch::Tensor TorchModel::ForwardRecordingLayers(const torch::Tensor&, std::vector<LayerRecord>&) {
+  throw std::logic_error("model '" + std::string(Name()) + "' does not record its layers");
 }
 
 Status TorchModel::CopyParameters(std::span<float> out) const {

@@ -10,6 +10,18 @@
 
 namespace meshlearn::training {
 
+// A layer with a weight and a bias, seen in a recorded forward pass (TorchModel::
+// ForwardRecordingLayers): what per-sample gradients are computed from (training/dp_sgd.h).
+struct LayerRecord {
+  enum class Kind {
+    kLinear,  // input [B, in], output [B, out] = input W^T + b
+    kConv2d,  // input [B, C, H, W], output [B, O, H', W']: stride 1, no padding, no dilation
+  };
+  Kind kind = Kind::kLinear;
+  torch::Tensor input;   // what the layer was applied to (never needs a gradient itself)
+  torch::Tensor output;  // the layer's output, part of the autograd graph of the forward pass
+};
+
 // A Model backed by torch tensors. Every model CreateModel() returns is one.
 class TorchModel : public Model {
  public:
@@ -21,6 +33,13 @@ class TorchModel : public Model {
   virtual std::vector<torch::Tensor> ParameterTensors() const = 0;
   // Switches training mode (dropout, batch norm) on or off.
   virtual void SetTraining(bool training) = 0;
+  // True when ForwardRecordingLayers is available: the built-in architectures, whose every
+  // parameter is the weight or the bias of a recorded layer.
+  virtual bool RecordsLayers() const { return false; }
+  // Forward(batch), appending every weighted layer to `layers` in the order of its parameters in
+  // Layout() (each layer's weight, then its bias). Only when RecordsLayers(); throws otherwise.
+  virtual torch::Tensor ForwardRecordingLayers(const torch::Tensor& batch,
+                                               std::vector<LayerRecord>& layers);
 
   Status CopyParameters(std::span<float> out) const override;
   Status LoadParameters(std::span<const float> flat) override;

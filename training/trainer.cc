@@ -10,16 +10,21 @@
 #include <numeric>
 
 #include "training/seeded_random.h"
-#include "training/torch_model.h"
+#include "training/torch_training.h"
 
 namespace meshlearn::training {
 namespace {
 
+using internal::AsTorch;
+using internal::CheckCompatible;
+using internal::DataTensors;
+using internal::FirstLine;
+using internal::Loss;
+using internal::MakeOptimizer;
+using internal::OptimizerPtr;
+using internal::View;
+
 std::atomic<bool> threads_configured{false};
-
-TorchModel& AsTorch(Model& model) { return static_cast<TorchModel&>(model); }
-
-using OptimizerPtr = std::unique_ptr<torch::optim::Optimizer>;
 
 // The one table where optimiser names meet torch optimisers.
 struct OptimizerEntry {
@@ -42,6 +47,10 @@ constexpr std::array<OptimizerEntry, 2> kOptimizers = {{
      }},
 }};
 
+}  // namespace
+
+namespace internal {
+
 Result<OptimizerPtr> MakeOptimizer(TorchModel& model, const OptimizerConfig& config) {
   if (!(config.learning_rate > 0) || !(config.momentum >= 0) || !(config.weight_decay >= 0)) {
     return Status::InvalidArgument(
@@ -53,7 +62,6 @@ Result<OptimizerPtr> MakeOptimizer(TorchModel& model, const OptimizerConfig& con
   return Status::InvalidArgument("unknown optimiser");
 }
 
-// Checks that `model` can consume `data`.
 Status CheckCompatible(const Model& model, const Dataset& data) {
   MESHLEARN_RETURN_IF_ERROR(data.Validate());
   if (data.size() == 0) return Status::InvalidArgument("the dataset is empty");
@@ -76,12 +84,6 @@ Status CheckCompatible(const Model& model, const Dataset& data) {
   return Status::Ok();
 }
 
-// The whole dataset as tensors viewing its buffers (no copy; never written to).
-struct DataTensors {
-  torch::Tensor x;  // [N, *input_shape]
-  torch::Tensor y;  // [N] int64 labels or float targets
-};
-
 DataTensors View(const Model& model, const Dataset& data) {
   std::vector<int64_t> shape = {static_cast<int64_t>(data.size())};
   const auto& in = model.Spec().input_shape;
@@ -97,7 +99,6 @@ DataTensors View(const Model& model, const Dataset& data) {
   return t;
 }
 
-// Mean loss of `outputs` [B, C] against `y` [B] for `task`.
 torch::Tensor Loss(Task task, const torch::Tensor& outputs, const torch::Tensor& y,
                    torch::Reduction::Reduction reduction) {
   if (task == Task::kClassification) {
@@ -107,6 +108,10 @@ torch::Tensor Loss(Task task, const torch::Tensor& outputs, const torch::Tensor&
 }
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace internal
+
+namespace {
 
 // Runs `body` without autograd and with `model` in evaluation mode, restoring training mode
 // afterwards. A torch exception becomes kInternal saying what failed (`doing`) with which model.
@@ -173,6 +178,7 @@ Result<TrainStats> TrainLocal(Model& model, const Dataset& train, const TrainCon
   TorchModel& m = AsTorch(model);
   Result<OptimizerPtr> optimizer = MakeOptimizer(m, config.optimizer);
   if (!optimizer.ok()) return optimizer.status();
+  if (config.privacy) return internal::TrainLocalDpSgd(m, train, config, **optimizer, seed);
   const DataTensors data = View(model, train);
   const size_t n = train.size();
   TrainStats stats;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "base/named_value.h"
 #include "base/status.h"
 #include "training/dataset.h"
+#include "training/dp_sgd.h"
 #include "training/model.h"
 
 namespace meshlearn::training {
@@ -41,12 +43,16 @@ struct TrainConfig {
   OptimizerConfig optimizer;
   int64_t batch_size = 8;
   int epochs = 1;
+  // Set: DP-SGD (training/dp_sgd.h) instead of shuffled mini-batches: each epoch is
+  // DpSgdStepsPerEpoch(batch_size, N) steps, each on a Poisson sample of the records at rate
+  // PoissonSamplingRate(batch_size, N), with clipped per-sample gradients and Gaussian noise.
+  std::optional<DpSgdConfig> privacy;
 };
 
 // What a TrainLocal call did.
 struct TrainStats {
   double mean_loss = 0;  // mean of the per-batch losses of the last epoch
-  int64_t steps = 0;     // optimiser steps over all epochs
+  int64_t steps = 0;     // optimiser steps over all epochs (with privacy: DP-SGD steps)
 };
 
 // Loss and metric of a model on a dataset.
@@ -62,7 +68,9 @@ struct Evaluation {
 Status SetComputeThreads(int threads);
 
 // Trains `model` for config.epochs passes over `train` in shuffled mini-batches (the last batch
-// may be smaller), with the loss of the dataset's task. `seed` decides the batch order.
+// may be smaller), with the loss of the dataset's task. `seed` decides the batch order (with
+// config.privacy: the Poisson samples and the noise). With config.privacy, a model without
+// per-sample gradients (torchscript) is kInvalidArgument.
 // Errors: kInvalidArgument for an empty or invalid dataset, a dataset the model cannot take
 // (sample size or classes), an unknown optimiser or a non-positive batch size / learning rate;
 // kNonFinite when the loss becomes NaN/Inf (the model's weights are then unspecified).

@@ -129,6 +129,60 @@ Status ParseSecurity(TableReader& t, NodeConfig& c) {
   return Status::Ok();
 }
 
+// Reads the optional number `key` of `t` into `out`; it must lie in (min, max].
+Status PositiveNumber(TableReader& t, const char* key, std::optional<double>* out, double min,
+                      double max) {
+  return t.Read(key, false, [&](const toml::node& n) -> Status {
+    const std::optional<double> v = n.is_number() ? n.value<double>() : std::nullopt;
+    if (!v || !(*v > min && *v <= max)) {
+      std::ostringstream range;
+      range << "must be a number in (" << min << ", " << max << "]";
+      return t.Fail(key, n, range.str());
+    }
+    *out = *v;
+    return Status::Ok();
+  });
+}
+
+Status ParsePrivacy(TableReader& t, NodeConfig& c) {
+  PrivacyConfig& p = c.privacy;
+  MESHLEARN_RETURN_IF_ERROR(t.Bool("enabled", &p.enabled));
+  MESHLEARN_RETURN_IF_ERROR(PositiveNumber(t, "noise_multiplier", &p.noise_multiplier, 0, 1e4));
+  MESHLEARN_RETURN_IF_ERROR(PositiveNumber(t, "target_epsilon", &p.target_epsilon, 0, 1e4));
+  MESHLEARN_RETURN_IF_ERROR(t.Number("delta", &p.delta, 0, 0.1, true));
+  MESHLEARN_RETURN_IF_ERROR(t.Number("max_grad_norm", &p.max_grad_norm, 0, 1e6, true));
+  MESHLEARN_RETURN_IF_ERROR(PositiveNumber(t, "max_epsilon", &p.max_epsilon, 0, 1e6));
+  return t.Bool("allow_data_exchanges", &p.allow_data_exchanges);
+}
+
+// The cross-key rules of [privacy].
+Status CheckPrivacy(const NodeConfig& c, const std::string& name) {
+  const PrivacyConfig& p = c.privacy;
+  if (!p.enabled) return Status::Ok();
+  if (p.noise_multiplier.has_value() == p.target_epsilon.has_value()) {
+    return Status::InvalidArgument(
+        name +
+        ": [privacy] enabled = true needs exactly one of 'noise_multiplier' (σ) and "
+        "'target_epsilon' (σ derived for the planned rounds)");
+  }
+  if (c.architecture == training::Architecture::kTorchScript) {
+    return Status::InvalidArgument(
+        name +
+        ": [privacy] needs per-sample gradients, which only the built-in architectures "
+        "(linear, mlp, cnn, cnn_emd) provide; [model] architecture is \"torchscript\"");
+  }
+  if ((c.emd_enabled || c.UsesSignatures()) && !p.allow_data_exchanges) {
+    return Status::InvalidArgument(
+        name + ": [privacy] protects only what derives from the model, but " +
+        (c.emd_enabled ? std::string("[emd] enabled = true sends embeddings")
+                       : std::string("metric \"centroid\" / sampler \"centroid_cluster\" send "
+                                     "FLT signatures")) +
+        " computed from the training data without noise; turn that off, or set [privacy] "
+        "allow_data_exchanges = true to accept it (docs/privacy.md)");
+  }
+  return Status::Ok();
+}
+
 Status ParseTables(const toml::table& root, const std::string& name, NodeConfig& c) {
   TableReader top(root, name, "");
   MESHLEARN_RETURN_IF_ERROR(NodeId(top, "id", &c.id));
@@ -232,6 +286,8 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
     MESHLEARN_RETURN_IF_ERROR(t.Number("threshold", &c.signature_threshold, 0, 1e12, true));
     return t.Integer("max_samples", &c.signature_max_samples, 1, 4096);
   }));
+  MESHLEARN_RETURN_IF_ERROR(
+      top.Table("privacy", [&](TableReader& t) { return ParsePrivacy(t, c); }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("round", [&](TableReader& t) {
     MESHLEARN_RETURN_IF_ERROR(t.Bool("sync", &c.sync));
     MESHLEARN_RETURN_IF_ERROR(t.Number("round_deadline_s", &c.round_deadline_s, 0, 86400, true));
@@ -292,6 +348,7 @@ Status ParseTables(const toml::table& root, const std::string& name, NodeConfig&
         "would enter the softmax and sampling would stay uniform; set unscored = \"zero\" "
         "(with normalize = \"minmax\")");
   }
+  MESHLEARN_RETURN_IF_ERROR(CheckPrivacy(c, name));
   if (c.output_dir.empty()) c.output_dir = "out/" + c.id;
   return Status::Ok();
 }
@@ -377,6 +434,16 @@ std::string RenderNodeConfig(const NodeConfig& c) {
       << "\nlinkage = " << QuotedName(similarity::LinkageNames(), c.linkage) << "\n";
   out << "\n[signature]\nk = " << c.signature_k << "\nthreshold = " << c.signature_threshold
       << "\nmax_samples = " << c.signature_max_samples << "\n";
+  // [privacy] only when set: a config without it renders (and checkpoints, LearningSettings) as
+  // before the section existed.
+  if (const PrivacyConfig& p = c.privacy; p != PrivacyConfig{}) {
+    out << "\n[privacy]\nenabled = " << (p.enabled ? "true" : "false") << "\n";
+    if (p.noise_multiplier) out << "noise_multiplier = " << *p.noise_multiplier << "\n";
+    if (p.target_epsilon) out << "target_epsilon = " << *p.target_epsilon << "\n";
+    out << "delta = " << p.delta << "\nmax_grad_norm = " << p.max_grad_norm << "\n";
+    if (p.max_epsilon) out << "max_epsilon = " << *p.max_epsilon << "\n";
+    out << "allow_data_exchanges = " << (p.allow_data_exchanges ? "true" : "false") << "\n";
+  }
   out << "\n[round]\nsync = " << (c.sync ? "true" : "false")
       << "\nround_deadline_s = " << c.round_deadline_s
       << "\ndead_after_failures = " << c.dead_after_failures << "\nlinger_s = " << c.linger_s

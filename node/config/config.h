@@ -26,7 +26,6 @@
 
 namespace meshlearn::node {
 
-
 // [security]: ZeroMQ CURVE on every socket and an allowlist of peer public keys (DESIGN.md
 // "Reliability and security"). The key files are read when the node starts
 // (node/transport/curve_keys.h, LoadNodeKeys), not when the config is parsed.
@@ -37,6 +36,25 @@ struct SecurityConfig {
   std::vector<std::string> allowed_keys;
   std::string allowed_keys_file;  // more of them, one per line (node/transport/curve_keys.h)
   bool operator==(const SecurityConfig&) const = default;
+};
+
+// [privacy]: record-level differential privacy of the node's training data by DP-SGD
+// (training/dp_sgd.h), accounted with training/rdp_accountant.h (docs/privacy.md).
+struct PrivacyConfig {
+  bool enabled = false;
+  // Exactly one of these when enabled: σ directly, or the ε the whole run may spend, from which
+  // σ is derived for (rounds + 1) × local_epochs × ceil(N / batch_size) steps.
+  std::optional<double> noise_multiplier;
+  std::optional<double> target_epsilon;
+  double delta = 1e-5;       // the δ of every reported ε
+  double max_grad_norm = 1;  // C: per-sample gradients are clipped to this norm
+  // Set: the node stops training (and merging) before a round would take ε past it, and keeps
+  // serving its best-validation model (or its last one), like early stopping.
+  std::optional<double> max_epsilon;
+  // [emd] and FLT signatures publish values computed from the data without DP; a config that
+  // combines them with [privacy] is refused unless this is true (it is then in node.toml).
+  bool allow_data_exchanges = false;
+  bool operator==(const PrivacyConfig&) const = default;
 };
 
 // [attack] kind: robustness experiments only (node/learner/poisoned_learner.h).
@@ -128,6 +146,9 @@ struct NodeConfig {
   int signature_k = 5;               // k-means centroids per node
   double signature_threshold = 1.0;  // peers closer than this are related (hard clusters)
   int signature_max_samples = 512;   // training samples embedded for the centroids
+
+  // [privacy]: DP-SGD and its accountant.
+  PrivacyConfig privacy;
 
   // True when the metric or the sampler needs the peers' data signatures.
   bool UsesSignatures() const {

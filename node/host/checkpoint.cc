@@ -46,7 +46,8 @@ void PackState(Packer& pk, const Checkpoint& c) {
   pk.pack(c.round);
   pk.pack(c.stopped);
   const LearnerState& l = c.learner;
-  pk.pack_array(10);
+  // The 11th field, privacy_steps, was appended later; readers accept 10 or more fields.
+  pk.pack_array(11);
   PackFloats(pk, l.weights);
   pk.pack(l.best_loss);
   pk.pack(l.best_round);
@@ -57,6 +58,7 @@ void PackState(Packer& pk, const Checkpoint& c) {
   pk.pack(l.test_loss);
   pk.pack(l.test_acc);
   pk.pack(l.train_loss);
+  pk.pack(l.privacy_steps);
   const topology::SamplerState& s = c.machine.sampler;
   pk.pack_array(3);
   pk.pack(s.sampler);
@@ -103,6 +105,7 @@ void UnpackState(const msgpack::object* items, Checkpoint& c) {
   c.learner.test_loss = l[7].as<double>();
   c.learner.test_acc = l[8].as<double>();
   c.learner.train_loss = l[9].as<double>();
+  if (items[2].via.array.size > 10) c.learner.privacy_steps = l[10].as<int64_t>();
   const msgpack::object* s = Array(items[3], 3);
   c.machine.round = c.round;
   c.machine.sampler.sampler = s[0].as<std::string>();

@@ -142,6 +142,7 @@ class Node::Impl {
     progress.completed_round = host->completed_round();
     progress.stopped = host->early_stopped();
     progress.last_val_loss = host->last_val_loss();
+    progress.last_epsilon = host->last_epsilon();
     progress.finished = host->finished();
     status_json = std::move(json);
     metrics_text = std::move(metrics);

@@ -33,6 +33,7 @@ struct NodeProgress {
   bool finished = false;
   bool stopped = false;  // early stopping fired
   double last_val_loss = 0;
+  double last_epsilon = 0;  // [privacy]: ε spent after the last completed round; NaN without DP
 };
 
 // What a caller may give a node instead of the defaults (tests and simulators inject them).

@@ -2,16 +2,25 @@
 #include "node/learner/learner_factory.h"
 
 #include <cmath>
+#include <cstdio>
 
-#include "node/transport/endpoint.h"
-#include "node/logic/learner_jobs.h"
 #include "node/config/logging.h"
 #include "node/host/outputs.h"
+#include "node/logic/learner_jobs.h"
+#include "node/transport/endpoint.h"
 #include "protocol/codec.h"
 #include "topology/sampler_factory.h"
 
 namespace meshlearn::node {
 namespace {
+
+// ", epsilon 1.234" for a round's log line; empty without [privacy].
+std::string EpsilonText(double epsilon) {
+  if (std::isnan(epsilon)) return "";
+  char text[48];
+  std::snprintf(text, sizeof(text), ", epsilon %.3f", epsilon);
+  return text;
+}
 
 Clock::duration DurationOf(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
@@ -144,10 +153,10 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
   host->decode_options_.expected_layout = &host->learner_->Layout();
 
   host->machine_ = std::make_unique<NodeStateMachine>(
-      MachineConfigOf(config, *host->learner_,
-                      config.advertise.empty() ? host->transport_->bound_endpoint()
-                                               : config.advertise,
-                      keys, world.Nonce(config.id)),
+      MachineConfigOf(
+          config, *host->learner_,
+          config.advertise.empty() ? host->transport_->bound_endpoint() : config.advertise, keys,
+          world.Nonce(config.id)),
       std::move(*sampler), host->log_);
 
   if (options.hold_before) host->machine_->HoldBefore(*options.hold_before);
@@ -210,6 +219,7 @@ NodeStatus NodeHost::TakeStatus() const {
       *machine_, transport_stats(), config_.id, endpoint(), config_.rounds,
       std::string(NameOf(similarity::MetricKindNames(), config_.metric)), world_.Now());
   status.val_loss = last_val_loss_;
+  status.epsilon = last_epsilon_;
   return status;
 }
 
@@ -260,6 +270,7 @@ void NodeHost::Do(RoundCompleted& a) {
   const RoundRecord& r = a.record;
   TransportStats stats = transport_stats();
   last_val_loss_ = r.outcome.val_loss;
+  last_epsilon_ = r.outcome.epsilon;
   early_stopped_ = r.stopped;
   Status written = recorder_->AppendRound(r, stats.bytes_in, stats.bytes_out);
   if (world_.outputs() == OutputKeeping::kBuffered) {
@@ -276,9 +287,9 @@ void NodeHost::Do(RoundCompleted& a) {
   }
   log_->info(
       "round {} done: val_loss {:.4f} test_loss {:.4f} test_acc {:.4f}, {} of {} peers "
-      "answered{}",
+      "answered{}{}",
       r.round, r.outcome.val_loss, r.outcome.test_loss, r.outcome.test_acc, r.answered, r.sampled,
-      r.stopped ? " (early-stopped)" : "");
+      EpsilonText(r.outcome.epsilon), r.stopped ? " (stopped)" : "");
 }
 
 void NodeHost::OnRequest(InboundRequest& request) {
@@ -343,8 +354,7 @@ Result<int64_t> NodeHost::ResumeFromCheckpoint() {
 
 void NodeHost::LogStart(const std::optional<NodeKeys>& keys) {
   log_->info("listening on {}; model {} ({} parameters), {} training samples", endpoint(),
-             learner_->ArchitectureId(), learner_->Layout().total_floats(),
-             learner_->TrainSize());
+             learner_->ArchitectureId(), learner_->Layout().total_floats(), learner_->TrainSize());
   for (const PeerAddress& peer : config_.peers) {
     // Rationale: ZeroMQ retries an address that does not resolve in silence, for ever.
     if (Status resolved = ResolveTcpEndpoint(peer.endpoint); !resolved.ok()) {

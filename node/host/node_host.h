@@ -2,8 +2,8 @@
 // The node host: the one place a node is assembled (learner, sampler, keys, state machine,
 // checkpoint resume, outputs, transport) and the one place its actions are carried out (requests
 // and replies encoded and decoded with the real codec, learner jobs, rounds recorded and
-// checkpointed, goodbyes). It runs in a World (node/host/world.h): a process (node/host/node.h), or the
-// simulator (sim/simulation.h), which differ only there.
+// checkpointed, goodbyes). It runs in a World (node/host/world.h): a process (node/host/node.h), or
+// the simulator (sim/simulation.h), which differ only there.
 //
 // Threads: every method is called on the world's node thread, and so is every task the host
 // posts; the host itself owns no thread.
@@ -12,6 +12,7 @@
 // -> done() once every Goodbye was answered or timed out -> Flush() -> destruction, which stops
 // the transport.
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,14 +21,14 @@
 #include <spdlog/logger.h>
 
 #include "base/status.h"
-#include "node/host/checkpoint.h"
 #include "node/config/config.h"
-#include "node/logic/learner.h"
+#include "node/host/checkpoint.h"
 #include "node/host/node_recorder.h"
-#include "node/logic/state_machine.h"
 #include "node/host/status_document.h"
-#include "node/transport/transport.h"
 #include "node/host/world.h"
+#include "node/logic/learner.h"
+#include "node/logic/state_machine.h"
+#include "node/transport/transport.h"
 #include "protocol/codec.h"
 #include "protocol/messages.h"
 
@@ -108,6 +109,8 @@ class NodeHost {
   bool early_stopped() const { return early_stopped_; }
   // The validation loss of the last completed round (NaN before the first).
   double last_val_loss() const { return last_val_loss_; }
+  // [privacy]: the ε spent after the last completed round (NaN before the first, or without DP).
+  double last_epsilon() const { return last_epsilon_; }
   // The status documents' snapshot at the world's time (bytes: the transport's counters).
   NodeStatus TakeStatus() const;
   // The endpoint the transport listens on.
@@ -151,6 +154,7 @@ class NodeHost {
   InboundId last_inbound_ = 0;
   Status failure_;
   double last_val_loss_;
+  double last_epsilon_ = std::numeric_limits<double>::quiet_NaN();
   bool early_stopped_ = false;
   uint64_t bytes_in_before_ = 0;
   uint64_t bytes_out_before_ = 0;

@@ -49,9 +49,9 @@ Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
     auto cells = SplitCsvLine(line, path, number);
     if (!cells.ok()) return cells.status();
     const std::vector<std::string>& c = *cells;
-    if (c.size() != 16) {
+    if (c.size() != 17) {
       return Status::Malformed(path + ":" + std::to_string(number) + ": " +
-                               std::to_string(c.size()) + " cells, expected 16");
+                               std::to_string(c.size()) + " cells, expected 17");
     }
     RoundRow r;
     r.round = std::strtoll(c[0].c_str(), nullptr, 10);
@@ -69,7 +69,8 @@ Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
     r.train_s = Cell(c[12]);
     r.eval_s = Cell(c[13]);
     r.temperature = Cell(c[14]);
-    std::istringstream peers(c[15]);
+    r.epsilon = Cell(c[15]);
+    std::istringstream peers(c[16]);
     for (std::string p; std::getline(peers, p, ';');) r.peers.push_back(p);
     rows.push_back(std::move(r));
   }
@@ -177,8 +178,8 @@ Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_
       << Number(o.val_loss) << ',' << Number(o.val_acc) << ',' << Number(o.test_loss) << ','
       << Number(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in << ','
       << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << Number(o.train_seconds) << ','
-      << Number(o.eval_seconds) << ',' << Number(o.temperature) << ',' << JoinPeers(r.sampled_peers)
-      << '\n';
+      << Number(o.eval_seconds) << ',' << Number(o.temperature) << ',' << Number(o.epsilon) << ','
+      << JoinPeers(r.sampled_peers) << '\n';
   if (buffered_) {
     rounds_text_ += row.str();
     unwritten_["rounds.csv"] = rounds_text_;

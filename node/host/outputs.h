@@ -25,11 +25,12 @@
 namespace meshlearn::node {
 
 // The header of rounds.csv: DESIGN.md's columns, then train_s and eval_s (seconds spent in local
-// training and evaluation that round, for the launcher's round-overhead figure) and peers (the
-// sampled peer ids, separated by ';').
+// training and evaluation that round, for the launcher's round-overhead figure), temperature,
+// epsilon ([privacy]: the ε spent so far, empty without DP) and peers (the sampled peer ids,
+// separated by ';').
 inline constexpr const char* kRoundsCsvHeader =
     "round,wall_s,train_loss,val_loss,val_acc,test_loss,test_acc,sampled,answered,bytes_in,"
-    "bytes_out,stopped,train_s,eval_s,temperature,peers";
+    "bytes_out,stopped,train_s,eval_s,temperature,epsilon,peers";
 
 // One row of rounds.csv, as read back by the launcher and tests. Empty cells read as NaN.
 struct RoundRow {
@@ -40,6 +41,7 @@ struct RoundRow {
   bool stopped = false;
   double train_s = 0, eval_s = 0;
   double temperature = 0;  // OCFL's clustering temperature; NaN when the sampler has none
+  double epsilon = 0;      // [privacy]: ε spent so far; NaN without DP
   std::vector<std::string> peers;
 };
 

@@ -84,6 +84,7 @@ std::string StatusJson(const NodeStatus& s) {
                    {"metric", s.metric},
                    {"sampler", s.sampler},
                    {"val_loss", Number(s.val_loss)},
+                   {"epsilon", Number(s.epsilon)},
                    {"peers", std::move(peers)},
                    {"counters",
                     {{"rejected_inbound", c.rejected_inbound},
@@ -126,6 +127,8 @@ Result<NodeStatus> ParseStatusJson(const std::string& text) {
     s.sampler = document.at("sampler").get<std::string>();
     field = "val_loss";
     s.val_loss = NumberOf(document.at("val_loss"));
+    field = "epsilon";  // absent in documents of builds before [privacy]
+    s.epsilon = document.contains("epsilon") ? NumberOf(document.at("epsilon")) : std::nan("");
     field = "peers";
     for (const json& p : document.at("peers")) {
       PeerStatus peer;
@@ -184,6 +187,11 @@ std::string MetricsText(const NodeStatus& s) {
   };
   metric("meshlearn_round", "gauge", "Last completed round.");
   m << "meshlearn_round{" << node << "} " << s.round << "\n";
+  if (std::isfinite(s.epsilon)) {
+    metric("meshlearn_privacy_epsilon", "gauge",
+           "Differential privacy epsilon spent by the node's training records so far.");
+    m << "meshlearn_privacy_epsilon{" << node << "} " << JsonNumber(s.epsilon) << "\n";
+  }
   metric("meshlearn_bytes_in_total", "counter", "Bytes received.");
   m << "meshlearn_bytes_in_total{" << node << "} " << t.bytes_in << "\n";
   metric("meshlearn_bytes_out_total", "counter", "Bytes sent.");

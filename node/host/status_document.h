@@ -4,6 +4,7 @@
 // that JSON by whoever watches the node (the launcher's dashboard).
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,8 @@ struct NodeStatus {
   // p_ij of every peer the sampler knows, ordered by id.
   std::vector<std::pair<std::string, double>> probabilities;
   double val_loss = 0;  // validation loss of the last completed round; NaN before the first
+  // [privacy]: the ε the node's training records have spent so far; NaN without DP
+  double epsilon = std::numeric_limits<double>::quiet_NaN();
   MachineCounters counters;
   TransportStats transport;
   uint64_t http_requests = 0;  // requests its HTTP endpoint answered so far
@@ -52,7 +55,7 @@ NodeStatus TakeNodeStatus(const NodeStateMachine& machine, const TransportStats&
                           std::string id, std::string endpoint, int64_t rounds, std::string metric,
                           TimePoint now);
 
-// The JSON of GET /status: id, endpoint, round, rounds, metric, sampler, val_loss, peers
+// The JSON of GET /status: id, endpoint, round, rounds, metric, sampler, val_loss, epsilon, peers
 // (liveness, score, probability, counters), the node's and transport's counters and the HTTP
 // endpoint's cost. A non-finite number is null; bytes that are not UTF-8 become U+FFFD.
 std::string StatusJson(const NodeStatus& status);
@@ -62,7 +65,8 @@ std::string StatusJson(const NodeStatus& status);
 // text that is not such a document.
 Result<NodeStatus> ParseStatusJson(const std::string& json);
 
-// The Prometheus text of GET /metrics: round, bytes in and out, refused handshakes, missed
+// The Prometheus text of GET /metrics: round, ε spent (meshlearn_privacy_epsilon, with
+// [privacy] only), bytes in and out, refused handshakes, missed
 // deadlines, rejected messages by code and each peer's probability, labelled with the node id.
 std::string MetricsText(const NodeStatus& status);
 

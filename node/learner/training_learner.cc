@@ -18,6 +18,7 @@
 #include "training/aggregation.h"
 #include "training/early_stopping.h"
 #include "training/model.h"
+#include "training/rdp_accountant.h"
 #include "training/shard_file.h"
 #include "training/trainer.h"
 
@@ -94,6 +95,7 @@ class TrainingLearner final : public Learner {
       if (!signature.ok()) return signature.status().WithContext("[signature]");
       learner->signature_ = std::move(*signature);
     }
+    if (config.privacy.enabled) MESHLEARN_RETURN_IF_ERROR(learner->SetUpPrivacy());
     if (config.emd_enabled) {
       similarity::EmdOptions emd;
       emd.solver = config.emd_solver;
@@ -115,11 +117,13 @@ class TrainingLearner final : public Learner {
     std::vector<float> own = model_->Parameters();
     ScorePeers(job, own, out);
 
-    if (stopping_.stopped()) {
+    if (stopping_.stopped() || BudgetWouldRunOut()) {
       // file 004 / DESIGN.md: a stopped node neither trains nor merges; it serves its best model.
+      // The privacy budget stops a node the same way (docs/privacy.md).
       FillLastMetrics(out);
       out.stopped = true;
-      out.published_weights = FloatArray::Own(stopping_.best_weights());
+      out.published_weights =
+          FloatArray::Own(stopping_.has_best() ? stopping_.best_weights() : std::move(own));
       return out;
     }
     if (job.round > 0) MESHLEARN_RETURN_IF_ERROR(Merge(job, out, own));
@@ -131,12 +135,17 @@ class TrainingLearner final : public Learner {
                               config_.weight_decay};
     train_config.batch_size = config_.batch_size;
     train_config.epochs = config_.local_epochs;
+    if (privacy_) train_config.privacy = privacy_->dp;
     auto stats = training::TrainLocal(*model_, shard_.train, train_config,
                                       train_seed_ + static_cast<uint64_t>(job.round));
     if (!stats.ok())
       return stats.status().WithContext("local training of round " + std::to_string(job.round));
     out.train_seconds = SecondsSince(train_start);
     last_.train_loss = stats->mean_loss;
+    if (privacy_) {
+      MESHLEARN_RETURN_IF_ERROR(privacy_->accountant.AddSteps(
+          privacy_->rate, privacy_->dp.noise_multiplier, stats->steps));
+    }
 
     auto eval_start = SteadyClock::now();
     MESHLEARN_RETURN_IF_ERROR(EvaluateInto(shard_.validation, &last_.val_loss, &last_.val_acc));
@@ -226,6 +235,7 @@ class TrainingLearner final : public Learner {
     s.best_round = stopping_.best_round();
     s.best_weights = stopping_.best_weights();
     s.rounds_without_improvement = stopping_.rounds_without_improvement();
+    s.privacy_steps = privacy_ ? privacy_->accountant.steps() : 0;
     return s;
   }
 
@@ -236,6 +246,11 @@ class TrainingLearner final : public Learner {
     }
     stopping_.Restore(state.best_loss, state.best_round, state.best_weights,
                       state.rounds_without_improvement);
+    if (privacy_) {
+      privacy_->accountant = training::RdpAccountant();
+      MESHLEARN_RETURN_IF_ERROR(privacy_->accountant.AddSteps(
+          privacy_->rate, privacy_->dp.noise_multiplier, state.privacy_steps));
+    }
     last_ = state;
     last_.weights.clear();
     last_.best_weights.clear();
@@ -245,6 +260,45 @@ class TrainingLearner final : public Learner {
  private:
   explicit TrainingLearner(const NodeConfig& config)
       : config_(config), stopping_(config.patience), train_seed_(NodeTrainingSeed(config)) {}
+
+  // DP-SGD's settings and budget (docs/privacy.md), when [privacy] is enabled.
+  struct Privacy {
+    training::DpSgdConfig dp;
+    double rate = 0;              // Poisson sampling rate q
+    int64_t steps_per_round = 0;  // local_epochs × ceil(N / batch_size)
+    training::RdpAccountant accountant;
+  };
+
+  // Checks that the model takes DP-SGD and fixes σ: [privacy] noise_multiplier, or the smallest
+  // σ that keeps the ε of all (rounds + 1) rounds' steps within target_epsilon.
+  Status SetUpPrivacy() {
+    const PrivacyConfig& p = config_.privacy;
+    MESHLEARN_RETURN_IF_ERROR(training::CheckDpSgdSupported(*model_));
+    Privacy privacy;
+    privacy.rate = training::PoissonSamplingRate(config_.batch_size, shard_.train.size());
+    privacy.steps_per_round = config_.local_epochs *
+                              training::DpSgdStepsPerEpoch(config_.batch_size, shard_.train.size());
+    privacy.dp.max_grad_norm = p.max_grad_norm;
+    if (p.noise_multiplier) {
+      privacy.dp.noise_multiplier = *p.noise_multiplier;
+    } else {
+      const int64_t planned_steps = (config_.rounds + 1) * privacy.steps_per_round;
+      auto sigma =
+          training::NoiseMultiplierFor(*p.target_epsilon, p.delta, privacy.rate, planned_steps);
+      if (!sigma.ok()) return sigma.status().WithContext("[privacy] target_epsilon");
+      privacy.dp.noise_multiplier = *sigma;
+    }
+    privacy_ = std::move(privacy);
+    return Status::Ok();
+  }
+
+  // True when [privacy] max_epsilon is set and this round's training would take ε past it.
+  bool BudgetWouldRunOut() const {
+    if (!privacy_ || !config_.privacy.max_epsilon) return false;
+    training::RdpAccountant after = privacy_->accountant;
+    (void)after.AddSteps(privacy_->rate, privacy_->dp.noise_multiplier, privacy_->steps_per_round);
+    return after.Epsilon(config_.privacy.delta) > *config_.privacy.max_epsilon;
+  }
 
   // The weights of the embedding model φ_i: the model after round 0's local training (the
   // current weights before that).
@@ -418,6 +472,7 @@ class TrainingLearner final : public Learner {
   }
 
   void FillLastMetrics(RoundOutcome& out) const {
+    if (privacy_) out.epsilon = privacy_->accountant.Epsilon(config_.privacy.delta);
     out.train_loss = last_.train_loss;
     out.val_loss = last_.val_loss;
     out.val_acc = last_.val_acc;
@@ -442,6 +497,7 @@ class TrainingLearner final : public Learner {
   std::unique_ptr<similarity::EmdSolver> emd_solver_;  // set when [emd] is enabled
   std::unique_ptr<similarity::ClusterPolicy> policy_;  // sampler louvain|temperature
   ProjectedEmbeddings signature_;                      // FLT's data signature (0 rows: off)
+  std::optional<Privacy> privacy_;                     // set when [privacy] is enabled
   LearnerState last_;
 };
 

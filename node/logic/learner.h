@@ -58,7 +58,10 @@ struct RoundOutcome {
   double test_acc = 0;
   double train_seconds = 0;  // local training
   double eval_seconds = 0;   // validation + test evaluation
-  bool stopped = false;      // early stopping has fired (now or before)
+  bool stopped = false;      // early stopping or the privacy budget has stopped the node
+  // [privacy]: the ε (at [privacy] delta) the node's training records have spent so far; NaN
+  // without DP.
+  double epsilon = std::numeric_limits<double>::quiet_NaN();
   // Clustering policies (sampler louvain|temperature; similarity/cluster_policy.h):
   double temperature = std::numeric_limits<double>::quiet_NaN();  // OCFL's T this round
   // Set when the policy clustered this round: the node's cluster mates, and every clustered
@@ -103,6 +106,8 @@ struct LearnerState {
   int rounds_without_improvement = 0;
   // The last round's evaluation (restored so a stopped node still reports its metrics).
   double val_loss = 0, val_acc = 0, test_loss = 0, test_acc = 0, train_loss = 0;
+  // [privacy]: the DP-SGD steps taken so far, from which the accountant's ε is rebuilt.
+  int64_t privacy_steps = 0;
 };
 
 // The compute side of a node. Not thread-safe: one thread at a time.

@@ -161,6 +161,69 @@ TEST(Config, NonPositiveMetricWithDacNeedsUnscoredZero) {
                   .ok());
 }
 
+TEST(Config, PrivacyTakesANoiseMultiplierOrATargetEpsilonAndRendersBack) {
+  auto off = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->privacy.enabled);
+  const std::string with_target =
+      std::string(kMinimal) +
+      "[privacy]\nenabled = true\ntarget_epsilon = 3\ndelta = 1e-6\nmax_grad_norm = 0.5\n"
+      "max_epsilon = 2.5\n";
+  auto c = ParseNodeConfig(with_target, "node.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->privacy.enabled);
+  EXPECT_EQ(c->privacy.target_epsilon, 3.0);
+  EXPECT_FALSE(c->privacy.noise_multiplier.has_value());
+  EXPECT_EQ(c->privacy.delta, 1e-6);
+  EXPECT_EQ(c->privacy.max_grad_norm, 0.5);
+  EXPECT_EQ(c->privacy.max_epsilon, 2.5);
+  auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->privacy, c->privacy);
+}
+
+TEST(Config, PrivacyNeedsExactlyOneNoiseSettingAndSaneValues) {
+  const std::string base = std::string(kMinimal) + "[privacy]\nenabled = true\n";
+  Status neither = ParseError(base);
+  EXPECT_NE(neither.message().find("exactly one of 'noise_multiplier'"), std::string::npos)
+      << neither.message();
+  EXPECT_FALSE(ParseError(base + "noise_multiplier = 1\ntarget_epsilon = 3\n").ok());
+  EXPECT_TRUE(ParseError(base + "noise_multiplier = 1.1\n").ok());
+  Status zero = ParseError(base + "noise_multiplier = 0\n");
+  EXPECT_NE(zero.message().find("noise_multiplier"), std::string::npos) << zero.message();
+  EXPECT_NE(zero.message().find("(0, 10000]"), std::string::npos) << zero.message();
+  EXPECT_FALSE(ParseError(base + "noise_multiplier = 1\ndelta = 0\n").ok());
+  EXPECT_FALSE(ParseError(base + "noise_multiplier = 1\nmax_grad_norm = -1\n").ok());
+  Status script =
+      ParseError(std::string(kMinimal) +
+                 "[model]\narchitecture = \"torchscript\"\ntorchscript_path = \"m.pt\"\n"
+                 "[privacy]\nenabled = true\nnoise_multiplier = 1\n");
+  EXPECT_NE(script.message().find("per-sample gradients"), std::string::npos) << script.message();
+}
+
+TEST(Config, PrivacyWithEmdOrFltSignaturesIsRefusedWithoutTheOverride) {
+  const std::string privacy = "[privacy]\nenabled = true\nnoise_multiplier = 1\n";
+  const std::string emd = std::string(kMinimal) + "[emd]\nenabled = true\n" + privacy;
+  Status refused = ParseError(emd);
+  EXPECT_EQ(refused.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("[emd] enabled = true sends embeddings"), std::string::npos)
+      << refused.message();
+  EXPECT_NE(refused.message().find("allow_data_exchanges = true"), std::string::npos);
+  const std::string flt = std::string(kMinimal) +
+                          "[learning]\nmetric = \"centroid\"\nsampler = \"centroid_cluster\"\n" +
+                          privacy;
+  Status flt_refused = ParseError(flt);
+  EXPECT_NE(flt_refused.message().find("FLT signatures"), std::string::npos)
+      << flt_refused.message();
+  // With the override the config loads, and the rendered node.toml records it.
+  auto allowed = ParseNodeConfig(emd + "allow_data_exchanges = true\n", "node.toml");
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  EXPECT_NE(RenderNodeConfig(*allowed).find("allow_data_exchanges = true"), std::string::npos);
+  EXPECT_TRUE(ParseError(flt + "allow_data_exchanges = true\n").ok());
+  // Without DP the exchanges need no override.
+  EXPECT_TRUE(ParseError(std::string(kMinimal) + "[emd]\nenabled = true\n").ok());
+}
+
 TEST(Config, StructuralMistakesAreExplained) {
   EXPECT_NE(ParseError("id = \"a\"\nlisten = \"tcp://127.0.0.1:1\"\n[data]\nshard = \"x\"\n")
                 .message()

@@ -43,6 +43,22 @@ NodeStatus SampleStatus() {
   return s;
 }
 
+TEST(StatusDocument, ShowsTheEpsilonSpentOnlyWithPrivacy) {
+  NodeStatus s = SampleStatus();
+  EXPECT_TRUE(std::isnan(s.epsilon));
+  auto without = ParseStatusJson(StatusJson(s));
+  ASSERT_TRUE(without.ok());
+  EXPECT_TRUE(std::isnan(without->epsilon));
+  EXPECT_EQ(MetricsText(s).find("meshlearn_privacy_epsilon"), std::string::npos);
+  s.epsilon = 2.5;
+  auto with = ParseStatusJson(StatusJson(s));
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  EXPECT_EQ(with->epsilon, 2.5);
+  EXPECT_NE(MetricsText(s).find("meshlearn_privacy_epsilon{node=\"node \\\"7\\\"\\n\"} 2.5\n"),
+            std::string::npos)
+      << MetricsText(s);
+}
+
 TEST(StatusDocument, ReadsBackWhatItWrites) {
   NodeStatus s = SampleStatus();
   std::string json = StatusJson(s);

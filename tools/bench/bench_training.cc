@@ -1,9 +1,11 @@
 // Benchmarks of training/ (issue 3): the FedAvg merge against memcpy bandwidth measured in the
-// same run, and local training steps per second of the cnn and mlp models.
+// same run, local training steps per second of the cnn and mlp models, and a DP-SGD step of the
+// cnn against a normal step (issue 32).
 
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -58,20 +60,8 @@ void BM_FedAvgVsMemcpy(benchmark::State& state) {
 }
 BENCHMARK(BM_FedAvgVsMemcpy)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
-// Training steps per second at batch 8 on one thread, over 800 random 28x28 images (one epoch
-// = 100 optimiser steps, Adam).
-void TrainingSteps(benchmark::State& state, training::Architecture architecture) {
-  if (!training::SetComputeThreads(1).ok()) state.SkipWithError("cannot set threads");
-  training::ModelSpec spec;
-  spec.architecture = architecture;
-  spec.input_shape = {1, 28, 28};
-  spec.num_outputs = 10;
-  spec.seed = 1;
-  auto model = training::CreateModel(spec);
-  if (!model.ok()) {
-    state.SkipWithError(model.status().ToString().c_str());
-    return;
-  }
+// 800 random 28x28 images of 10 classes.
+training::Dataset RandomImages() {
   training::Dataset data;
   data.sample_shape = {1, 28, 28};
   data.num_classes = 10;
@@ -81,12 +71,38 @@ void TrainingSteps(benchmark::State& state, training::Architecture architecture)
     for (int p = 0; p < 784; ++p) data.features.push_back(pixel(gen));
     data.labels.push_back(i % 10);
   }
+  return data;
+}
+
+// A 28x28, 10-class model of `architecture` on one thread; null (and `state` skipped) on error.
+std::unique_ptr<training::Model> BenchModel(benchmark::State& state,
+                                            training::Architecture architecture) {
+  if (!training::SetComputeThreads(1).ok()) state.SkipWithError("cannot set threads");
+  training::ModelSpec spec;
+  spec.architecture = architecture;
+  spec.input_shape = {1, 28, 28};
+  spec.num_outputs = 10;
+  spec.seed = 1;
+  auto model = training::CreateModel(spec);
+  if (!model.ok()) {
+    state.SkipWithError(model.status().ToString().c_str());
+    return nullptr;
+  }
+  return std::move(*model);
+}
+
+// Training steps per second at batch 8 on one thread, over 800 random 28x28 images (one epoch
+// = 100 optimiser steps, Adam).
+void TrainingSteps(benchmark::State& state, training::Architecture architecture) {
+  auto model = BenchModel(state, architecture);
+  if (!model) return;
+  const training::Dataset data = RandomImages();
   training::TrainConfig config;
   config.batch_size = 8;
   int64_t steps = 0;
   uint64_t seed = 0;
   for (auto _ : state) {
-    auto stats = training::TrainLocal(**model, data, config, ++seed);
+    auto stats = training::TrainLocal(*model, data, config, ++seed);
     if (!stats.ok()) {
       state.SkipWithError(stats.status().ToString().c_str());
       return;
@@ -104,6 +120,32 @@ void BM_TrainStepsMlp(benchmark::State& state) {
 }
 BENCHMARK(BM_TrainStepsCnn)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainStepsMlp)->Unit(benchmark::kMillisecond);
+
+// An epoch of DP-SGD of the cnn (100 steps on Poisson samples of expected size 8: per-sample
+// gradients, clipping, noise) against an epoch of normal training (100 steps at batch 8) over
+// the same 800 images, alternating. ratio = DP-SGD time / normal time, the cost of a DP step in
+// normal steps (issue 32's target: <= 3).
+void BM_DpSgdStepVsStepCnn(benchmark::State& state) {
+  auto model = BenchModel(state, training::Architecture::kCnn);
+  if (!model) return;
+  const training::Dataset data = RandomImages();
+  training::TrainConfig normal;
+  normal.batch_size = 8;
+  training::TrainConfig dp = normal;
+  dp.privacy = training::DpSgdConfig{.noise_multiplier = 1.0, .max_grad_norm = 1.0};
+  uint64_t seed = 0;
+  auto epoch = [&](const training::TrainConfig& config) {
+    auto stats = training::TrainLocal(*model, data, config, ++seed);
+    if (!stats.ok() || stats->steps != 100) state.SkipWithError("training failed");
+  };
+  const PairTiming t = TimeAlternating(
+      state, [&] { epoch(dp); }, [&] { epoch(normal); });
+  std::vector<double> dp_over_normal;
+  for (double r : t.pair_ratios) dp_over_normal.push_back(1.0 / r);
+  RatioSpread spread = SpreadOf(dp_over_normal);
+  ReportRatio(state, "dp_sgd_step_vs_step_cnn", spread, 3.0, Goal::kAtMost);
+}
+BENCHMARK(BM_DpSgdStepVsStepCnn)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(6);
 
 }  // namespace
 }  // namespace meshlearn::bench

@@ -77,6 +77,9 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
         in_cluster += c != cluster_of.end() && c->second == n.cluster;
       }
     }
+    if (const double spent = n.rounds.back().epsilon; std::isfinite(spent)) {
+      s.epsilon = std::max(s.epsilon.value_or(spent), spent);
+    }
     double metric = Metric(*best, partition.classification);
     sum[n.cluster] += metric;
     ++count[n.cluster];
@@ -124,7 +127,7 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
          "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
-         "last_node_round,exchange_s,exchange_rounds\n";
+         "last_node_round,exchange_s,exchange_rounds,epsilon\n";
   for (const MethodSummary& s : summaries) {
     csv << QuotedCsvField(s.name) << ',' << s.metric;
     for (double v : s.per_cluster) csv << ',' << v;
@@ -140,6 +143,8 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
     if (s.exchange_seconds) csv << *s.exchange_seconds;
     csv << ',';
     if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
+    csv << ',';
+    if (s.epsilon) csv << *s.epsilon;
     csv << '\n';
   }
   return WriteFileAtomically(path, csv.str());

@@ -44,6 +44,8 @@ struct MethodSummary {
   // measurement, and the first and last round in which measurements completed.
   std::optional<double> exchange_seconds;
   std::optional<std::pair<int64_t, int64_t>> exchange_rounds;
+  // [privacy]: the largest ε an honest node had spent at its last round; nullopt without DP.
+  std::optional<double> epsilon;
 };
 
 // What the clustering policies (samplers louvain and temperature) found.
@@ -62,7 +64,8 @@ MethodRecord RecordOf(const MethodSummary& summary);
 
 // Writes "<out>/summary.csv": one row per method with per-cluster and mean metric, in-cluster
 // rate, real seconds (wall_s) and simulated seconds (simulated_s, empty unless simulated),
-// overhead, peak memory, and the method's status with the rounds its nodes reached.
+// overhead, peak memory, the method's status with the rounds its nodes reached, and (last
+// column, empty without [privacy]) the largest ε a node spent.
 Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
                        int num_clusters);
 

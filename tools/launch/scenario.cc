@@ -17,8 +17,9 @@ namespace {
 using node::TableReader;
 
 // The node config sections a scenario's [node] template and methods may set.
-const std::vector<std::string> kNodeSections = {"model",  "training",   "learning",  "emd",
-                                                "attack", "clustering", "signature", "round"};
+const std::vector<std::string> kNodeSections = {"model",     "training", "learning",
+                                                "emd",       "attack",   "clustering",
+                                                "signature", "privacy",  "round"};
 
 constexpr NamedValue<DatasetKind> kDatasetNames[] = {
     {"fashion-mnist", DatasetKind::kFashionMnist},
