@@ -636,15 +636,33 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
   return Status::UnknownType("message type " + std::to_string(static_cast<int>(type)));
 }
 
-// Parses one msgpack object filling the whole frame, under msgpack's own allocation limits.
-Result<msgpack::object_handle> ParseFrame(const Frame& frame, const Limits& limits,
-                                          const char* what) {
+// The zone that parsed frames live in: one per thread, emptied when the frame has been read
+// (FrameZone). Rationale: msgpack::unpack with an object_handle allocates a new zone, at least
+// 8 KiB, for every frame; a node decodes two frames per message.
+msgpack::zone& ThreadZone() {
+  thread_local msgpack::zone zone;
+  return zone;
+}
+
+// Empties the thread's zone when it goes: the objects parsed while it lived are gone then.
+class FrameZone {
+ public:
+  FrameZone() = default;
+  FrameZone(const FrameZone&) = delete;
+  FrameZone& operator=(const FrameZone&) = delete;
+  ~FrameZone() { ThreadZone().clear(); }
+};
+
+// Parses one msgpack object filling the whole frame, under msgpack's own allocation limits, into
+// the thread's zone: the object lives until the caller's FrameZone goes.
+Result<msgpack::object> ParseFrame(const Frame& frame, const Limits& limits, const char* what) {
   try {
     size_t offset = 0;
     msgpack::unpack_limit limit(limits.max_tensors + limits.max_peers, 0, limits.max_string_bytes,
                                 0, 0, 8);
-    msgpack::object_handle handle = msgpack::unpack(reinterpret_cast<const char*>(frame.data()),
-                                                    frame.size(), offset, nullptr, nullptr, limit);
+    msgpack::object handle =
+        msgpack::unpack(ThreadZone(), reinterpret_cast<const char*>(frame.data()), frame.size(),
+                        offset, nullptr, nullptr, limit);
     if (offset != frame.size()) {
       return Status::Malformed(std::string(what) + " frame has " +
                                std::to_string(frame.size() - offset) + " trailing bytes");
@@ -672,9 +690,10 @@ constexpr uint16_t kHighestKnownType = static_cast<uint16_t>(MessageType::kGoodb
 // Reads the fields of a well-formed envelope (an array of at least 7 fields of the right msgpack
 // types) without judging their values.
 Result<Envelope> ParseEnvelope(const Frame& frame, const Limits& limits) {
+  FrameZone zone;
   auto handle = ParseFrame(frame, limits, "envelope");
   if (!handle.ok()) return handle.status();
-  ASSIGN_FIELDS(f, handle->get(), "envelope", 7);
+  ASSIGN_FIELDS(f, *handle, "envelope", 7);
   Envelope e;
   uint64_t magic, version, min_version, type;
   MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "magic", UINT32_MAX, &magic));
@@ -786,9 +805,10 @@ Result<Message> Decode(std::span<const Frame> frames, const DecodeOptions& optio
     return Status::Malformed(std::string(MessageTypeName(envelope->type)) + " has " +
                              std::to_string(frames.size()) + " frames, expected " + expected);
   }
+  FrameZone zone;
   auto handle = ParseFrame(frames[1], limits, MessageTypeName(envelope->type));
   if (!handle.ok()) return handle.status();
-  auto body = UnpackBody(envelope->type, handle->get(), frames.subspan(2), options);
+  auto body = UnpackBody(envelope->type, *handle, frames.subspan(2), options);
   if (!body.ok()) return body.status();
   return Message{std::move(*envelope), std::move(*body)};
 }

@@ -40,19 +40,23 @@ Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
   if (!text.ok()) return text.status();
   std::istringstream lines(*text);
   std::string line;
-  if (!std::getline(lines, line) || line != kRoundsCsvHeader) {
+  if (!std::getline(lines, line) ||
+      (line != kRoundsCsvHeader && line != kRoundsCsvHeaderWithoutEpsilon)) {
     return Status::Malformed(path + ":1: header is not '" + std::string(kRoundsCsvHeader) + "'");
   }
+  const size_t columns = line == kRoundsCsvHeader ? 17 : 16;
   std::vector<RoundRow> rows;
   for (int number = 2; std::getline(lines, line); ++number) {
     if (line.empty()) continue;
     auto cells = SplitCsvLine(line, path, number);
     if (!cells.ok()) return cells.status();
-    const std::vector<std::string>& c = *cells;
-    if (c.size() != 17) {
+    std::vector<std::string> c = std::move(*cells);
+    if (c.size() != columns) {
       return Status::Malformed(path + ":" + std::to_string(number) + ": " +
-                               std::to_string(c.size()) + " cells, expected 17");
+                               std::to_string(c.size()) + " cells, expected " +
+                               std::to_string(columns));
     }
+    if (columns == 16) c.insert(c.begin() + 15, "");  // no epsilon
     RoundRow r;
     r.round = std::strtoll(c[0].c_str(), nullptr, 10);
     r.wall_s = Cell(c[1]);
@@ -131,10 +135,17 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
       std::istringstream lines(*old);
       std::string line;
       std::getline(lines, line);  // header
+      const bool without_epsilon = line == kRoundsCsvHeaderWithoutEpsilon;
       while (std::getline(lines, line)) {
         if (line.empty()) continue;
         int64_t round = std::strtoll(line.c_str(), nullptr, 10);
-        if (round <= resume_round) outputs.rounds_text_ += line + "\n";
+        if (round > resume_round) continue;
+        if (without_epsilon) {  // an empty epsilon cell before the peers, the last cell
+          size_t cut = line.find(',');
+          for (int i = 1; i < 15 && cut != std::string::npos; ++i) cut = line.find(',', cut + 1);
+          if (cut != std::string::npos) line.insert(cut + 1, ",");
+        }
+        outputs.rounds_text_ += line + "\n";
       }
     }
   }

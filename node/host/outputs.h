@@ -31,6 +31,11 @@ namespace meshlearn::node {
 inline constexpr const char* kRoundsCsvHeader =
     "round,wall_s,train_loss,val_loss,val_acc,test_loss,test_acc,sampled,answered,bytes_in,"
     "bytes_out,stopped,train_s,eval_s,temperature,epsilon,peers";
+// The header before [privacy] added `epsilon`: still read (ReadRoundsCsv), and a node resuming
+// in a folder written so rewrites its rows with an empty epsilon cell.
+inline constexpr const char* kRoundsCsvHeaderWithoutEpsilon =
+    "round,wall_s,train_loss,val_loss,val_acc,test_loss,test_acc,sampled,answered,bytes_in,"
+    "bytes_out,stopped,train_s,eval_s,temperature,peers";
 
 // One row of rounds.csv, as read back by the launcher and tests. Empty cells read as NaN.
 struct RoundRow {
@@ -46,7 +51,8 @@ struct RoundRow {
 };
 
 // Reads a rounds.csv written by NodeOutputs. kNotFound when missing; kMalformed naming the line
-// for a header other than kRoundsCsvHeader or a row that does not parse.
+// for a header other than kRoundsCsvHeader (or kRoundsCsvHeaderWithoutEpsilon) or a row that does
+// not parse.
 Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path);
 
 // The process holding the lock of node folder `dir` ("<dir>/node.lock"): its id, -1 when the lock

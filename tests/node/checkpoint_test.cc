@@ -1,7 +1,9 @@
 #include "node/host/checkpoint.h"
+#include "node/host/outputs.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -159,6 +161,38 @@ TEST(Checkpoint, MissingIsNotFoundAndCorruptIsMalformedWithAHint) {
     EXPECT_EQ(decoded.status().code(), ErrorCode::kMalformed);
     EXPECT_NE(decoded.status().message().find("delete it"), std::string::npos);
   }
+}
+
+// A run folder written before rounds.csv had its epsilon column still reads, and a node resuming
+// in it keeps its rows, each with an empty epsilon cell under the current header.
+TEST(RoundsCsv, AFolderWrittenBeforeTheEpsilonColumnReadsAndResumes) {
+  std::string dir = ::testing::TempDir() + "/rounds_without_epsilon";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/rounds.csv")
+      << kRoundsCsvHeaderWithoutEpsilon << "\n"
+      << "0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,\n"
+      << "1,1.5,1,2,,3,,2,2,30,40,0,0.1,0.2,,\"a,b;c\"\n"
+      << "2,2.5,1,2,,3,,2,2,50,60,0,0.1,0.2,,d\n";
+  auto rows = ReadRoundsCsv(dir + "/rounds.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[1].peers, (std::vector<std::string>{"a,b", "c"}));
+  EXPECT_TRUE(std::isnan((*rows)[1].epsilon));
+  EXPECT_EQ((*rows)[2].bytes_out, 60u);
+
+  auto outputs = NodeOutputs::Open(dir, /*resume_round=*/1);
+  ASSERT_TRUE(outputs.ok()) << outputs.status().ToString();
+  std::ifstream in(dir + "/rounds.csv");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), std::string(kRoundsCsvHeader) +
+                            "\n0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,,\n"
+                            "1,1.5,1,2,,3,,2,2,30,40,0,0.1,0.2,,,\"a,b;c\"\n");
+  rows = ReadRoundsCsv(dir + "/rounds.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[1].peers, (std::vector<std::string>{"a,b", "c"}));
 }
 
 }  // namespace
