@@ -339,5 +339,32 @@ TEST(Simulation, AFinishedNodeSaysGoodbyeAndIsNoLongerSampled) {
   }
 }
 
+// DP-SGD draws its Poisson samples and its noise from the node's seed: a simulated DP run gives the
+// same files whatever the number of threads, and it spends and reports its ε.
+TEST(Simulation, ADifferentiallyPrivateRunIsByteIdenticalWithOneAndTwoThreads) {
+  SimMesh mesh("privacy", kFour, 4, 2);
+  for (node::NodeConfig& c : mesh.configs()) {
+    c.privacy.enabled = true;
+    c.privacy.noise_multiplier = 1.0;
+  }
+  SimulationOptions options;
+  options.network.round_compute_s = 0.1;
+  options.threads = 1;
+  mesh.Run("one", options);
+  options.threads = 2;
+  mesh.Run("two", options);
+  for (const std::string& id : kFour) {
+    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
+      std::string a = ReadText(mesh.NodeDir("one", id) + "/" + file);
+      EXPECT_FALSE(a.empty()) << id << "/" << file;
+      EXPECT_EQ(a, ReadText(mesh.NodeDir("two", id) + "/" + file)) << id << "/" << file;
+    }
+    auto rows = Rounds(mesh.NodeDir("one", id));
+    ASSERT_EQ(rows.size(), 5u) << id;
+    EXPECT_GT(rows.back().epsilon, rows.front().epsilon) << id << ": each round spends ε";
+  }
+}
+
+
 }  // namespace
 }  // namespace meshlearn::sim
