@@ -209,6 +209,10 @@ class Simulator {
       n.log->flush();
       report_.failures.push_back(n.failure);
     }
+    if (report_.interrupted) {  // how far it got
+      report_.simulated_seconds =
+          std::max(report_.simulated_seconds, node::Seconds(clock_->Now() - TimePoint{}));
+    }
     report_.real_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start).count();
     report_.compute_seconds = static_cast<double>(compute_ns_.load()) * 1e-9;

@@ -90,7 +90,8 @@ struct SimulationOptions {
 
 // What a simulation did.
 struct SimulationReport {
-  double simulated_seconds = 0;  // virtual time from the start to the last node finishing
+  // Virtual time from the start to the last node finishing (interrupted: to where it stopped).
+  double simulated_seconds = 0;
   double real_seconds = 0;
   uint64_t events = 0;
   uint64_t messages = 0;       // requests and replies sent
