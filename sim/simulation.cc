@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/atomic_file.h"
@@ -537,13 +538,10 @@ class Simulator {
         }
       }
       n.state = saved.running ? NodeState::kRunning : NodeState::kFinished;
-      n.generation = saved.generation;
-      n.bytes_in_before = saved.bytes_in;
-      n.bytes_out_before = saved.bytes_out;
-      n.last_round = saved.last_round;
-      n.last_val_loss = saved.last_val_loss;
-      n.outages = saved.outages;
-      n.failure = saved.failure;
+      std::tie(n.generation, n.bytes_in_before, n.bytes_out_before, n.last_round, n.last_val_loss,
+               n.outages, n.failure) = std::tie(saved.generation, saved.bytes_in, saved.bytes_out,
+                                                saved.last_round, saved.last_val_loss,
+                                                saved.outages, saved.failure);
       if (!saved.running) continue;
       std::error_code ec;
       std::filesystem::copy_file(round_dir + "/" + n.config.id + ".checkpoint.bin",
