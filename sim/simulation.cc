@@ -103,17 +103,17 @@ struct SimNode {
   uint64_t generation = 0;
   bool in_event = false;  // a task of this node is running
   bool leaving = false;
-  bool at_barrier = false;  // waits at the snapshot barrier (or finished)
+  bool at_barrier = false;        // waits at the snapshot barrier (or finished)
   uint64_t bytes_in_before = 0;   // received by its earlier incarnations (snapshot barriers)
   uint64_t bytes_out_before = 0;  // sent by them
-  std::deque<QueuedJob> jobs;  // queued behind the running one
+  std::deque<QueuedJob> jobs;     // queued behind the running one
   std::optional<std::shared_future<node::LearnerResult>> running;
   std::function<void(node::LearnerResult)> running_done;
   std::deque<std::function<void()>> deferred;  // arrived while paused, in order
   int64_t last_round = -1;
   double last_val_loss = NAN;
   std::optional<node::NodeStatus> final_status;  // once its host is gone
-  std::vector<size_t> outages;  // indexes into the network's outages still to come
+  std::vector<size_t> outages;                   // indexes into the network's outages still to come
   std::optional<size_t> outage_due;
   std::optional<std::string> failure;
 };
@@ -382,9 +382,8 @@ class Simulator {
   void UpdateBarrierFlag(size_t i) {
     SimNode& n = nodes_[i];
     bool there = next_barrier_ >= 0 &&
-                 (n.state == NodeState::kFinished ||
-                  (n.state == NodeState::kRunning && n.host &&
-                   n.host->completed_round() >= next_barrier_));
+                 (n.state == NodeState::kFinished || (n.state == NodeState::kRunning && n.host &&
+                                                      n.host->completed_round() >= next_barrier_));
     if (there != n.at_barrier) {
       n.at_barrier = there;
       if (there) {
@@ -416,8 +415,9 @@ class Simulator {
         std::filesystem::copy_file(n.config.output_dir + "/checkpoint.bin",
                                    round_dir + "/" + n.config.id + ".checkpoint.bin",
                                    std::filesystem::copy_options::overwrite_existing, ec);
-        if (ec) written = Status::IoError(round_dir + ": cannot copy the checkpoint of node " +
-                                          n.config.id + ": " + ec.message());
+        if (ec)
+          written = Status::IoError(round_dir + ": cannot copy the checkpoint of node " +
+                                    n.config.id + ": " + ec.message());
       }
       if (!written.ok()) {
         Fail(i, "cannot write the snapshot of round " + std::to_string(round) + ": " +
@@ -498,8 +498,9 @@ class Simulator {
     auto text = ReadWholeFile(path);
     if (!text.ok()) {
       if (text.status().code() == ErrorCode::kNotFound) {
-        return Status::NotFound(path + ": no snapshot to resume from (a run takes one only with "
-                                       "snapshot_every > 0)");
+        return Status::NotFound(path +
+                                ": no snapshot to resume from (a run takes one only with "
+                                "snapshot_every > 0)");
       }
       return text.status();
     }
@@ -539,9 +540,9 @@ class Simulator {
       }
       n.state = saved.running ? NodeState::kRunning : NodeState::kFinished;
       std::tie(n.generation, n.bytes_in_before, n.bytes_out_before, n.last_round, n.last_val_loss,
-               n.outages, n.failure) = std::tie(saved.generation, saved.bytes_in, saved.bytes_out,
-                                                saved.last_round, saved.last_val_loss,
-                                                saved.outages, saved.failure);
+               n.outages, n.failure) =
+          std::tie(saved.generation, saved.bytes_in, saved.bytes_out, saved.last_round,
+                   saved.last_val_loss, saved.outages, saved.failure);
       if (!saved.running) continue;
       std::error_code ec;
       std::filesystem::copy_file(round_dir + "/" + n.config.id + ".checkpoint.bin",

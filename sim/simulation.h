@@ -1,7 +1,7 @@
 #pragma once
 // A deterministic discrete-event simulation of a whole mesh in one process: every node's real
-// state machine (node/logic/state_machine.h) and real learner (node/logic/learner.h), on a virtual clock and a
-// modelled network (sim/network_model.h) instead of sockets and threads per node.
+// state machine (node/logic/state_machine.h) and real learner (node/logic/learner.h), on a virtual
+// clock and a modelled network (sim/network_model.h) instead of sockets and threads per node.
 //
 // Specification.
 // - Time is virtual: events (a message arriving, a request's deadline, a learner job finishing, a
@@ -10,10 +10,10 @@
 //   so no node ever waits on a real one.
 // - Every node is the real node host (node/host/node_host.h) in a simulated world: its messages are
 //   encoded and decoded with the real codec and travel as frames through the simulated network
-//   (node/transport/simulated_network.h) on the virtual clock, where the network model applies to their
-//   real sizes and may damage them. A request gets its reply, or its deadline, once. A node that
-//   finished says Goodbye to its peers as a process does, then answers nothing; a dead node answers
-//   nothing: its peers see timeouts, as on a network.
+//   (node/transport/simulated_network.h) on the virtual clock, where the network model applies to
+//   their real sizes and may damage them. A request gets its reply, or its deadline, once. A node
+//   that finished says Goodbye to its peers as a process does, then answers nothing; a dead node
+//   answers nothing: its peers see timeouts, as on a network.
 // - Learner jobs run on a pool of worker threads, a node's jobs one at a time in order; the
 //   simulation waits for a job only when the virtual clock reaches its end. Jobs of nodes that
 //   compute at the same virtual time therefore run in parallel.

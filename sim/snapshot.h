@@ -31,7 +31,7 @@ struct NodeSnapshot {
   uint64_t bytes_in = 0;  // received and sent by its incarnations so far
   uint64_t bytes_out = 0;
   int64_t last_round = -1;
-  double last_val_loss = 0;  // NaN before the first round
+  double last_val_loss = 0;     // NaN before the first round
   std::vector<size_t> outages;  // indexes of the [network] outages still to come
   std::optional<std::string> failure;
 };

@@ -4,8 +4,8 @@
 //
 // Writes DIR/NAME.key (the secret key, created with mode 0600) and DIR/NAME.pub (the public key
 // bound to node id ID, NAME by default; --id "" binds it to no id), in the format a node's
-// [security] section reads (node/transport/curve_keys.h), and prints the public key on stdout. Existing
-// files are never replaced without --force.
+// [security] section reads (node/transport/curve_keys.h), and prints the public key on stdout.
+// Existing files are never replaced without --force.
 //
 // Exit codes: 0 written; 1 not written (a file exists, or a write failed); 2 bad command line.
 #include <cstdio>

@@ -4,10 +4,10 @@
 //
 // --check validates the config and, with [security], reads the key files.
 // A config with an [engine] section is a template for every rank an engine starts
-// (node/config/node_template.h): the rank's identity comes from Slurm, Open MPI or Kubernetes, and the
-// resolved config is written to <output_dir>/node.toml.
-// Exit codes: 0 finished or stopped cleanly; 1 the node failed while running; 2 bad config,
-// missing or bad key file, or bad command line (the message names the file, key and value).
+// (node/config/node_template.h): the rank's identity comes from Slurm, Open MPI or Kubernetes, and
+// the resolved config is written to <output_dir>/node.toml. Exit codes: 0 finished or stopped
+// cleanly; 1 the node failed while running; 2 bad config, missing or bad key file, or bad command
+// line (the message names the file, key and value).
 #include <pthread.h>
 
 #include <csignal>
@@ -19,8 +19,8 @@
 #include "base/atomic_file.h"
 #include "node/config/config.h"
 #include "node/config/logging.h"
-#include "node/host/node.h"
 #include "node/config/node_template.h"
+#include "node/host/node.h"
 #include "process/process_limits.h"
 #include "tools/cli_exit.h"
 

@@ -8,9 +8,9 @@
 #include <toml++/toml.h>
 
 #include "node/config/config_toml.h"
+#include "node/config/toml_reader.h"
 #include "node/transport/curve_keys.h"
 #include "node/transport/endpoint.h"
-#include "node/config/toml_reader.h"
 #include "protocol/wire_text.h"
 
 namespace meshlearn::node {

@@ -6,11 +6,11 @@
 #include <mutex>
 #include <random>
 
-#include "process/http_server.h"
-#include "node/learner/learner_worker.h"
 #include "node/config/logging.h"
 #include "node/host/status_document.h"
+#include "node/learner/learner_worker.h"
 #include "node/transport/zmq_transport.h"
+#include "process/http_server.h"
 
 namespace meshlearn::node {
 namespace {
@@ -100,9 +100,9 @@ class ProcessWorld final : public World {
   TransportFactory transport_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;                      // guarded by mu_
-  std::deque<std::function<void(LearnerResult)>> job_done_;      // guarded by mu_
-  bool stop_requested_ = false;                                  // guarded by mu_
+  std::deque<std::function<void()>> tasks_;                  // guarded by mu_
+  std::deque<std::function<void(LearnerResult)>> job_done_;  // guarded by mu_
+  bool stop_requested_ = false;                              // guarded by mu_
   std::shared_ptr<Learner> learner_;
   std::unique_ptr<LearnerWorker> worker_;
 };

@@ -1,7 +1,8 @@
 #pragma once
-// A node process: the node host (node/host/node_host.h) in the process world: a transport (ZeroMQ's by
-// default, node/transport/transport.h), a learner on its worker thread (node/learner/learner_worker.h), the steady
-// clock, durable outputs, and the optional HTTP status endpoint (node/host/status_document.h).
+// A node process: the node host (node/host/node_host.h) in the process world: a transport (ZeroMQ's
+// by default, node/transport/transport.h), a learner on its worker thread
+// (node/learner/learner_worker.h), the steady clock, durable outputs, and the optional HTTP status
+// endpoint (node/host/status_document.h).
 //
 // Threads: the transport's I/O thread moves bytes; the event thread (the caller of Run()) runs the
 // host, which decodes messages and drives the state machine, so serving GetModel never waits for
@@ -18,10 +19,10 @@
 
 #include "base/status.h"
 #include "node/config/config.h"
-#include "node/logic/learner.h"
 #include "node/host/node_host.h"
-#include "node/logic/state_machine.h"
 #include "node/host/status_document.h"
+#include "node/logic/learner.h"
+#include "node/logic/state_machine.h"
 #include "node/transport/transport.h"
 #include "protocol/messages.h"
 

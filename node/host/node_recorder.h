@@ -1,8 +1,8 @@
 #pragma once
 // What a node writes to its output folder as it runs (DESIGN.md "Outputs"): a rounds.csv row and
 // cluster.csv per round, comm.csv and scores.csv, and emd.csv and signature.csv as the exchanges
-// change. Shared by the node process (node/host/node.h) and the simulator, so that both leave the same
-// files.
+// change. Shared by the node process (node/host/node.h) and the simulator, so that both leave the
+// same files.
 
 #include <cstdint>
 

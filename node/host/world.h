@@ -1,10 +1,11 @@
 #pragma once
-// The world a node host (node/host/node_host.h) lives in. The host is the one assembly of a node and
-// the one interpreter of its actions; a World gives it everything that differs between a process
-// and a simulation, and nothing else:
+// The world a node host (node/host/node_host.h) lives in. The host is the one assembly of a node
+// and the one interpreter of its actions; a World gives it everything that differs between a
+// process and a simulation, and nothing else:
 // - time: Now(), and the host's Tick(), which the world calls at least every kTickInterval while
 //   the node runs;
-// - a transport: ZeroMQ's in a process, the simulated network (node/transport/simulated_network.h) under the
+// - a transport: ZeroMQ's in a process, the simulated network (node/transport/simulated_network.h)
+// under the
 //   simulator; either way the host encodes and decodes every frame itself with the real codec;
 // - a thread for the host: every call into the host, and every task the host posts, runs on the
 //   world's one node thread (a process's event thread, or the simulation's thread);

@@ -1,7 +1,7 @@
 #pragma once
-// The bottom of the node's logic: what the state machine's parts (node/logic/state_machine.h) hand to
-// the runner that drives them (node/host/node.h, or a simulator). The parts take time and messages in
-// and give these actions out; they own no thread, no socket and no clock.
+// The bottom of the node's logic: what the state machine's parts (node/logic/state_machine.h) hand
+// to the runner that drives them (node/host/node.h, or a simulator). The parts take time and
+// messages in and give these actions out; they own no thread, no socket and no clock.
 
 #include <chrono>
 #include <cstdint>

@@ -1,7 +1,8 @@
 #pragma once
 // The learner's jobs as the state machine asks for them (StartCompute, StartEmbed, ... in
-// node/logic/actions.h), how one is run, and how its result goes back to the state machine. Shared by
-// the node's worker thread (node/learner/learner_worker.h) and any other runner of the same logic.
+// node/logic/actions.h), how one is run, and how its result goes back to the state machine. Shared
+// by the node's worker thread (node/learner/learner_worker.h) and any other runner of the same
+// logic.
 
 #include <variant>
 

@@ -1,6 +1,7 @@
 #pragma once
 // Membership: who the node's peers are (DESIGN.md "Wire protocol", Hello and PeerList), one part
-// of the node state machine (node/logic/state_machine.h). No I/O: messages and time in, actions out.
+// of the node state machine (node/logic/state_machine.h). No I/O: messages and time in, actions
+// out.
 //
 // Specification.
 // - Candidates and verified peers. A peer learned from the config, a checkpoint, gossip or its

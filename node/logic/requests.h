@@ -1,7 +1,7 @@
 #pragma once
-// Request bookkeeping shared by the parts of the node state machine (node/logic/state_machine.h): the
-// ids of outgoing requests and which part owns each, the envelopes of replies, and the refusal of
-// bad inbound requests.
+// Request bookkeeping shared by the parts of the node state machine (node/logic/state_machine.h):
+// the ids of outgoing requests and which part owns each, the envelopes of replies, and the refusal
+// of bad inbound requests.
 //
 // Specification.
 // - Every outgoing request gets a fresh id, unique for the machine's lifetime, and is recorded

@@ -187,8 +187,8 @@ class RoundDriver {
   TimePoint pending_round_deadline_{};
   bool mesh_wait_done_ = false;  // the first fetching round waited for the mesh
   TimePoint linger_until_{};
-  TimePoint round_started_at_{};  // when the current round began (for min_round pacing)
-  TimePoint next_round_at_{};     // kPacing: when the next round may begin
+  TimePoint round_started_at_{};        // when the current round began (for min_round pacing)
+  TimePoint next_round_at_{};           // kPacing: when the next round may begin
   std::optional<int64_t> hold_before_;  // HoldBefore()
   Fetch fetch_;
 };

@@ -1,14 +1,14 @@
 #pragma once
 // The node state machine: one node's logic with no I/O (DESIGN.md "The node's round"). Events
-// (decoded messages, replies, learner results, time) go in; actions (node/logic/actions.h) come out.
-// It owns no thread, no socket and no clock, so its tests need neither sleeps nor ports, and the
-// same code runs on sockets (node/host/node.h) or under a simulator.
+// (decoded messages, replies, learner results, time) go in; actions (node/logic/actions.h) come
+// out. It owns no thread, no socket and no clock, so its tests need neither sleeps nor ports, and
+// the same code runs on sockets (node/host/node.h) or under a simulator.
 //
 // It is a small router over parts that each own their state and have their own specification:
 // - membership (node/logic/membership.h): Hello, PeerList gossip, liveness;
 // - model serving (node/logic/model_server.h): snapshots and held GetModel requests;
 // - the round driver (node/logic/round_driver.h): sample, fetch, compute, publish, linger;
-// - the EMD exchange (node/logic/emd_exchange.h, node/logic/emd_witness.h): direct and witness mode;
+// - the EMD exchange (node/logic/emd_exchange.h, emd_witness.h): direct and witness mode;
 // - the signature exchange (node/logic/signature_exchange.h): FLT's data signatures.
 // Request ids, the owner of each request, reply envelopes and refusals are the request book's
 // (node/logic/requests.h), at the bottom, so that no part reaches back into the router.
@@ -34,10 +34,10 @@
 #include <spdlog/logger.h>
 
 #include "node/logic/actions.h"
-#include "node/logic/peer_address.h"
 #include "node/logic/emd_exchange.h"
 #include "node/logic/membership.h"
 #include "node/logic/model_server.h"
+#include "node/logic/peer_address.h"
 #include "node/logic/requests.h"
 #include "node/logic/round_driver.h"
 #include "node/logic/signature_exchange.h"

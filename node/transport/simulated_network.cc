@@ -40,7 +40,6 @@ Result<std::pair<std::string, std::string>> ParseEndpoint(const std::string& end
   return std::make_pair(host, port);
 }
 
-
 // A NetworkClock on real time: one thread runs every task, due timers first (so that a reply
 // handled after its deadline counts as late), then the queued work, in order.
 class RealTimeNetworkClock final : public NetworkClock {
@@ -117,9 +116,9 @@ class RealTimeNetworkClock final : public NetworkClock {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::function<void()>> tasks_;                          // guarded by mutex_
+  std::deque<std::function<void()>> tasks_;                         // guarded by mutex_
   std::multimap<Clock::time_point, std::function<void()>> timers_;  // guarded by mutex_
-  bool stopping_ = false;                                            // guarded by mutex_
+  bool stopping_ = false;                                           // guarded by mutex_
   std::thread thread_;  // last: starts once everything above exists
 };
 
@@ -221,17 +220,16 @@ class SimulatedNetwork::Core {
     // Addressed now: the request reaches this very transport, or nobody.
     auto delay = Transit(*c, *server, frames, /*reply=*/false);
     if (!delay) return;  // lost on the way
-    clock_->At(clock_->Now() + *delay,
-               [this, id, route = connection.route, server = server->id,
-                frames = std::move(frames)]() mutable {
-                 Station* client = Find(id);
-                 Station* to = Find(server);
-                 auto route_of = routes_.find(route);
-                 if (!client || !to || route_of == routes_.end()) return;
-                 auto connection = client->connections.find(route_of->second.endpoint);
-                 if (connection == client->connections.end()) return;
-                 Deliver(*client, connection->second, *to, std::move(frames));
-               });
+    clock_->At(clock_->Now() + *delay, [this, id, route = connection.route, server = server->id,
+                                        frames = std::move(frames)]() mutable {
+      Station* client = Find(id);
+      Station* to = Find(server);
+      auto route_of = routes_.find(route);
+      if (!client || !to || route_of == routes_.end()) return;
+      auto connection = client->connections.find(route_of->second.endpoint);
+      if (connection == client->connections.end()) return;
+      Deliver(*client, connection->second, *to, std::move(frames));
+    });
   }
 
   // Network thread: the reply of station `id` to the request of `token`.
@@ -425,9 +423,8 @@ class SimulatedNetwork::Core {
 
   // Calls `on_reply` with `result` as an event of its own.
   void Later(const ReplyHandler& on_reply, Result<std::vector<Frame>> result) {
-    clock_->At(clock_->Now(), [on_reply, result = std::move(result)]() mutable {
-      on_reply(std::move(result));
-    });
+    clock_->At(clock_->Now(),
+               [on_reply, result = std::move(result)]() mutable { on_reply(std::move(result)); });
   }
 
   // Removes request `request_id` of `c` from every table and calls its handler with `result`, at
@@ -561,7 +558,9 @@ Result<std::unique_ptr<Transport>> SimulatedNetwork::Start(TransportOptions opti
   std::string endpoint;
   Result<uint64_t> station = Status::Internal("not bound");
   core_->clock().Enter(
-      [&] { station = core_->Bind(std::move(options), std::move(on_request), counters, &endpoint); },
+      [&] {
+        station = core_->Bind(std::move(options), std::move(on_request), counters, &endpoint);
+      },
       /*wait=*/true);
   if (!station.ok()) return station.status();
   return std::unique_ptr<Transport>(

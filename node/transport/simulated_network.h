@@ -1,7 +1,7 @@
 #pragma once
-// The simulated network: the one in-memory Transport (node/transport/transport.h) of meshlearn. The nodes of
-// one process exchange their real encoded frames through it, without sockets, on one of two
-// clocks:
+// The simulated network: the one in-memory Transport (node/transport/transport.h) of meshlearn. The
+// nodes of one process exchange their real encoded frames through it, without sockets, on one of
+// two clocks:
 // - real time (SimulatedNetwork()): a delivery thread of its own; tests and in-process runs;
 // - a simulator's virtual clock (SimulatedNetwork(clock, links)): the discrete-event simulation
 //   (sim/simulation.h) delivers every frame as an event of its queue.
@@ -61,8 +61,8 @@ class NetworkClock {
 
 // A message as it is sent, shown to the LinkModel.
 struct LinkMessage {
-  const std::string& from;    // the sender's node id (TransportOptions::node_id)
-  const std::string& to;      // the receiver's node id
+  const std::string& from;     // the sender's node id (TransportOptions::node_id)
+  const std::string& to;       // the receiver's node id
   std::vector<Frame>& frames;  // the encoded message; the model may replace them
   bool reply = false;          // a reply (else a request)
 };

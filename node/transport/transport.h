@@ -1,10 +1,10 @@
 #pragma once
 // The Transport interface: how a node's requests and replies travel. Two implementations keep
 // the same rules and pass the same contract tests (tests/node/transport_test.cc):
-// - ZeroMQ over TCP (node/transport/zmq_transport.h): the only code in meshlearn that touches sockets;
-// - the simulated network between the nodes of one process (node/transport/simulated_network.h), on real
-//   time for tests and in-process runs, or on the simulator's virtual clock (sim/simulation.h),
-//   which carries every node's real encoded frames through it.
+// - ZeroMQ over TCP (zmq_transport.h): the only code in meshlearn that touches sockets;
+// - the simulated network between the nodes of one process (simulated_network.h), on real time
+//   for tests and in-process runs, or on the simulator's virtual clock (sim/simulation.h), which
+//   carries every node's real encoded frames through it.
 //
 // A transport moves already-encoded protocol frames (protocol/codec.h) and knows only the
 // envelope: it reads a reply's request_id to find the request it answers, and it reads an
@@ -23,10 +23,10 @@
 // - Replies that arrive after their deadline, for unknown request ids, or from another endpoint
 //   than the request went to are dropped and counted.
 // - A message above max_message_bytes reaches the handler while each of its frames is within the
-//   frame ceiling (twice max_message_bytes, FrameCeiling in node/transport/transport_rules.h); the node's
-//   decoder then refuses it (Error(too_large), counted, logged once a minute per peer). A frame
-//   above the ceiling is refused by the receiver: the request never reaches its handler, and the
-//   requester hears nothing before its deadline.
+//   frame ceiling (twice max_message_bytes, FrameCeiling in node/transport/transport_rules.h); the
+//   node's decoder then refuses it (Error(too_large), counted, logged once a minute per peer). A
+//   frame above the ceiling is refused by the receiver: the request never reaches its handler, and
+//   the requester hears nothing before its deadline.
 // - With CurveOptions, a server admits only clients whose public key is on its allowlist, and a
 //   client talks only to servers that prove the key it expects, which must be allowlisted too. A
 //   peer whose key is refused never gets past the handshake: none of its requests reaches the

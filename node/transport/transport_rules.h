@@ -66,9 +66,9 @@ uint64_t FrameCeiling(const Limits& limits);
 Result<std::set<std::string>> CheckTransportOptions(const TransportOptions& options);
 
 // Checks an outgoing request before anything is sent: `endpoint` must be a valid TCP endpoint
-// (node/transport/endpoint.h) and `frames` non-empty with an envelope carrying `request_id`; with CURVE
-// `server_key` must be a Z85 key (kInvalidArgument) on `allowed_keys` (kRefused). The messages
-// name the request and `endpoint`.
+// (node/transport/endpoint.h) and `frames` non-empty with an envelope carrying `request_id`; with
+// CURVE `server_key` must be a Z85 key (kInvalidArgument) on `allowed_keys` (kRefused). The
+// messages name the request and `endpoint`.
 Status CheckOutgoingRequest(const TransportOptions& options,
                             const std::set<std::string>& allowed_keys, const std::string& endpoint,
                             uint64_t request_id, const std::vector<Frame>& frames,

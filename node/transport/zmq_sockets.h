@@ -1,7 +1,7 @@
 #pragma once
-// The ZeroMQ side of node/transport/zmq_transport.cc: socket options, the ZAP handshake's constants, and
-// moving multipart messages between ZeroMQ sockets and Frames without copying large frames.
-// Internal to the ZeroMQ transport; nothing else includes it.
+// The ZeroMQ side of node/transport/zmq_transport.cc: socket options, the ZAP handshake's
+// constants, and moving multipart messages between ZeroMQ sockets and Frames without copying large
+// frames. Internal to the ZeroMQ transport; nothing else includes it.
 
 #include <cstdint>
 #include <optional>

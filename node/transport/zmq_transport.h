@@ -1,6 +1,6 @@
 #pragma once
-// The ZeroMQ transport of a node (node/transport/transport.h): the only code in meshlearn that touches
-// sockets.
+// The ZeroMQ transport of a node (node/transport/transport.h): the only code in meshlearn that
+// touches sockets.
 //
 // One ROUTER socket, bound at the node's listen endpoint, receives requests from peers; one DEALER
 // socket per peer endpoint, created on the first request to it, sends this node's requests and

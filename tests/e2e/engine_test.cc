@@ -19,8 +19,8 @@ using std::chrono::seconds;
 
 // Rounds of the runs compared for equality last at least this long. Rationale: a sync run is
 // deterministic while no sampled peer is more than kSnapshotHistory (4) rounds ahead
-// (node/logic/model_server.h); unpaced, millisecond rounds of a linear model let a node stalled by a
-// loaded machine fall that far behind.
+// (node/logic/model_server.h); unpaced, millisecond rounds of a linear model let a node stalled by
+// a loaded machine fall that far behind.
 constexpr double kPacedRoundS = 0.5;
 
 // 9 nodes in 3 synthetic clusters (or `clients` nodes in clusters of 3), sync, cos_weights.

@@ -374,7 +374,7 @@ TEST(RunFolder, ASimulatedRunStoppedBySigtermResumesToTheFilesOfOneNeverStopped)
   // to come in the middle, whatever the machine.
   constexpr int kRounds = 20000;
   std::string scenario = WriteScenario(dir, kRounds, 0);
-  std::vector<std::string> common = {scenario,  "--methods", "random", "--simulate",
+  std::vector<std::string> common = {scenario,    "--methods", "random",           "--simulate",
                                      "--threads", "1",         "--snapshot-every", "1000"};
   auto with = [&](std::vector<std::string> args, const std::string& out) {
     args.insert(args.end(), {"--out", out});
@@ -389,9 +389,9 @@ TEST(RunFolder, ASimulatedRunStoppedBySigtermResumesToTheFilesOfOneNeverStopped)
   auto launcher = ChildProcess::Start(args, dir + "/first.log");
   ASSERT_TRUE(launcher.has_value());
   // The progress line comes about once a second: the simulation is under way.
-  ASSERT_TRUE(WaitFor([&] { return ReadText(dir + "/first.log").find("[random] round ") !=
-                                   std::string::npos; },
-                      seconds(300)))
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadText(dir + "/first.log").find("[random] round ") != std::string::npos; },
+      seconds(300)))
       << ReadText(dir + "/first.log");
   ASSERT_EQ(ReadText(dir + "/first.log").find("round 20000/20000"), std::string::npos)
       << "the simulation ended before the signal could interrupt it";
@@ -416,7 +416,8 @@ TEST(RunFolder, ASimulatedRunStoppedBySigtermResumesToTheFilesOfOneNeverStopped)
       EXPECT_EQ(ReadText(dir + "/stopped" + node), expected) << node;
     }
   }
-  EXPECT_EQ(ReadText(dir + "/stopped/random/heatmap.csv"), ReadText(dir + "/whole/random/heatmap.csv"));
+  EXPECT_EQ(ReadText(dir + "/stopped/random/heatmap.csv"),
+            ReadText(dir + "/whole/random/heatmap.csv"));
 }
 
 }  // namespace

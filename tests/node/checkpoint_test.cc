@@ -169,11 +169,10 @@ TEST(RoundsCsv, AFolderWrittenBeforeTheEpsilonColumnReadsAndResumes) {
   std::string dir = ::testing::TempDir() + "/rounds_without_epsilon";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/rounds.csv")
-      << kRoundsCsvHeaderWithoutEpsilon << "\n"
-      << "0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,\n"
-      << "1,1.5,1,2,,3,,2,2,30,40,0,0.1,0.2,,\"a,b;c\"\n"
-      << "2,2.5,1,2,,3,,2,2,50,60,0,0.1,0.2,,d\n";
+  std::ofstream(dir + "/rounds.csv") << kRoundsCsvHeaderWithoutEpsilon << "\n"
+                                     << "0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,\n"
+                                     << "1,1.5,1,2,,3,,2,2,30,40,0,0.1,0.2,,\"a,b;c\"\n"
+                                     << "2,2.5,1,2,,3,,2,2,50,60,0,0.1,0.2,,d\n";
   auto rows = ReadRoundsCsv(dir + "/rounds.csv");
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 3u);

@@ -27,13 +27,13 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
-#include "process/free_port.h"
 #include "node/config/logging.h"
-#include "node/transport/simulated_network.h"
 #include "node/host/node.h"
 #include "node/host/outputs.h"
+#include "node/transport/simulated_network.h"
 #include "node/transport/transport.h"
 #include "node/transport/zmq_transport.h"
+#include "process/free_port.h"
 #include "protocol/codec.h"
 #include "training/partition.h"
 #include "training/shard_file.h"

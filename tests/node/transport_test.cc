@@ -1,5 +1,6 @@
 // Contract tests of node::Transport, run over both implementations: ZeroMQ over real loopback TCP
-// sockets (127.x.y.z only), and the simulated network on real time (each test gets a medium of its own).
+// sockets (127.x.y.z only), and the simulated network on real time (each test gets a medium of its
+// own).
 //
 // One parameterised suite states what every transport must do; it is instantiated for each
 // implementation and each way of binding (ephemeral port written as 0 or as *, on 127.0.0.1 and on

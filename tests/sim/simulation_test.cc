@@ -365,6 +365,5 @@ TEST(Simulation, ADifferentiallyPrivateRunIsByteIdenticalWithOneAndTwoThreads) {
   }
 }
 
-
 }  // namespace
 }  // namespace meshlearn::sim

@@ -7,9 +7,9 @@
 
 #include "base/atomic_file.h"
 #include "node/config/config.h"
+#include "node/config/logging.h"
 #include "node/transport/curve_keys.h"
 #include "process/free_port.h"
-#include "node/config/logging.h"
 #include "tools/launch/node_processes.h"
 #include "tools/launch/run_layout.h"
 #include "training/readers.h"

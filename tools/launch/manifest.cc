@@ -37,8 +37,8 @@ toml::table Pairs(const std::vector<std::pair<std::string, std::string>>& pairs)
 using node::TableReader;
 
 // Typed reads of the manifest's keys, all required (a launcher writes every one), with the
-// messages of the node config's reader (node/config/toml_reader.h): file, line, dotted key, value found
-// and what is allowed.
+// messages of the node config's reader (node/config/toml_reader.h): file, line, dotted key, value
+// found and what is allowed.
 template <typename Int>
 Status Integer(TableReader& t, const char* key, Int* out) {
   return t.Read(key, true, [&](const toml::node& n) -> Status {
