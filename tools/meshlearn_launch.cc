@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   app.add_option("--dashboard", dashboard_port,
                  "serve a live page of the run on this port (0: any free port)");
   app.add_option("--dashboard-bind", dashboard_bind,
-                 "address of the page (default 127.0.0.1; see the README on SSH)");
+                 "address of the page (default 127.0.0.1; see docs/dashboard.md on SSH)");
   app.add_flag("--partition-only", request.partition_only,
                "write the shards (<out>/shards/client-<i>.shard) and clusters.csv, then exit");
   std::vector<std::string> engines = launch::Runners().Names();

@@ -1,5 +1,5 @@
 // meshlearn-launch and its run folder (--out): a second launch never loses a run, --force and
-// --resume do what README.md "Run folders" says, every run has a manifest, an interrupted run says
+// --resume do what docs/experiments.md "Run folders" says, every run has a manifest, an interrupted run says
 // so and resumes, a node restarted by hand is not a failure, and the launcher's messages point at
 // the real cause.
 #include <gtest/gtest.h>

@@ -236,7 +236,7 @@ int ServeCommand(int argc, char** argv) {
   app.add_option("run_dir", run_dir, "the run folder (the launcher's --out)")->required();
   app.add_option("--dashboard", port, "port of the page (0: any free port)")->required();
   app.add_option("--dashboard-bind", bind,
-                 "address of the page (default 127.0.0.1; see the README on SSH)");
+                 "address of the page (default 127.0.0.1; see docs/dashboard.md on SSH)");
   CLI11_PARSE(app, argc, argv);
 
   auto folder = launch::ReadRunFolder(run_dir);

@@ -18,8 +18,9 @@ namespace meshlearn::launch {
 namespace {
 
 constexpr const char* kHeader =
-    "# meshlearn run manifest (README.md \"Run folders\"). meshlearn-launch writes it when a run\n"
-    "# starts and rewrites it as each method ends; --resume checks the scenario against it.\n"
+    "# meshlearn run manifest (docs/experiments.md \"Run folders\"). meshlearn-launch writes\n"
+    "# it when a run starts and rewrites it as each method ends; --resume checks the scenario\n"
+    "# against it.\n"
     "# status: running | complete | interrupted | failed.\n\n";
 
 toml::array Strings(const std::vector<std::string>& values) {

@@ -2,7 +2,7 @@
 // The run folder (--out) of meshlearn-launch: claimed by one launch at a time, never reused
 // without being asked, and described by its manifest (tools/launch/manifest.h).
 //
-// Rules (README.md "Run folders"):
+// Rules (docs/experiments.md "Run folders"):
 //   - a launch takes "<out>/launch.lock"; a second launch into the same folder while the first
 //     runs is refused, whatever its options;
 //   - a folder that is missing or empty is a new run;
