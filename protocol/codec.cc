@@ -325,9 +325,9 @@ class Fields {
     return fields;
   }
   const msgpack::object& object_;
-  const char* label_;      // the struct, or the list (or the parent's list field) it is in
-  int64_t index_;          // its place in that list; -1 when it is not in one
-  const Fields* parent_;   // the struct whose field the list is, or none
+  const char* label_;     // the struct, or the list (or the parent's list field) it is in
+  int64_t index_;         // its place in that list; -1 when it is not in one
+  const Fields* parent_;  // the struct whose field the list is, or none
 };
 
 #define ASSIGN_FIELDS(var, object, what, n)              \
@@ -335,9 +335,9 @@ class Fields {
   if (!var##_result.ok()) return var##_result.status();  \
   const Fields& var = *var##_result
 // The same for element `index` of list `list` (a field of `parent`, or a full name).
-#define ASSIGN_ELEMENT(var, object, list, index, n, parent)                     \
+#define ASSIGN_ELEMENT(var, object, list, index, n, parent)                      \
   auto var##_result = Fields::Element((object), (list), (index), (n), (parent)); \
-  if (!var##_result.ok()) return var##_result.status();                         \
+  if (!var##_result.ok()) return var##_result.status();                          \
   const Fields& var = *var##_result
 
 Status UnpackLayout(const Fields& parent, uint32_t index, const Limits& limits, ParamLayout* out) {

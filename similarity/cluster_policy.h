@@ -7,9 +7,9 @@
 //
 // Specification.
 // - Each round t the node reports the update directions it learnt (ObserveUpdate: the last local
-//   update of every peer that answered and sent one, and its own under its own id; node/learner/training_learner.cc
-//   ObserveAndCluster), then calls EndRound(t). The
-//   directions are kept as in similarity/update_directions.h (latest one per node).
+//   update of every peer that answered and sent one, and its own under its own id;
+//   node/learner/training_learner.cc ObserveAndCluster), then calls EndRound(t). The directions are
+//   kept as in similarity/update_directions.h (latest one per node).
 // - Before the first clustering, ClusterMates() is empty (std::nullopt): the sampler draws
 //   uniformly over all known peers.
 //   Rationale: file 002 and file 003 run plain FedAvg over everyone before clustering; a node has

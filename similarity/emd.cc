@@ -143,13 +143,12 @@ class TransportNetwork {
 // the optimal flow is integral too: each of the n points goes whole to one of the m, each of which
 // takes k, a capacitated assignment. Other sizes go to LEMON's network simplex on
 // TransportNetwork.
-// Rationale: the exchange measures sets whose sizes divide (similarity/emd.h, node/logic/learner.h),
-// and the assignment solvers take a fraction of the network simplex's time (issue 19:
-// `meshlearn-bench --benchmark_filter=Emd`).
-// The network of the last shape is kept between calls. Rationale: building it touches ~16 MB at
-// 512 × 600 (fresh pages, a third of the solve time), and calls of one shape (a solver used on
-// sets whose sizes do not divide) reuse it. Calls are serialised
-// by a mutex; drop the solver to release the memory.
+// Rationale: the exchange measures sets whose sizes divide (similarity/emd.h,
+// node/logic/learner.h), and the assignment solvers take a fraction of the network simplex's time
+// (issue 19: `meshlearn-bench --benchmark_filter=Emd`). The network of the last shape is kept
+// between calls. Rationale: building it touches ~16 MB at 512 × 600 (fresh pages, a third of the
+// solve time), and calls of one shape (a solver used on sets whose sizes do not divide) reuse it.
+// Calls are serialised by a mutex; drop the solver to release the memory.
 class ExactEmdSolver final : public EmdSolver {
  public:
   std::string_view Name() const override { return "exact"; }

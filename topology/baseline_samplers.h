@@ -69,15 +69,15 @@ class EmdClusterSampler final : public PeerSampler {
 
 // `louvain` (FLIC), `temperature` (OCFL) and `centroid_cluster` (FLT's hard clusters): uniform
 // within node i's cluster as a clustering policy decides it (similarity/cluster_policy.h, or the
-// signature clusters of node/logic/state_machine.h); the node passes the cluster mates to SetCluster()
-// whenever it reclusters. Before any cluster is set, uniform over all known
-// peers; once one is set, uniform over the known peers it names, p_ij = 0 for the others (a peer
-// joining later counts only if the cluster names it; an empty cluster means no sampling). Scores
-// passed to Update() are recorded for the outputs but never change a probability.
-// Rationale: both papers run FedAvg over everyone until they cluster, then within each cluster
-// (file 002 Algorithm 1 lines 15-19; file 003 Algorithm 1 lines 26-29); the clustering itself
-// needs the peers' update directions, which the node holds, not the sampler.
-// The cluster is not part of SamplerState: after Restore() the node calls SetCluster() again.
+// signature clusters of node/logic/state_machine.h); the node passes the cluster mates to
+// SetCluster() whenever it reclusters. Before any cluster is set, uniform over all known peers;
+// once one is set, uniform over the known peers it names, p_ij = 0 for the others (a peer joining
+// later counts only if the cluster names it; an empty cluster means no sampling). Scores passed to
+// Update() are recorded for the outputs but never change a probability. Rationale: both papers run
+// FedAvg over everyone until they cluster, then within each cluster (file 002 Algorithm 1 lines
+// 15-19; file 003 Algorithm 1 lines 26-29); the clustering itself needs the peers' update
+// directions, which the node holds, not the sampler. The cluster is not part of SamplerState: after
+// Restore() the node calls SetCluster() again.
 class ClusterSampler final : public PeerSampler {
  public:
   // `name` is the config name this sampler answers to ("louvain", "temperature" or

@@ -3,8 +3,8 @@
 //
 // Specification.
 // - A peer is learned from the config, a checkpoint, gossip or its own Hello (Learn) and starts as
-//   a candidate: it is not sampled (and not gossiped, node/logic/membership.h) until it answered our own
-//   Hello with a compatible architecture (MarkActive); from then on it is verified.
+//   a candidate: it is not sampled (and not gossiped, node/logic/membership.h) until it answered
+//   our own Hello with a compatible architecture (MarkActive); from then on it is verified.
 //   Rationale: a peer whose model layout differs would only produce rejected messages, and an id
 //   that never answered at the endpoint it claims may not exist at all.
 // - A verified peer keeps its endpoint: Learn changes only a candidate's; MarkActive at another

@@ -22,8 +22,8 @@
 #include <gtest/gtest.h>
 
 #include "node/config/config.h"
-#include "process/free_port.h"
 #include "node/host/outputs.h"
+#include "process/free_port.h"
 #include "training/partition.h"
 #include "training/shard_file.h"
 

@@ -1,7 +1,7 @@
 // meshlearn-launch and its run folder (--out): a second launch never loses a run, --force and
-// --resume do what docs/experiments.md "Run folders" says, every run has a manifest, an interrupted run says
-// so and resumes, a node restarted by hand is not a failure, and the launcher's messages point at
-// the real cause.
+// --resume do what docs/experiments.md "Run folders" says, every run has a manifest, an interrupted
+// run says so and resumes, a node restarted by hand is not a failure, and the launcher's messages
+// point at the real cause.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>

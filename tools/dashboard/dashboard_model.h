@@ -1,9 +1,9 @@
 #pragma once
 // What the launcher's dashboard shows of a run, and its JSON (GET /api/state, GET /api/node).
 //
-// A method is shown live from its nodes' status documents (node/host/status_document.h) while it runs,
-// and from its output files (rounds.csv, comm.csv, scores.csv, emd.csv, cluster.csv) once it has
-// ended, or when a finished run folder is served. No I/O but reading those files; thread-safe.
+// A method is shown live from its nodes' status documents (node/host/status_document.h) while it
+// runs, and from its output files (rounds.csv, comm.csv, scores.csv, emd.csv, cluster.csv) once it
+// has ended, or when a finished run folder is served. No I/O but reading those files; thread-safe.
 //
 // Rules:
 // - Nodes are shown in ground-truth cluster order (natural id order within a cluster), in every

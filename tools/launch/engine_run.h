@@ -1,7 +1,7 @@
 #pragma once
 // Running one method's nodes through an engine (Slurm or Open MPI) instead of as local
-// processes: one config template for every rank (node/config/node_template.h), a small rank script, and
-// the engine's own launcher (srun, sbatch or mpirun), watched through the run folder.
+// processes: one config template for every rank (node/config/node_template.h), a small rank script,
+// and the engine's own launcher (srun, sbatch or mpirun), watched through the run folder.
 //
 // Specification.
 // - The method folder gets:

@@ -64,11 +64,11 @@ struct RunOptions {
   std::string out_dir;
   // Where and how the nodes run: a name of the runner table (tools/launch/method_runner.h).
   std::string runner = "processes";
-  int threads = 0;          // simulated: learner worker threads; 0 = the core count
+  int threads = 0;  // simulated: learner worker threads; 0 = the core count
   // simulated: take a snapshot after every this many rounds (0: never; sim/simulation.h), into
   // "<method dir>/snapshot"; an interrupted method then continues from its last one on resume.
   int64_t snapshot_every = 0;
-  bool resume = false;  // the launch continues a run (--resume)
+  bool resume = false;      // the launch continues a run (--resume)
   std::string node_binary;  // the meshlearn-node executable (process mode)
   std::string log_level = "info";
   // Each node's config lists this many peers (the next ones in id order, wrapping around); the
