@@ -117,8 +117,11 @@ class NodeHost {
   const std::string& endpoint() const { return transport_->bound_endpoint(); }
   // The transport's counters, with the bytes of earlier incarnations (HostOptions).
   TransportStats transport_stats() const;
+  // The config the node was assembled from.
   const NodeConfig& config() const { return config_; }
+  // The node's state machine, for its counters and tables (read-only).
   const NodeStateMachine& machine() const { return *machine_; }
+  // The node's logger.
   spdlog::logger& log() const { return *log_; }
 
  private:
