@@ -1,34 +1,42 @@
+// The training learner: the Learner facade (node/logic/learner.h) over its parts, each with one
+// job and its own header:
+// - PeerMerger (peer_merger.h): scores the round's peer models and merges them;
+// - LocalTrainer (local_trainer.h): local training, evaluation, early stopping, and the
+//   PrivacyBudget (privacy_budget.h) of DP-SGD;
+// - ClusterObserver (cluster_observer.h): the update directions of FLIC / OCFL;
+// - EmdMeasurer (emd_measurer.h): the learner's side of the EMD exchange;
+// - MakeDataSignature (data_signature.h): FLT's data signature.
+// This file builds them from the config and sends each call on.
 #include "node/learner/learner_factory.h"
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <functional>
-#include <limits>
-#include <random>
+#include <memory>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/stable_hash.h"
+#include "node/learner/cluster_observer.h"
+#include "node/learner/data_signature.h"
+#include "node/learner/emd_measurer.h"
+#include "node/learner/local_trainer.h"
+#include "node/learner/peer_merger.h"
 #include "node/learner/poisoned_learner.h"
-#include "similarity/cluster_policy.h"
-#include "similarity/emd.h"
-#include "similarity/kmeans.h"
-#include "similarity/metric.h"
-#include "similarity/projection.h"
-#include "training/aggregation.h"
-#include "training/early_stopping.h"
+#include "node/learner/privacy_budget.h"
 #include "training/model.h"
-#include "training/rdp_accountant.h"
 #include "training/shard_file.h"
 #include "training/trainer.h"
 
 namespace meshlearn::node {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
-double SecondsSince(SteadyClock::time_point start) {
-  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+std::string ArchitectureIdOf(const training::ModelSpec& spec, const ParamLayout& layout) {
+  std::ostringstream id;
+  id << NameOf(training::ArchitectureNames(), spec.architecture) << '/' << spec.num_outputs << '/';
+  for (size_t i = 0; i < spec.input_shape.size(); ++i) id << (i ? "x" : "") << spec.input_shape[i];
+  id << '/' << layout.total_floats();
+  return id.str();
 }
 
 class TrainingLearner final : public Learner {
@@ -37,9 +45,8 @@ class TrainingLearner final : public Learner {
     MESHLEARN_RETURN_IF_ERROR(training::SetComputeThreads(config.threads));
     auto shard = training::ReadShard(config.shard);
     if (!shard.ok()) return shard.status().WithContext("[data] shard");
-    auto learner = std::unique_ptr<TrainingLearner>(new TrainingLearner(config));
+    std::unique_ptr<TrainingLearner> learner(new TrainingLearner());
     learner->shard_ = std::move(*shard);
-
     const training::Dataset& train = learner->shard_.train;
     if (train.size() == 0) {
       return Status::InvalidArgument("shard '" + config.shard + "' has no training samples");
@@ -55,17 +62,13 @@ class TrainingLearner final : public Learner {
     auto model = training::CreateModel(spec);
     if (!model.ok()) return model.status().WithContext("[model]");
     learner->model_ = std::move(*model);
+    training::Model& m = *learner->model_;
 
-    learner->metric_ = similarity::MakeSimilarityMetric(config.metric);
-    learner->rule_ = training::CreateAggregationRule(config.aggregation);
-
-    learner->initial_ = learner->model_->Parameters();
-    if (learner->metric_->Needs().own_data_loss) {
-      auto loss = training::MakeWeightsLossFn(*learner->model_, learner->shard_.train);
-      if (!loss.ok()) return loss.status();
-      learner->own_data_loss_ = std::move(*loss);
-    }
-    learner->architecture_id_ = ArchitectureIdOf(spec, learner->model_->Layout());
+    auto merger =
+        PeerMerger::Create(m, train, config.metric, config.aggregation, config.merge_min_score);
+    if (!merger.ok()) return merger.status();
+    learner->merger_ = std::move(*merger);
+    learner->architecture_id_ = ArchitectureIdOf(spec, m.Layout());
     if (std::optional<similarity::ClusterPolicyKind> kind = config.ClusterPolicy()) {
       similarity::ClusterPolicyConfig policy;
       policy.policy = *kind;
@@ -78,7 +81,7 @@ class TrainingLearner final : public Learner {
       policy.seed = config.seed;
       auto made = similarity::MakeClusterPolicy(policy);
       if (!made.ok()) return made.status().WithContext("[clustering]");
-      learner->policy_ = std::move(*made);
+      learner->clusters_.emplace(config.id, std::move(*made));
     }
     auto needs_embedding = [&](const std::string& what) {
       return Status::InvalidArgument(
@@ -87,23 +90,41 @@ class TrainingLearner final : public Learner {
           "TorchScript module with embed); '" +
           std::string(NameOf(training::ArchitectureNames(), config.architecture)) + "' has none");
     };
+    const uint64_t train_seed = NodeTrainingSeed(config);
     if (config.UsesSignatures()) {
-      if (learner->model_->EmbeddingDim() == 0) {
+      if (m.EmbeddingDim() == 0) {
         return needs_embedding("metric \"centroid\" / sampler \"centroid_cluster\"");
       }
-      auto signature = learner->ComputeSignature();
+      auto signature =
+          MakeDataSignature(m, train, static_cast<size_t>(config.signature_k),
+                            static_cast<uint32_t>(config.signature_max_samples), train_seed);
       if (!signature.ok()) return signature.status().WithContext("[signature]");
       learner->signature_ = std::move(*signature);
     }
-    if (config.privacy.enabled) MESHLEARN_RETURN_IF_ERROR(learner->SetUpPrivacy());
+    std::optional<PrivacyBudget> privacy;
+    if (config.privacy.enabled) {
+      auto budget = PrivacyBudget::Create(config.privacy, m, config.batch_size, config.local_epochs,
+                                          config.rounds, train.size());
+      if (!budget.ok()) return budget.status();
+      privacy = std::move(*budget);
+    }
+    training::TrainConfig train_config;
+    train_config.optimizer = {config.optimizer, config.learning_rate, config.momentum,
+                              config.weight_decay};
+    train_config.batch_size = config.batch_size;
+    train_config.epochs = config.local_epochs;
+    learner->trainer_.emplace(m, learner->shard_, train_config, config.patience, train_seed,
+                              std::move(privacy));
+    std::unique_ptr<similarity::EmdSolver> solver;
     if (config.emd_enabled) {
       similarity::EmdOptions emd;
       emd.solver = config.emd_solver;
-      auto solver = similarity::MakeEmdSolver(emd);
-      if (!solver.ok()) return solver.status().WithContext("[emd] solver");
-      learner->emd_solver_ = std::move(*solver);
-      if (learner->model_->EmbeddingDim() == 0) return needs_embedding("[emd] enabled");
+      auto made = similarity::MakeEmdSolver(emd);
+      if (!made.ok()) return made.status().WithContext("[emd] solver");
+      solver = std::move(*made);
+      if (m.EmbeddingDim() == 0) return needs_embedding("[emd] enabled");
     }
+    learner->emd_.emplace(m, learner->shard_, train_seed, config.emd_proj_ratio, std::move(solver));
     return std::unique_ptr<Learner>(std::move(learner));
   }
 
@@ -115,390 +136,51 @@ class TrainingLearner final : public Learner {
     RoundOutcome out;
     out.round = job.round;
     std::vector<float> own = model_->Parameters();
-    ScorePeers(job, own, out);
-
-    if (stopping_.stopped() || BudgetWouldRunOut()) {
-      // file 004 / DESIGN.md: a stopped node neither trains nor merges; it serves its best model.
-      // The privacy budget stops a node the same way (docs/privacy.md).
-      FillLastMetrics(out);
-      out.stopped = true;
-      out.published_weights =
-          FloatArray::Own(stopping_.has_best() ? stopping_.best_weights() : std::move(own));
+    merger_->Score(job, own, out);
+    if (trainer_->MustRest()) {
+      trainer_->Rest(std::move(own), out);
       return out;
     }
-    if (job.round > 0) MESHLEARN_RETURN_IF_ERROR(Merge(job, out, own));
-    std::vector<float> merged = policy_ ? model_->Parameters() : std::vector<float>();
-
-    auto train_start = SteadyClock::now();
-    training::TrainConfig train_config;
-    train_config.optimizer = {config_.optimizer, config_.learning_rate, config_.momentum,
-                              config_.weight_decay};
-    train_config.batch_size = config_.batch_size;
-    train_config.epochs = config_.local_epochs;
-    if (privacy_) train_config.privacy = privacy_->dp;
-    auto stats = training::TrainLocal(*model_, shard_.train, train_config,
-                                      train_seed_ + static_cast<uint64_t>(job.round));
-    if (!stats.ok())
-      return stats.status().WithContext("local training of round " + std::to_string(job.round));
-    out.train_seconds = SecondsSince(train_start);
-    last_.train_loss = stats->mean_loss;
-    if (privacy_) {
-      MESHLEARN_RETURN_IF_ERROR(privacy_->accountant.AddSteps(
-          privacy_->rate, privacy_->dp.noise_multiplier, stats->steps));
-    }
-
-    auto eval_start = SteadyClock::now();
-    MESHLEARN_RETURN_IF_ERROR(EvaluateInto(shard_.validation, &last_.val_loss, &last_.val_acc));
-    MESHLEARN_RETURN_IF_ERROR(EvaluateInto(shard_.test, &last_.test_loss, &last_.test_acc));
-    out.eval_seconds = SecondsSince(eval_start);
-
+    if (job.round > 0) MESHLEARN_RETURN_IF_ERROR(merger_->Merge(job, out, own));
+    std::vector<float> merged = clusters_ ? model_->Parameters() : std::vector<float>();
+    MESHLEARN_RETURN_IF_ERROR(trainer_->TrainAndEvaluate(job.round, out));
     std::vector<float> trained = model_->Parameters();
-    if (job.round == 0) embedding_weights_ = trained;  // phi_i: the model after round 0
-    if (policy_) MESHLEARN_RETURN_IF_ERROR(ObserveAndCluster(job, merged, trained, out));
-    stopping_.Observe(job.round, last_.val_loss, trained);
-    FillLastMetrics(out);
-    out.stopped = stopping_.stopped();
-    if (out.stopped) {
-      MESHLEARN_RETURN_IF_ERROR(model_->LoadParameters(stopping_.best_weights()));
-      out.published_weights = FloatArray::Own(stopping_.best_weights());
-    } else {
-      out.published_weights = FloatArray::Own(std::move(trained));
-    }
+    if (job.round == 0) emd_->RememberEmbeddingModel(trained);
+    if (clusters_) MESHLEARN_RETURN_IF_ERROR(clusters_->Observe(job, merged, trained, out));
+    MESHLEARN_RETURN_IF_ERROR(trainer_->Finish(job.round, std::move(trained), out));
     return out;
   }
 
   Result<ProjectedEmbeddings> EmbedForPeer(std::span<const float> weights, uint64_t seed,
                                            uint32_t max_samples) override {
-    if (!scratch_) {
-      auto clone = model_->Clone();
-      if (!clone.ok()) return clone.status();
-      scratch_ = std::move(*clone);
-    }
-    MESHLEARN_RETURN_IF_ERROR(scratch_->LoadParameters(weights).WithContext("requester's model"));
-    auto z = EmbedSample(*scratch_, shard_.validation, max_samples, seed);
-    if (!z.ok()) return z.status();
-    return ProjectRows(*z, seed);
+    return emd_->EmbedForPeer(weights, seed, max_samples);
   }
-
   Result<EmdMeasure> MeasureEmd(const ProjectedEmbeddings& peer, uint64_t seed,
                                 uint32_t max_samples) override {
-    auto own = ProjectOwnTrain(seed, max_samples);
-    if (!own.ok()) return own.status();
-    auto emd = Distance(own->train, peer);
-    if (!emd.ok()) return emd.status().WithContext("EMD(train_i, val_j)");
-    return EmdMeasure{*emd, own->reference};
+    return emd_->MeasureEmd(peer, seed, max_samples);
   }
-
   Result<OwnProjection> ProjectOwnTrain(uint64_t seed, uint32_t max_samples) override {
-    if (!emd_solver_) return Status::InvalidArgument("[emd] is not enabled");
-    if (!own_train_z_) {
-      // phi_i's embeddings of the node's own samples are the same for every peer (only R
-      // differs), so they are computed once. The samples are chosen with the node's own seed.
-      // The training sample is a multiple of the validation sample (Learner::MeasureEmd).
-      auto phi = model_->Clone();
-      if (!phi.ok()) return phi.status();
-      MESHLEARN_RETURN_IF_ERROR((*phi)->LoadParameters(EmbeddingWeights()));
-      const size_t validation = std::min<size_t>(max_samples, shard_.validation.size());
-      const size_t train = std::min<size_t>(max_samples, shard_.train.size());
-      const size_t train_multiple =
-          validation > 0 && train >= validation ? train / validation * validation : train;
-      auto train_z =
-          EmbedSample(**phi, shard_.train, static_cast<uint32_t>(train_multiple), train_seed_);
-      if (!train_z.ok()) return train_z.status();
-      auto val_z =
-          EmbedSample(**phi, shard_.validation, static_cast<uint32_t>(validation), train_seed_ + 1);
-      if (!val_z.ok()) return val_z.status();
-      own_train_z_ = std::move(*train_z);
-      own_val_z_ = std::move(*val_z);
-    }
-    auto train = ProjectRows(*own_train_z_, seed);
-    if (!train.ok()) return train.status();
-    auto val = ProjectRows(*own_val_z_, seed);
-    if (!val.ok()) return val.status();
-    auto reference = Distance(*train, *val);
-    if (!reference.ok()) return reference.status().WithContext("EMD(train_i, val_i)");
-    return OwnProjection{std::move(*train), *reference};
+    return emd_->ProjectOwnTrain(seed, max_samples);
   }
-
   Result<double> WitnessDistance(const ProjectedEmbeddings& train,
                                  const ProjectedEmbeddings& validation) override {
-    if (!emd_solver_) return Status::InvalidArgument("[emd] is not enabled");
-    return Distance(train, validation);
+    return emd_->WitnessDistance(train, validation);
   }
-
   const ProjectedEmbeddings& DataSignature() const override { return signature_; }
-
-  LearnerState Snapshot() const override {
-    LearnerState s = last_;
-    s.weights = model_->Parameters();
-    s.best_loss = stopping_.best_loss();
-    s.best_round = stopping_.best_round();
-    s.best_weights = stopping_.best_weights();
-    s.rounds_without_improvement = stopping_.rounds_without_improvement();
-    s.privacy_steps = privacy_ ? privacy_->accountant.steps() : 0;
-    return s;
-  }
-
-  Status Restore(const LearnerState& state) override {
-    MESHLEARN_RETURN_IF_ERROR(model_->LoadParameters(state.weights).WithContext("checkpoint"));
-    if (!state.best_weights.empty() && state.best_weights.size() != state.weights.size()) {
-      return Status::LayoutMismatch("checkpoint: best weights do not fit the model");
-    }
-    stopping_.Restore(state.best_loss, state.best_round, state.best_weights,
-                      state.rounds_without_improvement);
-    if (privacy_) {
-      privacy_->accountant = training::RdpAccountant();
-      MESHLEARN_RETURN_IF_ERROR(privacy_->accountant.AddSteps(
-          privacy_->rate, privacy_->dp.noise_multiplier, state.privacy_steps));
-    }
-    last_ = state;
-    last_.weights.clear();
-    last_.best_weights.clear();
-    return Status::Ok();
-  }
+  LearnerState Snapshot() const override { return trainer_->Snapshot(); }
+  Status Restore(const LearnerState& state) override { return trainer_->Restore(state); }
 
  private:
-  explicit TrainingLearner(const NodeConfig& config)
-      : config_(config), stopping_(config.patience), train_seed_(NodeTrainingSeed(config)) {}
+  TrainingLearner() = default;
 
-  // DP-SGD's settings and budget (docs/privacy.md), when [privacy] is enabled.
-  struct Privacy {
-    training::DpSgdConfig dp;
-    double rate = 0;              // Poisson sampling rate q
-    int64_t steps_per_round = 0;  // local_epochs × ceil(N / batch_size)
-    training::RdpAccountant accountant;
-  };
-
-  // Checks that the model takes DP-SGD and fixes σ: [privacy] noise_multiplier, or the smallest
-  // σ that keeps the ε of all (rounds + 1) rounds' steps within target_epsilon.
-  Status SetUpPrivacy() {
-    const PrivacyConfig& p = config_.privacy;
-    MESHLEARN_RETURN_IF_ERROR(training::CheckDpSgdSupported(*model_));
-    Privacy privacy;
-    privacy.rate = training::PoissonSamplingRate(config_.batch_size, shard_.train.size());
-    privacy.steps_per_round = config_.local_epochs *
-                              training::DpSgdStepsPerEpoch(config_.batch_size, shard_.train.size());
-    privacy.dp.max_grad_norm = p.max_grad_norm;
-    if (p.noise_multiplier) {
-      privacy.dp.noise_multiplier = *p.noise_multiplier;
-    } else {
-      const int64_t planned_steps = (config_.rounds + 1) * privacy.steps_per_round;
-      auto sigma =
-          training::NoiseMultiplierFor(*p.target_epsilon, p.delta, privacy.rate, planned_steps);
-      if (!sigma.ok()) return sigma.status().WithContext("[privacy] target_epsilon");
-      privacy.dp.noise_multiplier = *sigma;
-    }
-    privacy_ = std::move(privacy);
-    return Status::Ok();
-  }
-
-  // True when [privacy] max_epsilon is set and this round's training would take ε past it.
-  bool BudgetWouldRunOut() const {
-    if (!privacy_ || !config_.privacy.max_epsilon) return false;
-    training::RdpAccountant after = privacy_->accountant;
-    (void)after.AddSteps(privacy_->rate, privacy_->dp.noise_multiplier, privacy_->steps_per_round);
-    return after.Epsilon(config_.privacy.delta) > *config_.privacy.max_epsilon;
-  }
-
-  // The weights of the embedding model φ_i: the model after round 0's local training (the
-  // current weights before that).
-  std::vector<float> EmbeddingWeights() const {
-    return embedding_weights_.empty() ? model_->Parameters() : embedding_weights_;
-  }
-
-  static std::string ArchitectureIdOf(const training::ModelSpec& spec, const ParamLayout& layout) {
-    std::ostringstream id;
-    id << NameOf(training::ArchitectureNames(), spec.architecture) << '/' << spec.num_outputs
-       << '/';
-    for (size_t i = 0; i < spec.input_shape.size(); ++i)
-      id << (i ? "x" : "") << spec.input_shape[i];
-    id << '/' << layout.total_floats();
-    return id.str();
-  }
-
-  // Unprojected embeddings: rows x dim floats, row-major.
-  struct Embeddings {
-    std::vector<float> values;
-    size_t rows = 0;
-    size_t dim = 0;
-  };
-
-  // Embeds at most `max_samples` rows of `data` (a subset drawn with `row_seed`) with `model`.
-  Result<Embeddings> EmbedSample(training::Model& model, const training::Dataset& data,
-                                 uint32_t max_samples, uint64_t row_seed) const {
-    std::vector<size_t> rows(data.size());
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
-    std::mt19937_64 rng(row_seed);
-    for (size_t i = rows.size(); i > 1; --i) std::swap(rows[i - 1], rows[rng() % i]);
-    rows.resize(std::min<size_t>(rows.size(), max_samples));
-    if (rows.empty()) return Status::InvalidArgument("no samples to embed");
-    auto z = training::Embed(model, data, rows);
-    if (!z.ok()) return z.status();
-    return Embeddings{std::move(*z), rows.size(), static_cast<size_t>(model.EmbeddingDim())};
-  }
-
-  // FLT's signature (DataSignature()), from the current model, which must still be the shared
-  // initial one. The samples and the k-means seeding are drawn with the node's own seed.
-  Result<ProjectedEmbeddings> ComputeSignature() const {
-    auto z = EmbedSample(*model_, shard_.train,
-                         static_cast<uint32_t>(config_.signature_max_samples), train_seed_);
-    if (!z.ok()) return z.status();
-    auto k = static_cast<size_t>(config_.signature_k);
-    if (k > z->rows) {
-      return Status::InvalidArgument("k = " + std::to_string(k) + " centroids need at least " +
-                                     std::to_string(k) + " training samples; the shard has " +
-                                     std::to_string(z->rows));
-    }
-    auto centroids = similarity::KMeans({z->values, z->rows, z->dim}, k, train_seed_);
-    if (!centroids.ok()) return centroids.status().WithContext("k-means");
-    return ProjectedEmbeddings{static_cast<uint32_t>(k), static_cast<uint32_t>(z->dim),
-                               FloatArray::Own(std::move(centroids->centroids))};
-  }
-
-  // FLIC / OCFL (similarity/cluster_policy.h): stores the update directions of the peers that
-  // answered and of this node, then lets the policy decide whether to cluster. Every direction is
-  // a node's own local update: Δ = its weights after local training − the weights it trained from
-  // (its model after that round's merge). The node's own is computed here from `base`, this
-  // round's merged model, and served with its snapshot (out.published_update); a peer's is the
-  // one it sent with its model (PeerModel::update). A peer that sent none (an older build, or one
-  // that stopped training) keeps its stored direction; one whose update is refused is skipped.
-  // Rationale: files 002/003 measure each client's update δ = w^{t-1} − w_k^t from the global
-  // model it started from (the sign is immaterial to cosines); in a mesh, a node's merged model is
-  // that starting point. Measured from the shared initial model w0 instead (DESIGN.md's wording),
-  // gossip averaging makes every node's displacement nearly the same within a few rounds: the
-  // temperature only fell (15 nodes, 3 label clusters, 14 rounds) and no cluster was found.
-  // Measured as w_j − (this node's merged model), a same-cluster peer differs from it mostly by
-  // noise that depends on which peers were merged that round, and FLIC's communities fragmented
-  // (flic-label-swap, clustering once at round 10, seeds 1-3: ARI 0.83, 0.88, 0.82; with the
-  // peers' own Δ_j: 0.94, 0.97, 0.92). The peer's own Δ_j does not depend on the receiver.
-  Status ObserveAndCluster(const RoundJob& job, const std::vector<float>& base,
-                           const std::vector<float>& trained, RoundOutcome& out) {
-    for (const PeerModel& peer : job.peers) {
-      if (peer.update) (void)policy_->ObserveUpdate(peer.peer, peer.update->view());
-    }
-    std::vector<float> update(base.size());
-    for (size_t k = 0; k < update.size(); ++k) update[k] = trained[k] - base[k];
-    MESHLEARN_RETURN_IF_ERROR(
-        policy_->ObserveUpdate(config_.id, update).WithContext("own update direction"));
-    out.published_update = FloatArray::Own(std::move(update));
-    auto clustered = policy_->EndRound(job.round);
-    if (!clustered.ok()) return clustered.status().WithContext("clustering");
-    out.temperature = policy_->Temperature().value_or(out.temperature);
-    if (*clustered) {
-      out.cluster_mates = policy_->ClusterMates();
-      out.cluster_partition = policy_->Partition();
-    }
-    return Status::Ok();
-  }
-
-  // W(a, b) with the configured solver (uniform weights, cosine cost).
-  Result<double> Distance(const ProjectedEmbeddings& a, const ProjectedEmbeddings& b) const {
-    return emd_solver_->Distance({a.values.view(), a.rows, a.cols},
-                                 {b.values.view(), b.rows, b.cols});
-  }
-
-  // Projects `z` with R(`projection_seed`).
-  Result<ProjectedEmbeddings> ProjectRows(const Embeddings& z, uint64_t projection_seed) const {
-    auto r = similarity::DrawProjection(projection_seed, z.dim, config_.emd_proj_ratio);
-    if (!r.ok()) return r.status();
-    auto projected = similarity::Project({z.values, z.rows, z.dim}, *r);
-    if (!projected.ok()) return projected.status();
-    ProjectedEmbeddings out;
-    out.rows = static_cast<uint32_t>(z.rows);
-    out.cols = static_cast<uint32_t>(r->output_dim);
-    out.values = FloatArray::Own(std::move(*projected));
-    return out;
-  }
-
-  // Scores every answered peer with the configured metric against the node's current weights.
-  void ScorePeers(const RoundJob& job, const std::vector<float>& own, RoundOutcome& out) const {
-    similarity::MetricNeeds needs = metric_->Needs();
-    for (const PeerModel& peer : job.peers) {
-      similarity::MetricInput input;
-      input.own = own;
-      input.peer = peer.weights.view();
-      if (needs.initial_weights) input.initial = initial_;
-      if (needs.own_data_loss) input.own_data_loss = own_data_loss_;
-      PeerScoreOutcome score;
-      score.peer = peer.peer;
-      // Exchanged metrics: the exchange that measured the peer computed s_ij; it is taken as is.
-      auto s = needs.exchanged_score ? ExchangedScore(peer) : metric_->Score(input);
-      if (s.ok()) {
-        score.score = *s;
-      } else {
-        score.error = s.status();
-      }
-      out.scores.push_back(std::move(score));
-    }
-  }
-
-  // s_ij of `peer` as its exchange measured it (metrics emd and centroid).
-  Result<double> ExchangedScore(const PeerModel& peer) const {
-    if (peer.exchanged_score) return *peer.exchanged_score;
-    return Status::InvalidArgument(std::string(metric_->Name()) +
-                                   ": the exchange with this peer has not measured it yet");
-  }
-
-  // Merges the scored peers (all of them, or those at or above merge_min_score) into the model.
-  Status Merge(const RoundJob& job, RoundOutcome& out, std::vector<float>& own) {
-    std::vector<training::MergeInput> peers;
-    for (size_t k = 0; k < job.peers.size(); ++k) {
-      PeerScoreOutcome& score = out.scores[k];
-      if (!score.score) continue;
-      if (config_.merge_min_score && *score.score < *config_.merge_min_score) {
-        ++out.excluded_by_min_score;
-        continue;
-      }
-      score.merged = true;
-      peers.push_back(
-          {job.peers[k].weights.view(), job.peers[k].train_size, job.peers[k].probability});
-    }
-    if (peers.empty()) return Status::Ok();
-    training::MergeInput self{own, TrainSize(), 0};
-    MESHLEARN_RETURN_IF_ERROR(rule_->Merge(self, peers, own).WithContext("merge"));
-    return model_->LoadParameters(own);
-  }
-
-  Status EvaluateInto(const training::Dataset& data, double* loss, double* accuracy) {
-    if (data.size() == 0) {
-      *loss = *accuracy = std::numeric_limits<double>::quiet_NaN();
-      return Status::Ok();
-    }
-    auto eval = training::Evaluate(*model_, data);
-    if (!eval.ok()) return eval.status();
-    *loss = eval->loss;
-    *accuracy = eval->accuracy;
-    return Status::Ok();
-  }
-
-  void FillLastMetrics(RoundOutcome& out) const {
-    if (privacy_) out.epsilon = privacy_->accountant.Epsilon(config_.privacy.delta);
-    out.train_loss = last_.train_loss;
-    out.val_loss = last_.val_loss;
-    out.val_acc = last_.val_acc;
-    out.test_loss = last_.test_loss;
-    out.test_acc = last_.test_acc;
-  }
-
-  NodeConfig config_;
   training::ClientShard shard_;
   std::unique_ptr<training::Model> model_;
-  std::unique_ptr<similarity::SimilarityMetric> metric_;
-  std::unique_ptr<training::AggregationRule> rule_;
-  training::EarlyStopping stopping_;
-  std::vector<float> initial_;
-  similarity::LossOfWeights own_data_loss_;
   std::string architecture_id_;
-  uint64_t train_seed_;
-  std::vector<float> embedding_weights_;               // phi_i (after round 0)
-  std::unique_ptr<training::Model> scratch_;           // embeds with a requester's weights
-  std::optional<Embeddings> own_train_z_;              // phi_i(own train sample), for MeasureEmd
-  std::optional<Embeddings> own_val_z_;                // phi_i(own validation sample)
-  std::unique_ptr<similarity::EmdSolver> emd_solver_;  // set when [emd] is enabled
-  std::unique_ptr<similarity::ClusterPolicy> policy_;  // sampler louvain|temperature
-  ProjectedEmbeddings signature_;                      // FLT's data signature (0 rows: off)
-  std::optional<Privacy> privacy_;                     // set when [privacy] is enabled
-  LearnerState last_;
+  std::unique_ptr<PeerMerger> merger_;
+  std::optional<LocalTrainer> trainer_;
+  std::optional<ClusterObserver> clusters_;  // sampler louvain|temperature
+  std::optional<EmdMeasurer> emd_;
+  ProjectedEmbeddings signature_;  // FLT's data signature (0 rows: off)
 };
 
 }  // namespace

@@ -1,0 +1,74 @@
+#include "node/learner/peer_merger.h"
+
+#include <string>
+#include <utility>
+
+#include "training/trainer.h"
+
+namespace meshlearn::node {
+
+Result<std::unique_ptr<PeerMerger>> PeerMerger::Create(training::Model& model,
+                                                       const training::Dataset& train,
+                                                       similarity::MetricKind metric,
+                                                       training::AggregationKind aggregation,
+                                                       std::optional<double> merge_min_score) {
+  std::unique_ptr<PeerMerger> merger(new PeerMerger(model, train.size(), merge_min_score));
+  merger->metric_ = similarity::MakeSimilarityMetric(metric);
+  merger->rule_ = training::CreateAggregationRule(aggregation);
+  merger->initial_ = model.Parameters();
+  if (merger->metric_->Needs().own_data_loss) {
+    auto loss = training::MakeWeightsLossFn(model, train);
+    if (!loss.ok()) return loss.status();
+    merger->own_data_loss_ = std::move(*loss);
+  }
+  return merger;
+}
+
+void PeerMerger::Score(const RoundJob& job, const std::vector<float>& own,
+                       RoundOutcome& out) const {
+  similarity::MetricNeeds needs = metric_->Needs();
+  for (const PeerModel& peer : job.peers) {
+    similarity::MetricInput input;
+    input.own = own;
+    input.peer = peer.weights.view();
+    if (needs.initial_weights) input.initial = initial_;
+    if (needs.own_data_loss) input.own_data_loss = own_data_loss_;
+    PeerScoreOutcome score;
+    score.peer = peer.peer;
+    auto s = needs.exchanged_score ? ExchangedScore(peer) : metric_->Score(input);
+    if (s.ok()) {
+      score.score = *s;
+    } else {
+      score.error = s.status();
+    }
+    out.scores.push_back(std::move(score));
+  }
+}
+
+// s_ij of `peer` as its exchange measured it (metrics emd and centroid).
+Result<double> PeerMerger::ExchangedScore(const PeerModel& peer) const {
+  if (peer.exchanged_score) return *peer.exchanged_score;
+  return Status::InvalidArgument(std::string(metric_->Name()) +
+                                 ": the exchange with this peer has not measured it yet");
+}
+
+Status PeerMerger::Merge(const RoundJob& job, RoundOutcome& out, std::vector<float>& own) {
+  std::vector<training::MergeInput> peers;
+  for (size_t k = 0; k < job.peers.size(); ++k) {
+    PeerScoreOutcome& score = out.scores[k];
+    if (!score.score) continue;
+    if (merge_min_score_ && *score.score < *merge_min_score_) {
+      ++out.excluded_by_min_score;
+      continue;
+    }
+    score.merged = true;
+    peers.push_back(
+        {job.peers[k].weights.view(), job.peers[k].train_size, job.peers[k].probability});
+  }
+  if (peers.empty()) return Status::Ok();
+  training::MergeInput self{own, train_size_, 0};
+  MESHLEARN_RETURN_IF_ERROR(rule_->Merge(self, peers, own).WithContext("merge"));
+  return model_.LoadParameters(own);
+}
+
+}  // namespace meshlearn::node
