@@ -65,6 +65,11 @@ class BuiltinNet : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) { return forward_recording(x, nullptr); }
   virtual torch::Tensor forward_recording(torch::Tensor x, std::vector<LayerRecord>* layers) = 0;
   virtual torch::Tensor embed(torch::Tensor x) = 0;
+  // TorchModel::SetPlainLibTorch.
+  void set_plain(bool plain) { plain_ = plain; }
+
+ protected:
+  bool plain_ = false;
 };
 
 class LinearNet final : public BuiltinNet {
@@ -99,23 +104,113 @@ class MlpNet final : public BuiltinNet {
   torch::nn::Linear fc1_, fc2_;
 };
 
-// 2 x 2 max-pooling with stride 2 (a last odd row or column dropped) of ReLU(x):
-// torch::max_pool2d(torch::relu(x), 2). Without autograd (evaluation, embeddings) it takes the
-// elementwise maximum of the four strided views, then the ReLU of that quarter-size result
-// (max and ReLU commute): the same values, 3-6x faster than LibTorch 1.13's max-pool kernel for
-// NCHW tensors, which took over half of a cnn embedding (meshlearn-bench
-// BM_EmdExchangeVsRounds). With autograd it stays relu then max_pool2d, whose gradients are the
-// ones training has always taken.
-torch::Tensor PoolRelu(const torch::Tensor& x) {
-  if (torch::GradMode::is_enabled()) return torch::max_pool2d(torch::relu(x), 2);
-  const int64_t height = x.size(2) / 2 * 2;
-  const int64_t width = x.size(3) / 2 * 2;
-  auto corner = [&](int64_t dy, int64_t dx) {
-    return x.slice(2, dy, height, 2).slice(3, dx, width, 2);
-  };
-  return torch::maximum(torch::maximum(corner(0, 0), corner(0, 1)),
-                        torch::maximum(corner(1, 0), corner(1, 1)))
-      .relu_();
+// 2 x 2 max-pooling with stride 2 (a last odd row or column dropped) of ReLU(x), for x
+// [B, C, H, W]: the values of torch::max_pool2d(torch::relu(x), 2), in one pass over x. Each
+// window's maximum is the first of its largest values in row-major order, as max_pool2d takes it
+// (a NaN wins). When `winners` is set it receives, per output, the window position (0-3) the
+// gradient flows to, or kNoWinner where the output is not positive (ReLU passes no gradient).
+// Max and ReLU commute, so the values are exactly those of the two LibTorch kernels, whose NCHW
+// max-pool took a third of a cnn training step (meshlearn-bench BM_CnnTrainVsLibTorch, issue 29).
+constexpr uint8_t kNoWinner = 255;
+
+// The maximum `m` of the 2 x 2 window at `w` (rows `width` apart) and its position `best` (0-3,
+// row-major), the first of equal maxima, a NaN winning as in max_pool2d. A pairwise tournament
+// without branches on the values: with random data a branch per comparison mispredicts half the
+// time, which made a branching loop cost a quarter of a training step.
+inline void WindowMax(const float* w, int64_t width, float& m, uint8_t& best) {
+  const float v0 = w[0], v1 = w[1], v2 = w[width], v3 = w[width + 1];
+  if (std::isnan(v0 + v1 + v2 + v3)) {  // rare: max_pool2d's rule, a later NaN winning
+    const float v[4] = {v0, v1, v2, v3};
+    best = 0;
+    for (uint8_t k = 1; k < 4; ++k) {
+      if (v[k] > v[best] || std::isnan(v[k])) best = k;
+    }
+    m = v[best];
+    return;
+  }
+  const bool right_top = v1 > v0;
+  const bool right_bottom = v3 > v2;
+  const float top = right_top ? v1 : v0;
+  const float bottom = right_bottom ? v3 : v2;
+  const bool lower = bottom > top;
+  m = lower ? bottom : top;
+  best = lower ? static_cast<uint8_t>(2 + right_bottom) : static_cast<uint8_t>(right_top);
+}
+
+torch::Tensor PoolReluValues(const torch::Tensor& input, torch::Tensor* winners) {
+  const torch::Tensor x = input.contiguous();
+  const int64_t planes = x.size(0) * x.size(1);
+  const int64_t height = x.size(2);
+  const int64_t width = x.size(3);
+  const int64_t out_h = height / 2;
+  const int64_t out_w = width / 2;
+  torch::Tensor out = torch::empty({x.size(0), x.size(1), out_h, out_w}, x.options());
+  uint8_t* code = nullptr;
+  if (winners != nullptr) {
+    *winners = torch::empty({planes * out_h * out_w}, x.options().dtype(torch::kUInt8));
+    code = winners->data_ptr<uint8_t>();
+  }
+  const float* src = x.data_ptr<float>();
+  float* dst = out.data_ptr<float>();
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* plane = src + p * height * width;
+    for (int64_t i = 0; i < out_h; ++i) {
+      const float* row = plane + 2 * i * width;
+      for (int64_t j = 0; j < out_w; ++j) {
+        float m;
+        uint8_t best;
+        WindowMax(row + 2 * j, width, m, best);
+        *dst++ = m > 0 || std::isnan(m) ? m : 0.0f;
+        if (code != nullptr) *code++ = m > 0 ? best : kNoWinner;
+      }
+    }
+  }
+  return out;
+}
+
+// PoolReluValues with autograd: the gradient of each output goes to its window's winner, as
+// max_pool2d's and relu's backward passes route it (windows do not overlap, so no sums).
+struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x) {
+    torch::Tensor winners;
+    torch::Tensor out = PoolReluValues(x, &winners);
+    ctx->saved_data["winners"] = winners;
+    ctx->saved_data["shape"] = x.sizes().vec();
+    return out;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const torch::Tensor winners = ctx->saved_data["winners"].toTensor();
+    const std::vector<int64_t> shape = ctx->saved_data["shape"].toIntVector();
+    const torch::Tensor g = grads[0].contiguous();
+    torch::Tensor gx = torch::zeros(shape, g.options());
+    const int64_t planes = shape[0] * shape[1];
+    const int64_t width = shape[3];
+    const int64_t out_h = shape[2] / 2;
+    const int64_t out_w = width / 2;
+    const uint8_t* code = winners.data_ptr<uint8_t>();
+    const float* src = g.data_ptr<float>();
+    float* dst = gx.data_ptr<float>();
+    const int64_t offset[4] = {0, 1, width, width + 1};
+    for (int64_t p = 0; p < planes; ++p) {
+      float* plane = dst + p * shape[2] * width;
+      for (int64_t i = 0; i < out_h; ++i) {
+        float* row = plane + 2 * i * width;
+        for (int64_t j = 0; j < out_w; ++j, ++code, ++src) {
+          if (*code != kNoWinner) row[2 * j + offset[*code]] = *src;
+        }
+      }
+    }
+    return {gx};
+  }
+};
+
+// ReLU then 2 x 2 max-pool: PoolReluValues, with autograd when it is enabled. `plain` takes
+// LibTorch's relu and max_pool2d instead (TrainConfig::plain_libtorch).
+torch::Tensor PoolRelu(const torch::Tensor& x, bool plain) {
+  if (plain) return torch::max_pool2d(torch::relu(x), 2);
+  if (torch::GradMode::is_enabled() && x.requires_grad()) return PoolReluFunction::apply(x);
+  return PoolReluValues(x, nullptr);
 }
 
 // Two convolutions (each ReLU + 2x2 max-pool) and two linear layers.
@@ -143,8 +238,8 @@ class ConvNet final : public BuiltinNet {
   torch::Tensor Hidden(torch::Tensor x, std::vector<LayerRecord>* layers) {
     using Kind = LayerRecord::Kind;
     x = x.view({x.size(0), chw_[0], chw_[1], chw_[2]});
-    x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers));
-    x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers));
+    x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers), plain_);
+    x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers), plain_);
     x = x.flatten(1);
     return torch::relu(Recorded(Kind::kLinear, x, fc1_(x), layers));
   }
@@ -188,6 +283,7 @@ class BuiltinModel final : public TorchModel {
   void SetTraining(bool training) override { net_->train(training); }
   std::vector<torch::Tensor> ParameterTensors() const override { return net_->parameters(); }
   bool RecordsLayers() const override { return true; }
+  void SetPlainLibTorch(bool plain) override { net_->set_plain(plain); }
   torch::Tensor ForwardRecordingLayers(const torch::Tensor& batch,
                                        std::vector<LayerRecord>& layers) override {
     return net_->forward_recording(batch, &layers);

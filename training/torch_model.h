@@ -33,6 +33,10 @@ class TorchModel : public Model {
   virtual std::vector<torch::Tensor> ParameterTensors() const = 0;
   // Switches training mode (dropout, batch norm) on or off.
   virtual void SetTraining(bool training) = 0;
+  // Plain: the forward pass uses LibTorch's own kernels only (relu then max_pool2d), as the
+  // textbook loop does, instead of the fused ones; the values and gradients are the same. For
+  // TrainConfig::plain_libtorch; no effect on models without fused kernels.
+  virtual void SetPlainLibTorch(bool /*plain*/) {}
   // True when ForwardRecordingLayers is available: the built-in architectures, whose every
   // parameter is the weight or the bias of a recorded layer.
   virtual bool RecordsLayers() const { return false; }

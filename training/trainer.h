@@ -47,6 +47,12 @@ struct TrainConfig {
   // DpSgdStepsPerEpoch(batch_size, N) steps, each on a Poisson sample of the records at rate
   // PoissonSamplingRate(batch_size, N), with clipped per-sample gradients and Gaussian noise.
   std::optional<DpSgdConfig> privacy;
+  // Tests and meshlearn-bench only: train with the textbook LibTorch loop (torch::optim's
+  // optimiser, a batch gathered per step, LibTorch's relu and max-pool) instead of the fast path
+  // (one fused pass of the optimiser over each parameter, batches gathered in chunks, fused
+  // ReLU + max-pool). The two compute the same step up to float rounding (training_models_test
+  // checks 1e-5 relative). DP-SGD always takes torch::optim's optimiser.
+  bool plain_libtorch = false;
 };
 
 // What a TrainLocal call did.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tests/training/test_support.h"
@@ -111,6 +112,73 @@ TEST(LocalTraining, SameSeedSameWeightsAfterTraining) {
   ASSERT_TRUE(TrainLocal(*c, SmallImages(), config, 5).ok());
   EXPECT_NE(a->Parameters(), c->Parameters());
 }
+
+// The fast training path (fused optimiser, chunked batches, fused ReLU + max-pool) against the
+// textbook LibTorch loop (TrainConfig::plain_libtorch) from the same initial weights, batches and
+// seed: after two steps at batch 8 (so Adam's bias corrections and SGD's momentum buffer are in
+// play) every weight agrees to 1e-5 relative (of the largest weight), which is also within 1% of
+// the largest change training made (so a wrong update cannot hide in the weights' size), and the
+// losses agree.
+struct FastStepCase {
+  Architecture architecture;
+  OptimizerConfig optimizer;
+  const char* name;
+};
+class FastStep : public ::testing::TestWithParam<FastStepCase> {};
+
+TEST_P(FastStep, EqualsThePlainLibTorchStep) {
+  const FastStepCase& c = GetParam();
+  Dataset data = SmallImages();
+  data.features.resize(16 * 784);
+  data.labels.resize(16);
+  auto fast = Make(c.architecture, {1, 28, 28}, 10);
+  auto plain = Make(c.architecture, {1, 28, 28}, 10);
+  const std::vector<float> initial = fast->Parameters();
+  ASSERT_EQ(initial, plain->Parameters());
+  TrainConfig config;
+  config.optimizer = c.optimizer;
+  config.batch_size = 8;
+  Result<TrainStats> fast_stats = TrainLocal(*fast, data, config, 7);
+  config.plain_libtorch = true;
+  Result<TrainStats> plain_stats = TrainLocal(*plain, data, config, 7);
+  ASSERT_TRUE(fast_stats.ok() && plain_stats.ok());
+  ASSERT_EQ(fast_stats->steps, 2);
+  EXPECT_NEAR(fast_stats->mean_loss, plain_stats->mean_loss, 1e-5 * plain_stats->mean_loss);
+  const std::vector<float> a = fast->Parameters(), b = plain->Parameters();
+  float largest_weight = 0, largest_change = 0, largest_gap = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    largest_weight = std::max(largest_weight, std::fabs(b[i]));
+    largest_change = std::max(largest_change, std::fabs(b[i] - initial[i]));
+    largest_gap = std::max(largest_gap, std::fabs(a[i] - b[i]));
+  }
+  ASSERT_GT(largest_change, 1e-4f);  // the steps did train
+  EXPECT_LE(largest_gap, 1e-5f * largest_weight);
+  EXPECT_LE(largest_gap, 1e-2f * largest_change);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryBuiltinAndOptimiser, FastStep,
+    ::testing::Values(
+        FastStepCase{Architecture::kLinear, {.kind = OptimizerKind::kAdam}, "linear_adam"},
+        FastStepCase{Architecture::kMlp, {.kind = OptimizerKind::kAdam}, "mlp_adam"},
+        FastStepCase{Architecture::kCnn, {.kind = OptimizerKind::kAdam}, "cnn_adam"},
+        FastStepCase{Architecture::kCnn,
+                     {.kind = OptimizerKind::kAdam, .learning_rate = 3e-4, .weight_decay = 1e-2},
+                     "cnn_adam_decay"},
+        FastStepCase{Architecture::kLinear,
+                     {.kind = OptimizerKind::kSgd, .learning_rate = 0.05},
+                     "linear_sgd"},
+        FastStepCase{Architecture::kMlp,
+                     {.kind = OptimizerKind::kSgd, .learning_rate = 0.05, .momentum = 0.9},
+                     "mlp_sgd"},
+        FastStepCase{Architecture::kCnn,
+                     {.kind = OptimizerKind::kSgd,
+                      .learning_rate = 0.05,
+                      .momentum = 0.9,
+                      .weight_decay = 1e-3},
+                     "cnn_sgd"},
+        FastStepCase{Architecture::kTorchScript, {.kind = OptimizerKind::kAdam}, "script_adam"}),
+    [](const ::testing::TestParamInfo<FastStepCase>& info) { return info.param.name; });
 
 TEST(WeightsLoss, MatchesEvaluationOfThoseWeightsAndLeavesThePrototypeAlone) {
   auto model = Make(Architecture::kMlp, {1, 28, 28}, 10);
