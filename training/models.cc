@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 
+#include "training/fused_kernels.h"
 #include "training/seeded_random.h"
 #include "training/torch_model.h"
 
@@ -111,32 +112,23 @@ class MlpNet final : public BuiltinNet {
 // gradient flows to, or kNoWinner where the output is not positive (ReLU passes no gradient).
 // Max and ReLU commute, so the values are exactly those of the two LibTorch kernels, whose NCHW
 // max-pool took a third of a cnn training step (meshlearn-bench BM_CnnTrainVsLibTorch, issue 29).
-constexpr uint8_t kNoWinner = 255;
+using internal::kNoWinner;
 
-// The maximum `m` of the 2 x 2 window at `w` (rows `width` apart) and its position `best` (0-3,
-// row-major), the first of equal maxima, a NaN winning as in max_pool2d. A pairwise tournament
-// without branches on the values: with random data a branch per comparison mispredicts half the
-// time, which made a branching loop cost a quarter of a training step.
-inline void WindowMax(const float* w, int64_t width, float& m, uint8_t& best) {
-  const float v0 = w[0], v1 = w[1], v2 = w[width], v3 = w[width + 1];
-  if (std::isnan(v0 + v1 + v2 + v3)) {  // rare: max_pool2d's rule, a later NaN winning
-    const float v[4] = {v0, v1, v2, v3};
-    best = 0;
-    for (uint8_t k = 1; k < 4; ++k) {
-      if (v[k] > v[best] || std::isnan(v[k])) best = k;
-    }
-    m = v[best];
-    return;
+// One window by max_pool2d's rule (a later NaN winning), for rows PoolReluRow leaves: the value
+// of ReLU then max-pool and the winner (kNoWinner where the value is not positive).
+void WindowWithNan(const float* w, int64_t width, float& out, int32_t& code) {
+  const float v[4] = {w[0], w[1], w[width], w[width + 1]};
+  int32_t best = 0;
+  for (int32_t k = 1; k < 4; ++k) {
+    if (v[k] > v[best] || std::isnan(v[k])) best = k;
   }
-  const bool right_top = v1 > v0;
-  const bool right_bottom = v3 > v2;
-  const float top = right_top ? v1 : v0;
-  const float bottom = right_bottom ? v3 : v2;
-  const bool lower = bottom > top;
-  m = lower ? bottom : top;
-  best = lower ? static_cast<uint8_t>(2 + right_bottom) : static_cast<uint8_t>(right_top);
+  const float m = v[best];
+  out = m > 0 || std::isnan(m) ? m : 0.0f;
+  code = m > 0 ? best : kNoWinner;
 }
 
+// 2 x 2 max-pooling of ReLU(x) as described above; `winners`, when set, receives the winner of
+// each output (kNoWinner where the output is not positive).
 torch::Tensor PoolReluValues(const torch::Tensor& input, torch::Tensor* winners) {
   const torch::Tensor x = input.contiguous();
   const int64_t planes = x.size(0) * x.size(1);
@@ -145,26 +137,21 @@ torch::Tensor PoolReluValues(const torch::Tensor& input, torch::Tensor* winners)
   const int64_t out_h = height / 2;
   const int64_t out_w = width / 2;
   torch::Tensor out = torch::empty({x.size(0), x.size(1), out_h, out_w}, x.options());
-  uint8_t* code = nullptr;
-  if (winners != nullptr) {
-    *winners = torch::empty({planes * out_h * out_w}, x.options().dtype(torch::kUInt8));
-    code = winners->data_ptr<uint8_t>();
-  }
+  torch::Tensor codes = torch::empty({planes * out_h * out_w}, x.options().dtype(torch::kInt32));
   const float* src = x.data_ptr<float>();
   float* dst = out.data_ptr<float>();
+  int32_t* code = codes.data_ptr<int32_t>();
   for (int64_t p = 0; p < planes; ++p) {
-    const float* plane = src + p * height * width;
     for (int64_t i = 0; i < out_h; ++i) {
-      const float* row = plane + 2 * i * width;
-      for (int64_t j = 0; j < out_w; ++j) {
-        float m;
-        uint8_t best;
-        WindowMax(row + 2 * j, width, m, best);
-        *dst++ = m > 0 || std::isnan(m) ? m : 0.0f;
-        if (code != nullptr) *code++ = m > 0 ? best : kNoWinner;
+      const float* row = src + (p * height + 2 * i) * width;
+      if (!internal::PoolReluRow(row, row + width, out_w, dst, code)) {
+        for (int64_t j = 0; j < out_w; ++j) WindowWithNan(row + 2 * j, width, dst[j], code[j]);
       }
+      dst += out_w;
+      code += out_w;
     }
   }
+  if (winners != nullptr) *winners = std::move(codes);
   return out;
 }
 
@@ -183,22 +170,25 @@ struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
     const torch::Tensor winners = ctx->saved_data["winners"].toTensor();
     const std::vector<int64_t> shape = ctx->saved_data["shape"].toIntVector();
     const torch::Tensor g = grads[0].contiguous();
-    torch::Tensor gx = torch::zeros(shape, g.options());
-    const int64_t planes = shape[0] * shape[1];
+    const int64_t height = shape[2];
     const int64_t width = shape[3];
-    const int64_t out_h = shape[2] / 2;
+    const int64_t out_h = height / 2;
     const int64_t out_w = width / 2;
-    const uint8_t* code = winners.data_ptr<uint8_t>();
-    const float* src = g.data_ptr<float>();
-    float* dst = gx.data_ptr<float>();
-    const int64_t offset[4] = {0, 1, width, width + 1};
+    // A last odd row or column took no part in the pooling: its gradient is zero.
+    torch::Tensor gx = height % 2 == 0 && width % 2 == 0 ? torch::empty(shape, g.options())
+                                                         : torch::zeros(shape, g.options());
+    const int64_t planes = shape[0] * shape[1];
+    const int32_t* code = winners.data_ptr<int32_t>();
+    const torch::Tensor g_bits = g.view(torch::kInt32);
+    torch::Tensor gx_bits = gx.view(torch::kInt32);
+    const int32_t* src = g_bits.data_ptr<int32_t>();
+    int32_t* dst = gx_bits.data_ptr<int32_t>();
     for (int64_t p = 0; p < planes; ++p) {
-      float* plane = dst + p * shape[2] * width;
       for (int64_t i = 0; i < out_h; ++i) {
-        float* row = plane + 2 * i * width;
-        for (int64_t j = 0; j < out_w; ++j, ++code, ++src) {
-          if (*code != kNoWinner) row[2 * j + offset[*code]] = *src;
-        }
+        int32_t* row = dst + (p * height + 2 * i) * width;
+        internal::PoolReluRowBackward(src, code, out_w, row, row + width);
+        src += out_w;
+        code += out_w;
       }
     }
     return {gx};

@@ -10,6 +10,7 @@
 #include <memory>
 #include <numeric>
 
+#include "training/fused_kernels.h"
 #include "training/seeded_random.h"
 #include "training/torch_training.h"
 
@@ -106,45 +107,25 @@ class FusedOptimizer final : public StepOptimizer {
   }
 
  private:
-  // Both passes are compiled for AVX2 too, picked at load time. Without FMA contraction (gcc does
-  // not contract across the separate statements without an fma target) every element's result
-  // is the same on either path: adds, products, quotients and square roots are exactly rounded.
-  __attribute__((target_clones("avx2", "default"))) void AdamPass(float* w, const float* g,
-                                                                  size_t offset, size_t n) {
+  void AdamPass(float* w, const float* g, size_t offset, size_t n) {
     const double beta1 = 0.9, beta2 = 0.999;
-    const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-    const auto one_minus_b1 = static_cast<float>(1 - beta1);
-    const auto one_minus_b2 = static_cast<float>(1 - beta2);
+    internal::AdamScalars c;
+    c.beta1 = static_cast<float>(beta1);
+    c.beta2 = static_cast<float>(beta2);
+    c.one_minus_beta1 = static_cast<float>(1 - beta1);
+    c.one_minus_beta2 = static_cast<float>(1 - beta2);
     const double correction1 = 1 - std::pow(beta1, static_cast<double>(step_));
     const double correction2 = 1 - std::pow(beta2, static_cast<double>(step_));
-    const auto sqrt_correction2 = static_cast<float>(std::sqrt(correction2));
-    const auto step_size = static_cast<float>(config_.learning_rate / correction1);
-    const auto decay = static_cast<float>(config_.weight_decay);
-    const float eps = 1e-8f;
-    float* m = first_.data() + offset;
-    float* v = second_.data() + offset;
-    for (size_t i = 0; i < n; ++i) {
-      const float gi = decay != 0 ? g[i] + decay * w[i] : g[i];
-      m[i] = m[i] * b1 + one_minus_b1 * gi;
-      v[i] = v[i] * b2 + one_minus_b2 * gi * gi;
-      const float denom = std::sqrt(v[i]) / sqrt_correction2 + eps;
-      w[i] -= step_size * (m[i] / denom);
-    }
+    c.sqrt_correction2 = static_cast<float>(std::sqrt(correction2));
+    c.step_size = static_cast<float>(config_.learning_rate / correction1);
+    c.eps = 1e-8f;
+    c.decay = static_cast<float>(config_.weight_decay);
+    internal::AdamPass(w, g, first_.data() + offset, second_.data() + offset, n, c);
   }
-  __attribute__((target_clones("avx2", "default"))) void SgdPass(float* w, const float* g,
-                                                                 size_t offset, size_t n) {
-    const auto lr = static_cast<float>(config_.learning_rate);
-    const auto decay = static_cast<float>(config_.weight_decay);
-    const auto momentum = static_cast<float>(config_.momentum);
-    float* buf = first_.data() + offset;
-    for (size_t i = 0; i < n; ++i) {
-      float d = decay != 0 ? g[i] + decay * w[i] : g[i];
-      if (momentum != 0) {
-        buf[i] = momentum_started_ ? buf[i] * momentum + d : d;
-        d = buf[i];
-      }
-      w[i] -= lr * d;
-    }
+  void SgdPass(float* w, const float* g, size_t offset, size_t n) {
+    internal::SgdPass(w, g, first_.data() + offset, n, static_cast<float>(config_.learning_rate),
+                      static_cast<float>(config_.momentum),
+                      static_cast<float>(config_.weight_decay), !momentum_started_);
   }
 
   std::vector<torch::Tensor> params_;

@@ -1,0 +1,74 @@
+#include "training/fused_kernels.h"
+
+#include <cmath>
+
+namespace meshlearn::training::internal {
+
+#define MESHLEARN_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+
+MESHLEARN_VECTOR_CLONES bool PoolReluRow(const float* __restrict__ top,
+                                         const float* __restrict__ bottom, int64_t n,
+                                         float* __restrict__ out, int32_t* __restrict__ code) {
+  int odd = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const float v0 = top[2 * j], v1 = top[2 * j + 1], v2 = bottom[2 * j], v3 = bottom[2 * j + 1];
+    const float sum = v0 + v1 + v2 + v3;
+    odd |= static_cast<int>(sum != sum);
+    // A tournament keeps max_pool2d's choice among equal maxima: ties go to the lower position.
+    const bool right_top = v1 > v0;
+    const bool right_bottom = v3 > v2;
+    const float upper = right_top ? v1 : v0;
+    const float lower = right_bottom ? v3 : v2;
+    const bool down = lower > upper;
+    const float m = down ? lower : upper;
+    const int32_t best =
+        down ? 2 + static_cast<int32_t>(right_bottom) : static_cast<int32_t>(right_top);
+    out[j] = m > 0 ? m : 0.0f;
+    code[j] = m > 0 ? best : kNoWinner;
+  }
+  return odd == 0;
+}
+
+MESHLEARN_VECTOR_CLONES void PoolReluRowBackward(const int32_t* __restrict__ grad,
+                                                 const int32_t* __restrict__ code, int64_t n,
+                                                 int32_t* __restrict__ top,
+                                                 int32_t* __restrict__ bottom) {
+  // Masks on the bits rather than selects of floats: the result is exactly the gradient or +0,
+  // whatever the gradient holds, and the loop vectorises.
+  for (int64_t j = 0; j < n; ++j) {
+    const int32_t g = grad[j];
+    const int32_t c = code[j];
+    top[2 * j] = g & -static_cast<int32_t>(c == 0);
+    top[2 * j + 1] = g & -static_cast<int32_t>(c == 1);
+    bottom[2 * j] = g & -static_cast<int32_t>(c == 2);
+    bottom[2 * j + 1] = g & -static_cast<int32_t>(c == 3);
+  }
+}
+
+MESHLEARN_VECTOR_CLONES void AdamPass(float* __restrict__ w, const float* __restrict__ g,
+                                      float* __restrict__ m, float* __restrict__ v, size_t n,
+                                      const AdamScalars& s) {
+  const AdamScalars c = s;
+  for (size_t i = 0; i < n; ++i) {
+    const float gi = c.decay != 0 ? g[i] + c.decay * w[i] : g[i];
+    m[i] = m[i] * c.beta1 + c.one_minus_beta1 * gi;
+    v[i] = v[i] * c.beta2 + c.one_minus_beta2 * gi * gi;
+    const float denom = std::sqrt(v[i]) / c.sqrt_correction2 + c.eps;
+    w[i] -= c.step_size * (m[i] / denom);
+  }
+}
+
+MESHLEARN_VECTOR_CLONES void SgdPass(float* __restrict__ w, const float* __restrict__ g,
+                                     float* __restrict__ buf, size_t n, float lr, float momentum,
+                                     float decay, bool first) {
+  for (size_t i = 0; i < n; ++i) {
+    float d = decay != 0 ? g[i] + decay * w[i] : g[i];
+    if (momentum != 0) {
+      buf[i] = first ? d : buf[i] * momentum + d;
+      d = buf[i];
+    }
+    w[i] -= lr * d;
+  }
+}
+
+}  // namespace meshlearn::training::internal
