@@ -45,6 +45,46 @@ MESHLEARN_VECTOR_CLONES void PoolReluRowBackward(const int32_t* __restrict__ gra
   }
 }
 
+MESHLEARN_VECTOR_CLONES bool PoolReluPixels(const float* __restrict__ a,
+                                            const float* __restrict__ b,
+                                            const float* __restrict__ c,
+                                            const float* __restrict__ d, int64_t n,
+                                            float* __restrict__ out, int32_t* __restrict__ code) {
+  int odd = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const float v0 = a[k], v1 = b[k], v2 = c[k], v3 = d[k];
+    const float sum = v0 + v1 + v2 + v3;
+    odd |= static_cast<int>(sum != sum);
+    const bool right_top = v1 > v0;
+    const bool right_bottom = v3 > v2;
+    const float upper = right_top ? v1 : v0;
+    const float lower = right_bottom ? v3 : v2;
+    const bool down = lower > upper;
+    const float m = down ? lower : upper;
+    const int32_t best =
+        down ? 2 + static_cast<int32_t>(right_bottom) : static_cast<int32_t>(right_top);
+    out[k] = m > 0 ? m : 0.0f;
+    code[k] = m > 0 ? best : kNoWinner;
+  }
+  return odd == 0;
+}
+
+MESHLEARN_VECTOR_CLONES void PoolReluPixelsBackward(const int32_t* __restrict__ grad,
+                                                    const int32_t* __restrict__ code, int64_t n,
+                                                    int32_t* __restrict__ a,
+                                                    int32_t* __restrict__ b,
+                                                    int32_t* __restrict__ c,
+                                                    int32_t* __restrict__ d) {
+  for (int64_t k = 0; k < n; ++k) {
+    const int32_t g = grad[k];
+    const int32_t w = code[k];
+    a[k] = g & -static_cast<int32_t>(w == 0);
+    b[k] = g & -static_cast<int32_t>(w == 1);
+    c[k] = g & -static_cast<int32_t>(w == 2);
+    d[k] = g & -static_cast<int32_t>(w == 3);
+  }
+}
+
 MESHLEARN_VECTOR_CLONES void AdamPass(float* __restrict__ w, const float* __restrict__ g,
                                       float* __restrict__ m, float* __restrict__ v, size_t n,
                                       const AdamScalars& s) {

@@ -27,6 +27,16 @@ bool PoolReluRow(const float* top, const float* bottom, int64_t n, float* out, i
 void PoolReluRowBackward(const int32_t* grad, const int32_t* code, int64_t n, int32_t* top,
                          int32_t* bottom);
 
+// PoolReluRow for channels-last data: output k (of `n` channels) pools a[k], b[k], c[k], d[k],
+// the same channel of the window's four pixels in row-major order. Same results and rules.
+bool PoolReluPixels(const float* a, const float* b, const float* c, const float* d, int64_t n,
+                    float* out, int32_t* code);
+
+// PoolReluRowBackward for channels-last data: grad[k] goes to channel k of the winning pixel
+// among a, b, c, d, and +0 to the three others.
+void PoolReluPixelsBackward(const int32_t* grad, const int32_t* code, int64_t n, int32_t* a,
+                            int32_t* b, int32_t* c, int32_t* d);
+
 // Adam's update of `n` weights `w` from gradients `g` with moments `m` and `v`, as torch::optim::
 // Adam computes it (PyTorch 1.13, no amsgrad): g' = g + decay w; m = b1 m + (1 - b1) g';
 // v = b2 v + (1 - b2) g'^2; w -= step_size m / (sqrt(v) / sqrt_correction2 + eps).

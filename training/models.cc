@@ -129,7 +129,47 @@ void WindowWithNan(const float* w, int64_t width, float& out, int32_t& code) {
 
 // 2 x 2 max-pooling of ReLU(x) as described above; `winners`, when set, receives the winner of
 // each output (kNoWinner where the output is not positive).
+torch::Tensor PoolReluValuesChannelsLast(const torch::Tensor& x, torch::Tensor* winners) {
+  const int64_t batch = x.size(0), channels = x.size(1), height = x.size(2), width = x.size(3);
+  const int64_t out_h = height / 2;
+  const int64_t out_w = width / 2;
+  torch::Tensor out = torch::empty({batch, channels, out_h, out_w},
+                                   x.options().memory_format(torch::MemoryFormat::ChannelsLast));
+  torch::Tensor codes =
+      torch::empty({batch * out_h * out_w * channels}, x.options().dtype(torch::kInt32));
+  const float* src = x.data_ptr<float>();
+  float* dst = out.data_ptr<float>();
+  int32_t* code = codes.data_ptr<int32_t>();
+  const int64_t pixel = channels;
+  const int64_t row = width * channels;
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t i = 0; i < out_h; ++i) {
+      for (int64_t j = 0; j < out_w; ++j, dst += channels, code += channels) {
+        const float* a = src + ((n * height + 2 * i) * width + 2 * j) * channels;
+        if (internal::PoolReluPixels(a, a + pixel, a + row, a + row + pixel, channels, dst, code)) {
+          continue;
+        }
+        for (int64_t k = 0; k < channels; ++k) {
+          const float v[4] = {a[k], a[pixel + k], a[row + k], a[row + pixel + k]};
+          int32_t best = 0;
+          for (int32_t q = 1; q < 4; ++q) {
+            if (v[q] > v[best] || std::isnan(v[q])) best = q;
+          }
+          const float m = v[best];
+          dst[k] = m > 0 || std::isnan(m) ? m : 0.0f;
+          code[k] = m > 0 ? best : kNoWinner;
+        }
+      }
+    }
+  }
+  if (winners != nullptr) *winners = std::move(codes);
+  return out;
+}
+
 torch::Tensor PoolReluValues(const torch::Tensor& input, torch::Tensor* winners) {
+  if (input.size(1) > 1 && input.is_contiguous(torch::MemoryFormat::ChannelsLast)) {
+    return PoolReluValuesChannelsLast(input, winners);
+  }
   const torch::Tensor x = input.contiguous();
   const int64_t planes = x.size(0) * x.size(1);
   const int64_t height = x.size(2);
@@ -158,17 +198,51 @@ torch::Tensor PoolReluValues(const torch::Tensor& input, torch::Tensor* winners)
 // PoolReluValues with autograd: the gradient of each output goes to its window's winner, as
 // max_pool2d's and relu's backward passes route it (windows do not overlap, so no sums).
 struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
+  static torch::Tensor BackwardChannelsLast(const torch::Tensor& grad, const torch::Tensor& winners,
+                                            const std::vector<int64_t>& shape) {
+    const auto channels_last = torch::MemoryFormat::ChannelsLast;
+    const torch::Tensor g = grad.contiguous(channels_last);
+    const int64_t batch = shape[0], channels = shape[1], height = shape[2], width = shape[3];
+    const int64_t out_h = height / 2;
+    const int64_t out_w = width / 2;
+    const auto options = g.options().memory_format(channels_last);
+    // A last odd row or column took no part in the pooling: its gradient is zero.
+    torch::Tensor gx = height % 2 == 0 && width % 2 == 0 ? torch::empty(shape, options)
+                                                         : torch::zeros(shape, options);
+    const torch::Tensor g_bits = g.view(torch::kInt32);
+    torch::Tensor gx_bits = gx.view(torch::kInt32);
+    const int32_t* src = g_bits.data_ptr<int32_t>();
+    const int32_t* code = winners.data_ptr<int32_t>();
+    int32_t* dst = gx_bits.data_ptr<int32_t>();
+    const int64_t pixel = channels;
+    const int64_t row = width * channels;
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t i = 0; i < out_h; ++i) {
+        for (int64_t j = 0; j < out_w; ++j, src += channels, code += channels) {
+          int32_t* a = dst + ((n * height + 2 * i) * width + 2 * j) * channels;
+          internal::PoolReluPixelsBackward(src, code, channels, a, a + pixel, a + row,
+                                           a + row + pixel);
+        }
+      }
+    }
+    return gx;
+  }
+
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x) {
     torch::Tensor winners;
     torch::Tensor out = PoolReluValues(x, &winners);
     ctx->saved_data["winners"] = winners;
     ctx->saved_data["shape"] = x.sizes().vec();
+    ctx->saved_data["channels_last"] =
+        out.is_contiguous(torch::MemoryFormat::ChannelsLast) && !out.is_contiguous();
     return out;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const torch::Tensor winners = ctx->saved_data["winners"].toTensor();
     const std::vector<int64_t> shape = ctx->saved_data["shape"].toIntVector();
+    if (ctx->saved_data["channels_last"].toBool())
+      return {BackwardChannelsLast(grads[0], winners, shape)};
     const torch::Tensor g = grads[0].contiguous();
     const int64_t height = shape[2];
     const int64_t width = shape[3];
@@ -228,6 +302,10 @@ class ConvNet final : public BuiltinNet {
   torch::Tensor Hidden(torch::Tensor x, std::vector<LayerRecord>* layers) {
     using Kind = LayerRecord::Kind;
     x = x.view({x.size(0), chw_[0], chw_[1], chw_[2]});
+    // Channels-last activations: oneDNN's convolutions then skip their reorders, and the fused
+    // ReLU + max-pool runs along contiguous channels. Not for DP-SGD's recorded layers, whose
+    // per-sample gradients keep the layout they were written for.
+    if (!plain_ && layers == nullptr) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
     x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers), plain_);
     x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers), plain_);
     x = x.flatten(1);
