@@ -129,12 +129,20 @@ void WindowWithNan(const float* w, int64_t width, float& out, int32_t& code) {
 
 // 2 x 2 max-pooling of ReLU(x) as described above; `winners`, when set, receives the winner of
 // each output (kNoWinner where the output is not positive).
+// A tensor of `shape` {N, C, H, W} laid out channels-last ({N, H, W, C} in memory), zeroed when
+// `zeroed`.
+torch::Tensor EmptyChannelsLast(const std::vector<int64_t>& shape,
+                                const torch::TensorOptions& options, bool zeroed) {
+  const std::vector<int64_t> nhwc = {shape[0], shape[2], shape[3], shape[1]};
+  torch::Tensor t = zeroed ? torch::zeros(nhwc, options) : torch::empty(nhwc, options);
+  return t.permute({0, 3, 1, 2});
+}
+
 torch::Tensor PoolReluValuesChannelsLast(const torch::Tensor& x, torch::Tensor* winners) {
   const int64_t batch = x.size(0), channels = x.size(1), height = x.size(2), width = x.size(3);
   const int64_t out_h = height / 2;
   const int64_t out_w = width / 2;
-  torch::Tensor out = torch::empty({batch, channels, out_h, out_w},
-                                   x.options().memory_format(torch::MemoryFormat::ChannelsLast));
+  torch::Tensor out = EmptyChannelsLast({batch, channels, out_h, out_w}, x.options(), false);
   torch::Tensor codes =
       torch::empty({batch * out_h * out_w * channels}, x.options().dtype(torch::kInt32));
   const float* src = x.data_ptr<float>();
@@ -205,10 +213,8 @@ struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
     const int64_t batch = shape[0], channels = shape[1], height = shape[2], width = shape[3];
     const int64_t out_h = height / 2;
     const int64_t out_w = width / 2;
-    const auto options = g.options().memory_format(channels_last);
     // A last odd row or column took no part in the pooling: its gradient is zero.
-    torch::Tensor gx = height % 2 == 0 && width % 2 == 0 ? torch::empty(shape, options)
-                                                         : torch::zeros(shape, options);
+    torch::Tensor gx = EmptyChannelsLast(shape, g.options(), height % 2 != 0 || width % 2 != 0);
     const torch::Tensor g_bits = g.view(torch::kInt32);
     torch::Tensor gx_bits = gx.view(torch::kInt32);
     const int32_t* src = g_bits.data_ptr<int32_t>();
@@ -302,11 +308,12 @@ class ConvNet final : public BuiltinNet {
   torch::Tensor Hidden(torch::Tensor x, std::vector<LayerRecord>* layers) {
     using Kind = LayerRecord::Kind;
     x = x.view({x.size(0), chw_[0], chw_[1], chw_[2]});
-    // Channels-last activations: oneDNN's convolutions then skip their reorders, and the fused
-    // ReLU + max-pool runs along contiguous channels. Not for DP-SGD's recorded layers, whose
-    // per-sample gradients keep the layout they were written for.
-    if (!plain_ && layers == nullptr) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
     x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers), plain_);
+    // The second convolution's input channels-last: oneDNN then writes its output without a
+    // reorder, and the fused ReLU + max-pool runs along contiguous channels. (A one-channel
+    // image does not tell oneDNN a layout, so the first convolution stays as it is.) Not for
+    // DP-SGD's recorded layers, whose per-sample gradients keep the layout they were written for.
+    if (!plain_ && layers == nullptr) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
     x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers), plain_);
     x = x.flatten(1);
     return torch::relu(Recorded(Kind::kLinear, x, fc1_(x), layers));
