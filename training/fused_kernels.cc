@@ -6,25 +6,32 @@ namespace meshlearn::training::internal {
 
 #define MESHLEARN_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 
+// One window v0 v1 / v2 v3 of PoolReluRow into `out` and `code`; returns 1 when it holds a NaN
+// (or infinities of both signs), whose results are then not valid. A tournament keeps
+// max_pool2d's choice among equal maxima: ties go to the lower position.
+__attribute__((always_inline)) inline int PoolWindow(float v0, float v1, float v2, float v3,
+                                                     float& out, int32_t& code) {
+  const float sum = v0 + v1 + v2 + v3;
+  const bool right_top = v1 > v0;
+  const bool right_bottom = v3 > v2;
+  const float upper = right_top ? v1 : v0;
+  const float lower = right_bottom ? v3 : v2;
+  const bool down = lower > upper;
+  const float m = down ? lower : upper;
+  const int32_t best =
+      down ? 2 + static_cast<int32_t>(right_bottom) : static_cast<int32_t>(right_top);
+  out = m > 0 ? m : 0.0f;
+  code = m > 0 ? best : kNoWinner;
+  return static_cast<int>(sum != sum);
+}
+
 MESHLEARN_VECTOR_CLONES bool PoolReluRow(const float* __restrict__ top,
                                          const float* __restrict__ bottom, int64_t n,
                                          float* __restrict__ out, int32_t* __restrict__ code) {
   int odd = 0;
   for (int64_t j = 0; j < n; ++j) {
-    const float v0 = top[2 * j], v1 = top[2 * j + 1], v2 = bottom[2 * j], v3 = bottom[2 * j + 1];
-    const float sum = v0 + v1 + v2 + v3;
-    odd |= static_cast<int>(sum != sum);
-    // A tournament keeps max_pool2d's choice among equal maxima: ties go to the lower position.
-    const bool right_top = v1 > v0;
-    const bool right_bottom = v3 > v2;
-    const float upper = right_top ? v1 : v0;
-    const float lower = right_bottom ? v3 : v2;
-    const bool down = lower > upper;
-    const float m = down ? lower : upper;
-    const int32_t best =
-        down ? 2 + static_cast<int32_t>(right_bottom) : static_cast<int32_t>(right_top);
-    out[j] = m > 0 ? m : 0.0f;
-    code[j] = m > 0 ? best : kNoWinner;
+    odd |=
+        PoolWindow(top[2 * j], top[2 * j + 1], bottom[2 * j], bottom[2 * j + 1], out[j], code[j]);
   }
   return odd == 0;
 }
@@ -51,21 +58,7 @@ MESHLEARN_VECTOR_CLONES bool PoolReluPixels(const float* __restrict__ a,
                                             const float* __restrict__ d, int64_t n,
                                             float* __restrict__ out, int32_t* __restrict__ code) {
   int odd = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    const float v0 = a[k], v1 = b[k], v2 = c[k], v3 = d[k];
-    const float sum = v0 + v1 + v2 + v3;
-    odd |= static_cast<int>(sum != sum);
-    const bool right_top = v1 > v0;
-    const bool right_bottom = v3 > v2;
-    const float upper = right_top ? v1 : v0;
-    const float lower = right_bottom ? v3 : v2;
-    const bool down = lower > upper;
-    const float m = down ? lower : upper;
-    const int32_t best =
-        down ? 2 + static_cast<int32_t>(right_bottom) : static_cast<int32_t>(right_top);
-    out[k] = m > 0 ? m : 0.0f;
-    code[k] = m > 0 ? best : kNoWinner;
-  }
+  for (int64_t k = 0; k < n; ++k) odd |= PoolWindow(a[k], b[k], c[k], d[k], out[k], code[k]);
   return odd == 0;
 }
 

@@ -116,8 +116,8 @@ using internal::kNoWinner;
 
 // One window by max_pool2d's rule (a later NaN winning), for rows PoolReluRow leaves: the value
 // of ReLU then max-pool and the winner (kNoWinner where the value is not positive).
-void WindowWithNan(const float* w, int64_t width, float& out, int32_t& code) {
-  const float v[4] = {w[0], w[1], w[width], w[width + 1]};
+void WindowWithNan(float v0, float v1, float v2, float v3, float& out, int32_t& code) {
+  const float v[4] = {v0, v1, v2, v3};
   int32_t best = 0;
   for (int32_t k = 1; k < 4; ++k) {
     if (v[k] > v[best] || std::isnan(v[k])) best = k;
@@ -138,6 +138,23 @@ torch::Tensor EmptyChannelsLast(const std::vector<int64_t>& shape,
   return t.permute({0, 3, 1, 2});
 }
 
+// Calls visit(in, pixel, row, out) for every 2 x 2 window of a channels-last tensor of `shape`
+// {N, C, H, W}: `in` is the offset of the window's first pixel (its channels contiguous), `pixel`
+// and `row` the steps to the next pixel and row, `out` the offset of its output pixel in the
+// channels-last {N, C, H/2, W/2} result.
+template <typename Visit>
+void ForEachWindowChannelsLast(const std::vector<int64_t>& shape, Visit visit) {
+  const int64_t batch = shape[0], channels = shape[1], height = shape[2], width = shape[3];
+  int64_t out = 0;
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t i = 0; i < height / 2; ++i) {
+      for (int64_t j = 0; j < width / 2; ++j, out += channels) {
+        visit(((n * height + 2 * i) * width + 2 * j) * channels, channels, width * channels, out);
+      }
+    }
+  }
+}
+
 torch::Tensor PoolReluValuesChannelsLast(const torch::Tensor& x, torch::Tensor* winners) {
   const int64_t batch = x.size(0), channels = x.size(1), height = x.size(2), width = x.size(3);
   const int64_t out_h = height / 2;
@@ -148,28 +165,17 @@ torch::Tensor PoolReluValuesChannelsLast(const torch::Tensor& x, torch::Tensor* 
   const float* src = x.data_ptr<float>();
   float* dst = out.data_ptr<float>();
   int32_t* code = codes.data_ptr<int32_t>();
-  const int64_t pixel = channels;
-  const int64_t row = width * channels;
-  for (int64_t n = 0; n < batch; ++n) {
-    for (int64_t i = 0; i < out_h; ++i) {
-      for (int64_t j = 0; j < out_w; ++j, dst += channels, code += channels) {
-        const float* a = src + ((n * height + 2 * i) * width + 2 * j) * channels;
-        if (internal::PoolReluPixels(a, a + pixel, a + row, a + row + pixel, channels, dst, code)) {
-          continue;
-        }
+  ForEachWindowChannelsLast(
+      x.sizes().vec(), [&](int64_t in, int64_t pixel, int64_t row, int64_t out_at) {
+        const float* a = src + in;
+        float* o = dst + out_at;
+        int32_t* c = code + out_at;
+        if (internal::PoolReluPixels(a, a + pixel, a + row, a + row + pixel, channels, o, c))
+          return;
         for (int64_t k = 0; k < channels; ++k) {
-          const float v[4] = {a[k], a[pixel + k], a[row + k], a[row + pixel + k]};
-          int32_t best = 0;
-          for (int32_t q = 1; q < 4; ++q) {
-            if (v[q] > v[best] || std::isnan(v[q])) best = q;
-          }
-          const float m = v[best];
-          dst[k] = m > 0 || std::isnan(m) ? m : 0.0f;
-          code[k] = m > 0 ? best : kNoWinner;
+          WindowWithNan(a[k], a[pixel + k], a[row + k], a[row + pixel + k], o[k], c[k]);
         }
-      }
-    }
-  }
+      });
   if (winners != nullptr) *winners = std::move(codes);
   return out;
 }
@@ -193,7 +199,10 @@ torch::Tensor PoolReluValues(const torch::Tensor& input, torch::Tensor* winners)
     for (int64_t i = 0; i < out_h; ++i) {
       const float* row = src + (p * height + 2 * i) * width;
       if (!internal::PoolReluRow(row, row + width, out_w, dst, code)) {
-        for (int64_t j = 0; j < out_w; ++j) WindowWithNan(row + 2 * j, width, dst[j], code[j]);
+        for (int64_t j = 0; j < out_w; ++j) {
+          const float* w = row + 2 * j;
+          WindowWithNan(w[0], w[1], w[width], w[width + 1], dst[j], code[j]);
+        }
       }
       dst += out_w;
       code += out_w;
@@ -210,9 +219,7 @@ struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
                                             const std::vector<int64_t>& shape) {
     const auto channels_last = torch::MemoryFormat::ChannelsLast;
     const torch::Tensor g = grad.contiguous(channels_last);
-    const int64_t batch = shape[0], channels = shape[1], height = shape[2], width = shape[3];
-    const int64_t out_h = height / 2;
-    const int64_t out_w = width / 2;
+    const int64_t channels = shape[1], height = shape[2], width = shape[3];
     // A last odd row or column took no part in the pooling: its gradient is zero.
     torch::Tensor gx = EmptyChannelsLast(shape, g.options(), height % 2 != 0 || width % 2 != 0);
     const torch::Tensor g_bits = g.view(torch::kInt32);
@@ -220,17 +227,11 @@ struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
     const int32_t* src = g_bits.data_ptr<int32_t>();
     const int32_t* code = winners.data_ptr<int32_t>();
     int32_t* dst = gx_bits.data_ptr<int32_t>();
-    const int64_t pixel = channels;
-    const int64_t row = width * channels;
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t i = 0; i < out_h; ++i) {
-        for (int64_t j = 0; j < out_w; ++j, src += channels, code += channels) {
-          int32_t* a = dst + ((n * height + 2 * i) * width + 2 * j) * channels;
-          internal::PoolReluPixelsBackward(src, code, channels, a, a + pixel, a + row,
-                                           a + row + pixel);
-        }
-      }
-    }
+    ForEachWindowChannelsLast(shape, [&](int64_t in, int64_t pixel, int64_t row, int64_t out_at) {
+      int32_t* a = dst + in;
+      internal::PoolReluPixelsBackward(src + out_at, code + out_at, channels, a, a + pixel, a + row,
+                                       a + row + pixel);
+    });
     return gx;
   }
 
@@ -311,7 +312,8 @@ class ConvNet final : public BuiltinNet {
     x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers), plain_);
     // The second convolution's input channels-last: oneDNN then writes its output without a
     // reorder, and the fused ReLU + max-pool runs along contiguous channels. (A one-channel
-    // image does not tell oneDNN a layout, so the first convolution stays as it is.) Not for
+    // image gives oneDNN no layout to go by, so the first convolution stays as it is; as one
+    // matrix product over the image's patches, which is channels-last, it was slower.) Not for
     // DP-SGD's recorded layers, whose per-sample gradients keep the layout they were written for.
     if (!plain_ && layers == nullptr) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
     x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers), plain_);

@@ -190,24 +190,40 @@ double CnnStepFlops(int64_t b) {
   return 2 * (2 * forward + (conv2 + fc1 + fc2));
 }
 
+// One epoch of the learner's cnn training: TrainLocal, 100 Adam steps at batch 8 over 800 random
+// images, one thread, a new batch order each time.
+class LearnerCnnEpoch {
+ public:
+  explicit LearnerCnnEpoch(benchmark::State& state)
+      : state_(state), model_(BenchModel(state, training::Architecture::kCnn)) {
+    config_.batch_size = 8;
+  }
+  // False when the model could not be made (`state` is then skipped).
+  bool ok() const { return model_ != nullptr; }
+  const training::Dataset& data() const { return data_; }
+  void Run() {
+    auto stats = training::TrainLocal(*model_, data_, config_, ++seed_);
+    if (!stats.ok() || stats->steps != 100) state_.SkipWithError("training failed");
+  }
+
+ private:
+  benchmark::State& state_;
+  std::unique_ptr<training::Model> model_;
+  const training::Dataset data_ = RandomImages();
+  training::TrainConfig config_;
+  uint64_t seed_ = 0;
+};
+
 // The learner's cnn training (TrainLocal: one epoch of 100 Adam steps at batch 8 over 800
 // images, one thread) against the textbook LibTorch loop over the same images (issue 29's
 // target: >= 2.5x its steps per second), alternating. ratio = textbook time / learner time.
 void BM_CnnTrainVsLibTorch(benchmark::State& state) {
-  auto model = BenchModel(state, training::Architecture::kCnn);
-  if (!model) return;
+  LearnerCnnEpoch learner(state);
+  if (!learner.ok()) return;
   torch::manual_seed(1);
-  const training::Dataset data = RandomImages();
-  TextbookCnnTraining textbook(data);
-  training::TrainConfig config;
-  config.batch_size = 8;
-  uint64_t seed = 0;
+  TextbookCnnTraining textbook(learner.data());
   const PairTiming t = TimeAlternating(
-      state,
-      [&] {
-        auto stats = training::TrainLocal(*model, data, config, ++seed);
-        if (!stats.ok() || stats->steps != 100) state.SkipWithError("training failed");
-      },
+      state, [&] { learner.Run(); },
       [&] {
         if (textbook.Epoch() != 100) state.SkipWithError("textbook training failed");
       });
@@ -222,24 +238,15 @@ BENCHMARK(BM_CnnTrainVsLibTorch)->UseManualTime()->Unit(benchmark::kMillisecond)
 // in the same run, alternating: the share of the machine's matrix-product speed training
 // reaches (issue 29's target: >= 0.35).
 void BM_CnnTrainVsSgemmPeak(benchmark::State& state) {
-  auto model = BenchModel(state, training::Architecture::kCnn);
-  if (!model) return;
-  const training::Dataset data = RandomImages();
-  training::TrainConfig config;
-  config.batch_size = 8;
+  LearnerCnnEpoch learner(state);
+  if (!learner.ok()) return;
   constexpr int64_t kSide = 1024;
   torch::manual_seed(2);
   const torch::Tensor a = torch::rand({kSide, kSide});
   const torch::Tensor b = torch::rand({kSide, kSide});
   torch::Tensor c = torch::empty({kSide, kSide});
-  uint64_t seed = 0;
   const PairTiming t = TimeAlternating(
-      state,
-      [&] {
-        auto stats = training::TrainLocal(*model, data, config, ++seed);
-        if (!stats.ok() || stats->steps != 100) state.SkipWithError("training failed");
-      },
-      [&] { torch::mm_out(c, a, b); });
+      state, [&] { learner.Run(); }, [&] { torch::mm_out(c, a, b); });
   const double train_flops = 100 * CnnStepFlops(8);
   const double sgemm_flops = 2.0 * kSide * kSide * kSide;
   state.counters["train_GFLOPs"] = train_flops * state.iterations() / t.subject_seconds / 1e9;
