@@ -4,7 +4,7 @@
 // compiled for AVX2 and for the baseline, one picked at load time, and written so that the
 // compiler vectorises them: selects instead of branches on the values. Every element's result is
 // the same on either path (no fused multiply-adds; adds, products, quotients and square roots
-// are exactly rounded), so a run gives the same bits on any x86-64 machine.
+// are exactly rounded), so these loops give the same bits whichever version runs.
 
 #include <cstddef>
 #include <cstdint>
