@@ -23,8 +23,8 @@
 #include "node/logic/learner.h"
 #include "similarity/emd.h"
 #include "training/dataset.h"
-#include "training/partition.h"
 #include "training/model.h"
+#include "training/partition.h"
 
 namespace meshlearn::node {
 

@@ -22,9 +22,9 @@
 #include "node/learner/privacy_budget.h"
 #include "node/logic/learner.h"
 #include "training/dataset.h"
-#include "training/partition.h"
 #include "training/early_stopping.h"
 #include "training/model.h"
+#include "training/partition.h"
 #include "training/trainer.h"
 
 namespace meshlearn::node {
