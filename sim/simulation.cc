@@ -143,6 +143,9 @@ class Simulator {
       }
       n.log = MakeNodeLogger(n.config.id, n.config.log_level,
                              std::make_shared<BufferedFileSink>(n.config.output_dir + "/node.log"));
+      // A process flushes every line so that node.log survives its death; a simulated node's log
+      // is written where the simulation writes its other outputs (Close, Retire, the end).
+      n.log->flush_on(spdlog::level::off);
       n.world = std::make_unique<SimulatedWorld>(*this, i);
       ids_[n.config.id] = i;
       nodes_.push_back(std::move(n));
@@ -411,6 +414,7 @@ class Simulator {
       if (!n.host) continue;
       node::TransportStats bytes = n.host->transport_stats();
       Status written = n.host->Flush();
+      n.log->flush();
       if (written.ok()) {
         std::filesystem::copy_file(n.config.output_dir + "/checkpoint.bin",
                                    round_dir + "/" + n.config.id + ".checkpoint.bin",
