@@ -20,7 +20,8 @@
 // - A snapshot's Model body is encoded at its first request, once for each encoding asked for
 //   (with or without the update), and every reply of that snapshot carries the same encoded
 //   frames (SendReply::encoded_body), sent zero-copy; only the envelope is encoded per reply. A
-//   snapshot's encodings go with it when it leaves the history.
+//   snapshot's encodings go with it when it leaves the history. They share the snapshot's floats,
+//   so they add only their body frames to what the history holds.
 //   Rationale: every sampler of this node asks for the same snapshot in a round; serving it then
 //   costs moving its bytes. An encoding that costs more than a copy (a compressed model) will be
 //   paid once per snapshot too: it becomes another key of the snapshot's encodings.
@@ -40,6 +41,7 @@
 #include "base/param_layout.h"
 #include "node/logic/actions.h"
 #include "node/logic/requests.h"
+#include "protocol/codec.h"
 
 namespace meshlearn::node {
 
