@@ -9,11 +9,12 @@
 //
 // Subject, one fetch: the benchmark thread encodes a GetModel request and calls
 // Transport::Request on the client transport, then waits for the reply on a future. The client
-// I/O thread sends it; the server I/O thread receives it and calls the node's handler, which
-// decodes the GetModel with full validation and has the node's model server
-// (node/logic/model_server.h) answer it from the published snapshot: the snapshot's Model body
-// was encoded once, at its first request, and every reply sends those same frames zero-copy under
-// a fresh envelope. The client I/O thread matches the reply by request id and completes the
+// I/O thread sends it; the server I/O thread receives it and calls a handler that decodes the
+// GetModel with full validation and has the node's model server (node/logic/model_server.h)
+// answer it from the published snapshot, inline: the snapshot's Model body was encoded once, at
+// its first request, and every reply sends those same frames zero-copy under a fresh envelope. (A
+// node does this on its own thread, a hand-off away from its I/O thread both ways; that is not
+// measured here.) The client I/O thread matches the reply by request id and completes the
 // future; the benchmark thread decodes it with full validation (envelope, body, layout equal to
 // the local model's, blob size, finiteness of all 1M floats).
 //
