@@ -729,27 +729,37 @@ uint64_t TotalBytes(std::span<const Frame> frames) {
 }
 
 std::vector<Frame> Encode(const Message& message) {
+  return Encode(message.envelope, EncodeBody(message.body));
+}
+
+EncodedBody EncodeBody(const Body& body) {
+  EncodedBody encoded;
+  encoded.type = TypeOf(body);
+  msgpack::sbuffer body_buffer(256);
+  Packer packer(body_buffer);
+  std::vector<Frame> blobs;
+  std::visit(BodyPacker{body_buffer, packer, blobs}, body);
+  encoded.frames.reserve(1 + blobs.size());
+  encoded.frames.push_back(ToFrame(std::move(body_buffer)));
+  for (Frame& blob : blobs) encoded.frames.push_back(std::move(blob));
+  return encoded;
+}
+
+std::vector<Frame> Encode(const Envelope& e, const EncodedBody& body) {
   std::vector<Frame> frames;
-  frames.reserve(3);
+  frames.reserve(1 + body.frames.size());
   msgpack::sbuffer envelope_buffer(64);
   Packer envelope(envelope_buffer);
-  const Envelope& e = message.envelope;
   envelope.pack_array(7);
   envelope.pack_uint32(e.magic);
   envelope.pack_uint16(e.protocol_version);
   envelope.pack_uint16(e.min_version);
-  envelope.pack_uint16(static_cast<uint16_t>(TypeOf(message.body)));
+  envelope.pack_uint16(static_cast<uint16_t>(body.type));
   envelope.pack(e.sender);
   envelope.pack_uint64(e.request_id);
   envelope.pack_int64(e.round);
   frames.push_back(ToFrame(std::move(envelope_buffer)));
-
-  msgpack::sbuffer body_buffer(256);
-  Packer body(body_buffer);
-  std::vector<Frame> blobs;
-  std::visit(BodyPacker{body_buffer, body, blobs}, message.body);
-  frames.push_back(ToFrame(std::move(body_buffer)));
-  for (Frame& blob : blobs) frames.push_back(std::move(blob));
+  frames.insert(frames.end(), body.frames.begin(), body.frames.end());
   return frames;
 }
 

@@ -7,6 +7,7 @@
 #include "node/config/logging.h"
 #include "node/host/outputs.h"
 #include "node/logic/learner_jobs.h"
+#include "node/logic/requests.h"
 #include "node/transport/endpoint.h"
 #include "protocol/codec.h"
 #include "topology/sampler_factory.h"
@@ -252,7 +253,7 @@ void NodeHost::Do(SendRequest& a) {
 void NodeHost::Do(SendReply& a) {
   auto it = tokens_.find(a.inbound);
   if (it == tokens_.end()) return;
-  transport_->Reply(it->second, Encode(a.message));
+  transport_->Reply(it->second, FramesOf(a));
   tokens_.erase(it);
 }
 
