@@ -63,8 +63,9 @@ enum class Need { kOptional, kRequired };
 // Which endpoint a key holds: the node's own (any interface or port; required), a peer's
 // (required), or the advertised one (optional; unwritten when empty).
 enum class EndpointUse { kListen, kPeer, kAdvertise };
-// Whether the writer writes a key or section always, or only when it differs from its default
-// (an integer's 0, a section's default-constructed value).
+// Whether the writer writes a key or section always, or only when it differs from its default.
+// The writer knows a section's default (a default-constructed one) but not a key's: an integer
+// written kUnlessDefault is left out when it is 0, which must therefore be its default.
 enum class Written { kAlways, kUnlessDefault };
 // Whether a number's lower bound is allowed itself.
 enum class Bound { kClosed, kOpen };
