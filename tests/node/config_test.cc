@@ -107,6 +107,64 @@ TEST(Config, EverySectionRendersAndReadsBackEqual) {
   EXPECT_EQ(RenderNodeConfig(*again), RenderNodeConfig(c));
 }
 
+// The state machine's parts get their settings from the sections that own them: one deadline
+// for every request, the exchanges' roles from the metric and the sampler.
+TEST(Config, EachPartOfTheStateMachineIsSetFromItsSections) {
+  auto c = ParseNodeConfig(std::string(kMinimal) + R"(
+[training]
+rounds = 12
+[learning]
+metric = "emd"
+sampler = "emd_cluster"
+peers_per_round = 3
+[emd]
+enabled = true
+epsilon = 0.5
+max_samples = 64
+witness = true
+[signature]
+threshold = 0.7
+[round]
+sync = false
+round_deadline_s = 2.5
+linger_s = 0.5
+min_round_s = 0.25
+)",
+                           "node.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const Clock::duration deadline = std::chrono::milliseconds(2500);
+
+  RoundConfig rounds = c->round.Driver(c->learning, c->training);
+  EXPECT_EQ(rounds.peers_per_round, 3);
+  EXPECT_FALSE(rounds.sync);
+  EXPECT_FALSE(rounds.fetch_updates);  // emd_cluster runs no clustering policy
+  EXPECT_EQ(rounds.round_deadline, deadline);
+  EXPECT_EQ(rounds.rounds, 12);
+  EXPECT_EQ(rounds.linger, std::chrono::milliseconds(500));
+  EXPECT_EQ(rounds.min_round, std::chrono::milliseconds(250));
+
+  ParamLayout layout;
+  EmdExchangeConfig emd = c->emd.Exchange(c->learning, c->round, layout, 99);
+  EXPECT_TRUE(emd.enabled);
+  EXPECT_EQ(emd.epsilon, 0.5);
+  EXPECT_EQ(emd.max_samples, 64u);
+  EXPECT_TRUE(emd.witness);
+  EXPECT_TRUE(emd.metric);
+  EXPECT_TRUE(emd.cluster_sampler);
+  EXPECT_EQ(emd.nonce, 99u);
+  EXPECT_EQ(emd.round_deadline, deadline);
+
+  SignatureConfig signatures = c->signature.Exchange(c->learning, c->round, {});
+  EXPECT_FALSE(signatures.enabled);  // neither metric "centroid" nor sampler "centroid_cluster"
+  EXPECT_EQ(signatures.threshold, 0.7);
+  EXPECT_EQ(signatures.request_deadline, deadline);
+
+  EXPECT_EQ(c->round.Serving(layout, 50).hold_limit, deadline);
+  topology::SamplerConfig sampler = c->learning.Sampler(c->id);
+  EXPECT_EQ(sampler.sampler, topology::SamplerKind::kEmdCluster);
+  EXPECT_EQ(sampler.self, "node-1");
+}
+
 TEST(Config, AMeshSizeLetsANodeStartWithoutPeersAndAdvertiseIsAnEndpoint) {
   const char* alone = "id = \"a\"\nlisten = \"tcp://0.0.0.0:1\"\n[data]\nshard = \"x\"\n";
   EXPECT_NE(ParseError(alone).message().find("or set 'mesh_size'"), std::string::npos);
