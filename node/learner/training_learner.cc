@@ -35,29 +35,29 @@ class TrainingLearner final : public Learner {
  public:
   static Result<std::unique_ptr<Learner>> Create(const NodeConfig& config) {
     MESHLEARN_RETURN_IF_ERROR(training::SetComputeThreads(config.threads));
-    auto shard = training::ReadShard(config.shard);
+    auto shard = training::ReadShard(config.data.shard);
     if (!shard.ok()) return shard.status().WithContext("[data] shard");
     auto learner = std::unique_ptr<TrainingLearner>(new TrainingLearner(config));
     learner->shard_ = std::move(*shard);
 
     const training::Dataset& train = learner->shard_.train;
     if (train.size() == 0) {
-      return Status::InvalidArgument("shard '" + config.shard + "' has no training samples");
+      return Status::InvalidArgument("shard '" + config.data.shard + "' has no training samples");
     }
     training::ModelSpec spec;
-    spec.architecture = config.architecture;
+    spec.architecture = config.model.architecture;
     spec.input_shape = train.sample_shape;
     spec.num_outputs =
         train.task == training::Task::kClassification ? train.num_classes : int64_t{1};
     spec.seed = config.seed;
-    spec.hidden = config.hidden;
-    spec.torchscript_path = config.torchscript_path;
+    spec.hidden = config.model.hidden;
+    spec.torchscript_path = config.model.torchscript_path;
     auto model = training::CreateModel(spec);
     if (!model.ok()) return model.status().WithContext("[model]");
     learner->model_ = std::move(*model);
 
-    learner->metric_ = similarity::MakeSimilarityMetric(config.metric);
-    learner->rule_ = training::CreateAggregationRule(config.aggregation);
+    learner->metric_ = similarity::MakeSimilarityMetric(config.learning.metric);
+    learner->rule_ = training::CreateAggregationRule(config.learning.aggregation);
 
     learner->initial_ = learner->model_->Parameters();
     if (learner->metric_->Needs().own_data_loss) {
@@ -66,15 +66,15 @@ class TrainingLearner final : public Learner {
       learner->own_data_loss_ = std::move(*loss);
     }
     learner->architecture_id_ = ArchitectureIdOf(spec, learner->model_->Layout());
-    if (std::optional<similarity::ClusterPolicyKind> kind = config.ClusterPolicy()) {
+    if (std::optional<similarity::ClusterPolicyKind> kind = config.learning.ClusterPolicy()) {
       similarity::ClusterPolicyConfig policy;
       policy.policy = *kind;
       policy.self = config.id;
-      policy.cluster_after = config.cluster_after;
-      policy.recluster_every = config.recluster_every;
-      policy.algorithm = config.cluster_algorithm;
-      policy.distance_threshold = config.distance_threshold;
-      policy.linkage = config.linkage;
+      policy.cluster_after = config.clustering.cluster_after;
+      policy.recluster_every = config.clustering.recluster_every;
+      policy.algorithm = config.clustering.algorithm;
+      policy.distance_threshold = config.clustering.distance_threshold;
+      policy.linkage = config.clustering.linkage;
       policy.seed = config.seed;
       auto made = similarity::MakeClusterPolicy(policy);
       if (!made.ok()) return made.status().WithContext("[clustering]");
@@ -85,9 +85,10 @@ class TrainingLearner final : public Learner {
           what +
           " needs a model with an embedding (cnn_emd, cnn, mlp, or a "
           "TorchScript module with embed); '" +
-          std::string(NameOf(training::ArchitectureNames(), config.architecture)) + "' has none");
+          std::string(NameOf(training::ArchitectureNames(), config.model.architecture)) +
+          "' has none");
     };
-    if (config.UsesSignatures()) {
+    if (config.learning.UsesSignatures()) {
       if (learner->model_->EmbeddingDim() == 0) {
         return needs_embedding("metric \"centroid\" / sampler \"centroid_cluster\"");
       }
@@ -96,9 +97,9 @@ class TrainingLearner final : public Learner {
       learner->signature_ = std::move(*signature);
     }
     if (config.privacy.enabled) MESHLEARN_RETURN_IF_ERROR(learner->SetUpPrivacy());
-    if (config.emd_enabled) {
+    if (config.emd.enabled) {
       similarity::EmdOptions emd;
-      emd.solver = config.emd_solver;
+      emd.solver = config.emd.solver;
       auto solver = similarity::MakeEmdSolver(emd);
       if (!solver.ok()) return solver.status().WithContext("[emd] solver");
       learner->emd_solver_ = std::move(*solver);
@@ -131,10 +132,10 @@ class TrainingLearner final : public Learner {
 
     auto train_start = SteadyClock::now();
     training::TrainConfig train_config;
-    train_config.optimizer = {config_.optimizer, config_.learning_rate, config_.momentum,
-                              config_.weight_decay};
-    train_config.batch_size = config_.batch_size;
-    train_config.epochs = config_.local_epochs;
+    train_config.optimizer = {config_.training.optimizer, config_.training.learning_rate,
+                              config_.training.momentum, config_.training.weight_decay};
+    train_config.batch_size = config_.training.batch_size;
+    train_config.epochs = config_.training.local_epochs;
     if (privacy_) train_config.privacy = privacy_->dp;
     auto stats = training::TrainLocal(*model_, shard_.train, train_config,
                                       train_seed_ + static_cast<uint64_t>(job.round));
@@ -259,7 +260,9 @@ class TrainingLearner final : public Learner {
 
  private:
   explicit TrainingLearner(const NodeConfig& config)
-      : config_(config), stopping_(config.patience), train_seed_(NodeTrainingSeed(config)) {}
+      : config_(config),
+        stopping_(config.training.patience),
+        train_seed_(NodeTrainingSeed(config)) {}
 
   // DP-SGD's settings and budget (docs/privacy.md), when [privacy] is enabled.
   struct Privacy {
@@ -272,17 +275,18 @@ class TrainingLearner final : public Learner {
   // Checks that the model takes DP-SGD and fixes σ: [privacy] noise_multiplier, or the smallest
   // σ that keeps the ε of all (rounds + 1) rounds' steps within target_epsilon.
   Status SetUpPrivacy() {
-    const PrivacyConfig& p = config_.privacy;
+    const PrivacySection& p = config_.privacy;
     MESHLEARN_RETURN_IF_ERROR(training::CheckDpSgdSupported(*model_));
     Privacy privacy;
-    privacy.rate = training::PoissonSamplingRate(config_.batch_size, shard_.train.size());
-    privacy.steps_per_round = config_.local_epochs *
-                              training::DpSgdStepsPerEpoch(config_.batch_size, shard_.train.size());
+    privacy.rate = training::PoissonSamplingRate(config_.training.batch_size, shard_.train.size());
+    privacy.steps_per_round =
+        config_.training.local_epochs *
+        training::DpSgdStepsPerEpoch(config_.training.batch_size, shard_.train.size());
     privacy.dp.max_grad_norm = p.max_grad_norm;
     if (p.noise_multiplier) {
       privacy.dp.noise_multiplier = *p.noise_multiplier;
     } else {
-      const int64_t planned_steps = (config_.rounds + 1) * privacy.steps_per_round;
+      const int64_t planned_steps = (config_.training.rounds + 1) * privacy.steps_per_round;
       auto sigma =
           training::NoiseMultiplierFor(*p.target_epsilon, p.delta, privacy.rate, planned_steps);
       if (!sigma.ok()) return sigma.status().WithContext("[privacy] target_epsilon");
@@ -341,9 +345,9 @@ class TrainingLearner final : public Learner {
   // initial one. The samples and the k-means seeding are drawn with the node's own seed.
   Result<ProjectedEmbeddings> ComputeSignature() const {
     auto z = EmbedSample(*model_, shard_.train,
-                         static_cast<uint32_t>(config_.signature_max_samples), train_seed_);
+                         static_cast<uint32_t>(config_.signature.max_samples), train_seed_);
     if (!z.ok()) return z.status();
-    auto k = static_cast<size_t>(config_.signature_k);
+    auto k = static_cast<size_t>(config_.signature.k);
     if (k > z->rows) {
       return Status::InvalidArgument("k = " + std::to_string(k) + " centroids need at least " +
                                      std::to_string(k) + " training samples; the shard has " +
@@ -399,7 +403,7 @@ class TrainingLearner final : public Learner {
 
   // Projects `z` with R(`projection_seed`).
   Result<ProjectedEmbeddings> ProjectRows(const Embeddings& z, uint64_t projection_seed) const {
-    auto r = similarity::DrawProjection(projection_seed, z.dim, config_.emd_proj_ratio);
+    auto r = similarity::DrawProjection(projection_seed, z.dim, config_.emd.proj_ratio);
     if (!r.ok()) return r.status();
     auto projected = similarity::Project({z.values, z.rows, z.dim}, *r);
     if (!projected.ok()) return projected.status();
@@ -445,7 +449,7 @@ class TrainingLearner final : public Learner {
     for (size_t k = 0; k < job.peers.size(); ++k) {
       PeerScoreOutcome& score = out.scores[k];
       if (!score.score) continue;
-      if (config_.merge_min_score && *score.score < *config_.merge_min_score) {
+      if (config_.learning.merge_min_score && *score.score < *config_.learning.merge_min_score) {
         ++out.excluded_by_min_score;
         continue;
       }
@@ -507,8 +511,8 @@ uint64_t NodeTrainingSeed(const NodeConfig& config) { return config.seed ^ Stabl
 
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config) {
   auto honest = TrainingLearner::Create(config);
-  if (!honest.ok() || config.attack == AttackKind::kNone) return honest;
-  return MakePoisonedLearner(std::move(*honest), config.attack, NodeTrainingSeed(config));
+  if (!honest.ok() || config.attack.kind == AttackKind::kNone) return honest;
+  return MakePoisonedLearner(std::move(*honest), config.attack.kind, NodeTrainingSeed(config));
 }
 
 }  // namespace meshlearn::node
