@@ -29,21 +29,36 @@ bool FloatArray::operator==(const FloatArray& other) const {
          (size_ == 0 || std::memcmp(data_, other.data_, size_ * sizeof(float)) == 0);
 }
 
-Status CheckFinite(std::span<const float> values) {
-  // A float is NaN or Inf exactly when all exponent bits are set. OR-reducing a flag keeps the
-  // loop branch-free so the compiler vectorises it; the index is searched only on failure.
-  constexpr uint32_t kExponent = 0x7f800000u;
+namespace {
+
+// A float is NaN or Inf exactly when all its exponent bits are set.
+constexpr uint32_t kExponent = 0x7f800000u;
+
+// Whether any of `count` values at `data` is NaN or Inf. OR-reducing a flag keeps the loop
+// branch-free so the compiler vectorises it. It is cloned for AVX2, picked at load time where
+// the CPU has it.
+// Rationale: every model a node receives passes here (1M floats per 4 MB reply); the check is
+// bound by memory bandwidth, and 32-byte loads reach more of it than 16-byte ones (about 10%
+// less time on a freshly received 4 MB blob, measured on the project's machine).
+__attribute__((target_clones("avx2", "default"))) bool AnyNonFinite(const float* data,
+                                                                    size_t count) {
   uint32_t bad = 0;
-  const float* data = values.data();
-  for (size_t i = 0; i < values.size(); ++i) {
+  for (size_t i = 0; i < count; ++i) {
     uint32_t bits;
     std::memcpy(&bits, data + i, sizeof(bits));
     bad |= static_cast<uint32_t>((bits & kExponent) == kExponent);
   }
-  if (!bad) return Status::Ok();
+  return bad != 0;
+}
+
+}  // namespace
+
+Status CheckFinite(std::span<const float> values) {
+  if (!AnyNonFinite(values.data(), values.size())) return Status::Ok();
+  // Only on failure: find the index for the message.
   for (size_t i = 0; i < values.size(); ++i) {
     uint32_t bits;
-    std::memcpy(&bits, data + i, sizeof(bits));
+    std::memcpy(&bits, values.data() + i, sizeof(bits));
     if ((bits & kExponent) == kExponent) {
       return Status::NonFinite("value #" + std::to_string(i) + " of " +
                                std::to_string(values.size()) + " is NaN or Inf");

@@ -40,8 +40,8 @@ class FloatArray {
   size_t size_ = 0;
 };
 
-// OK when every value is finite; otherwise kNonFinite naming the first bad index. One pass,
-// vectorisable (tests the exponent bits).
+// OK when every value is finite; otherwise kNonFinite naming the first bad index. One pass at
+// memory bandwidth (tests the exponent bits, vectorised, with AVX2 where the CPU has it).
 Status CheckFinite(std::span<const float> values);
 
 }  // namespace meshlearn

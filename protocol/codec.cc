@@ -477,6 +477,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       uint32_t count;
       MESHLEARN_RETURN_IF_ERROR(f.List(0, "peers", limits.max_peers, &items, &count));
       PeerList m;
+      m.peers.reserve(count);
       for (uint32_t i = 0; i < count; ++i) {
         PeerInfo info;
         MESHLEARN_RETURN_IF_ERROR(UnpackPeerInfo(items[i], f, "peers", i, limits, &info));
@@ -638,10 +639,18 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
 
 // The zone that parsed frames live in: one per thread, emptied when the frame has been read
 // (FrameZone). Rationale: msgpack::unpack with an object_handle allocates a new zone, at least
-// 8 KiB, for every frame; a node decodes two frames per message.
+// 8 KiB, for every frame; a node decodes two frames per message. Its chunks are 64 KiB, so that a
+// full PeerList (thousands of objects) is parsed without allocating.
 msgpack::zone& ThreadZone() {
-  thread_local msgpack::zone zone;
+  thread_local msgpack::zone zone(64 * 1024);
   return zone;
+}
+
+// Parsed strings point into the frame instead of being copied into the zone: every parsed
+// object is read while its frame is alive (ParseFrame's contract), and the fields copy what they
+// keep.
+bool ReferenceStrings(msgpack::type::object_type type, std::size_t, void*) {
+  return type == msgpack::type::STR;
 }
 
 // Empties the thread's zone when it goes: the objects parsed while it lived are gone then.
@@ -654,7 +663,8 @@ class FrameZone {
 };
 
 // Parses one msgpack object filling the whole frame, under msgpack's own allocation limits, into
-// the thread's zone: the object lives until the caller's FrameZone goes.
+// the thread's zone: the object lives until the caller's FrameZone goes, and its strings point
+// into `frame`, which must outlive it.
 Result<msgpack::object> ParseFrame(const Frame& frame, const Limits& limits, const char* what) {
   try {
     size_t offset = 0;
@@ -662,7 +672,7 @@ Result<msgpack::object> ParseFrame(const Frame& frame, const Limits& limits, con
                                 0, 0, 8);
     msgpack::object handle =
         msgpack::unpack(ThreadZone(), reinterpret_cast<const char*>(frame.data()), frame.size(),
-                        offset, nullptr, nullptr, limit);
+                        offset, ReferenceStrings, nullptr, limit);
     if (offset != frame.size()) {
       return Status::Malformed(std::string(what) + " frame has " +
                                std::to_string(frame.size() - offset) + " trailing bytes");
@@ -719,27 +729,37 @@ uint64_t TotalBytes(std::span<const Frame> frames) {
 }
 
 std::vector<Frame> Encode(const Message& message) {
+  return Encode(message.envelope, EncodeBody(message.body));
+}
+
+EncodedBody EncodeBody(const Body& body) {
+  EncodedBody encoded;
+  encoded.type = TypeOf(body);
+  msgpack::sbuffer body_buffer(256);
+  Packer packer(body_buffer);
+  std::vector<Frame> blobs;
+  std::visit(BodyPacker{body_buffer, packer, blobs}, body);
+  encoded.frames.reserve(1 + blobs.size());
+  encoded.frames.push_back(ToFrame(std::move(body_buffer)));
+  for (Frame& blob : blobs) encoded.frames.push_back(std::move(blob));
+  return encoded;
+}
+
+std::vector<Frame> Encode(const Envelope& e, const EncodedBody& body) {
   std::vector<Frame> frames;
-  frames.reserve(3);
+  frames.reserve(1 + body.frames.size());
   msgpack::sbuffer envelope_buffer(64);
   Packer envelope(envelope_buffer);
-  const Envelope& e = message.envelope;
   envelope.pack_array(7);
   envelope.pack_uint32(e.magic);
   envelope.pack_uint16(e.protocol_version);
   envelope.pack_uint16(e.min_version);
-  envelope.pack_uint16(static_cast<uint16_t>(TypeOf(message.body)));
+  envelope.pack_uint16(static_cast<uint16_t>(body.type));
   envelope.pack(e.sender);
   envelope.pack_uint64(e.request_id);
   envelope.pack_int64(e.round);
   frames.push_back(ToFrame(std::move(envelope_buffer)));
-
-  msgpack::sbuffer body_buffer(256);
-  Packer body(body_buffer);
-  std::vector<Frame> blobs;
-  std::visit(BodyPacker{body_buffer, body, blobs}, message.body);
-  frames.push_back(ToFrame(std::move(body_buffer)));
-  for (Frame& blob : blobs) frames.push_back(std::move(blob));
+  frames.insert(frames.end(), body.frames.begin(), body.frames.end());
   return frames;
 }
 

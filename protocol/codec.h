@@ -29,6 +29,23 @@ struct DecodeOptions {
 // shared, not copied). envelope.type is taken from the body. Never fails.
 std::vector<Frame> Encode(const Message& message);
 
+// A message body encoded once, to be sent under many envelopes: the body frame and its blob
+// frames. Copying it shares the frames; it never copies their bytes.
+// Rationale: a node answers every requester of a round with the same model snapshot, so its body
+// is encoded once per snapshot and each reply costs an envelope; an encoding that costs more than
+// a copy (a compressed model) is paid once per snapshot, not once per requester.
+struct EncodedBody {
+  MessageType type = MessageType::kPing;  // the type of the body it encodes
+  std::vector<Frame> frames;              // the body frame, then the blob frames
+};
+
+// Encodes `body` alone: the frames that follow the envelope in Encode(). Never fails.
+EncodedBody EncodeBody(const Body& body);
+
+// Encodes a message of `envelope` and the already encoded `body`: the same bytes as Encode() of
+// that envelope and the body `body` encodes. envelope.type is taken from `body`. Never fails.
+std::vector<Frame> Encode(const Envelope& envelope, const EncodedBody& body);
+
 // Decodes only frame 0, the envelope: a well-formed array (kMalformed), then in this order the
 // magic (kBadMagic), version compatibility (kUnsupportedVersion), a known type (kUnknownType) and a
 // sender that is a node id (kInvalidArgument, protocol/wire_text.h).

@@ -143,6 +143,9 @@ class Simulator {
       }
       n.log = MakeNodeLogger(n.config.id, n.config.log_level,
                              std::make_shared<BufferedFileSink>(n.config.output_dir + "/node.log"));
+      // A process flushes every line so that node.log survives its death; a simulated node's log
+      // is written where the simulation writes its other outputs (Close, Retire, the end).
+      n.log->flush_on(spdlog::level::off);
       n.world = std::make_unique<SimulatedWorld>(*this, i);
       ids_[n.config.id] = i;
       nodes_.push_back(std::move(n));
@@ -283,7 +286,7 @@ class Simulator {
           dead.id = n.config.id;
           dead.endpoint = n.config.listen;
           dead.round = n.last_round;
-          dead.rounds = n.config.rounds;
+          dead.rounds = n.config.training.rounds;
           dead.val_loss = n.last_val_loss;
           p.statuses.push_back(std::move(dead));
         }
@@ -300,7 +303,7 @@ class Simulator {
     host_options.logger = n.log;
     host_options.bytes_in_before = n.bytes_in_before;
     host_options.bytes_out_before = n.bytes_out_before;
-    if (next_barrier_ >= 0 && next_barrier_ < n.config.rounds) {
+    if (next_barrier_ >= 0 && next_barrier_ < n.config.training.rounds) {
       host_options.hold_before = next_barrier_ + 1;
     }
     auto host = node::NodeHost::Create(n.config, *n.world, std::move(host_options));
@@ -373,7 +376,7 @@ class Simulator {
     if (options_.snapshot_every <= 0) return -1;
     int64_t next = round + options_.snapshot_every;
     for (const SimNode& n : nodes_) {
-      if (next < n.config.rounds) return next;
+      if (next < n.config.training.rounds) return next;
     }
     return -1;
   }
@@ -411,6 +414,7 @@ class Simulator {
       if (!n.host) continue;
       node::TransportStats bytes = n.host->transport_stats();
       Status written = n.host->Flush();
+      n.log->flush();
       if (written.ok()) {
         std::filesystem::copy_file(n.config.output_dir + "/checkpoint.bin",
                                    round_dir + "/" + n.config.id + ".checkpoint.bin",

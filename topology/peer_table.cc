@@ -127,11 +127,4 @@ const PeerEntry* PeerTable::Find(std::string_view id) const {
   return it == peers_.end() ? nullptr : &it->second;
 }
 
-std::vector<PeerEntry> PeerTable::Entries() const {
-  std::vector<PeerEntry> out;
-  out.reserve(peers_.size());
-  for (const auto& [id, e] : peers_) out.push_back(e);
-  return out;
-}
-
 }  // namespace meshlearn::topology

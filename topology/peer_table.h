@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <ranges>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,8 +89,9 @@ class PeerTable {
   bool IsSamplable(std::string_view id, Clock::time_point now) const;
   // The entry of `id`, or nullptr when unknown.
   const PeerEntry* Find(std::string_view id) const;
-  // Every entry, ordered by id.
-  std::vector<PeerEntry> Entries() const;
+  // Every entry, ordered by id: a view into the table, valid until the table next changes (copy
+  // what must outlive a change).
+  auto Entries() const { return std::views::values(peers_); }
   // The number of known peers, candidates included.
   size_t size() const { return peers_.size(); }
   // The number of verified peers.

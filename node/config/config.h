@@ -1,9 +1,39 @@
 #pragma once
 // The node config file (TOML, read with toml++). Every key, its default and what it allows is
-// documented in configs/README.md; this header holds the parsed form.
+// documented in configs/README.md; this header holds the parsed form, one struct per section.
 //
 // Unknown keys and bad values are rejected when the node starts, with a message that names the
 // file, the line, the key, the value and what is allowed. A config never half-loads.
+//
+// One description per section. Each section struct declares its keys once, in a static
+// `Describe(keys, section)`: the key's name, the member it fills (whose initializer is the
+// default) and what it allows (a range, a name table). The reader (ParseNodeConfig) and the
+// writer (RenderNodeConfig) both run that description, with a `keys` object that reads a TOML
+// table into `section` or writes `section` out as TOML (node/config/config_keys.h), so parsing
+// and rendering cannot drift apart. A `keys` object offers one call per kind of key:
+//   NodeId(name, s)                      a node id (protocol/wire_text.h); required
+//   Endpoint(name, s, use)               "tcp://host:port" (EndpointUse says whose and if required)
+//   String(name, s, need)                any string
+//   PublicKey(name, s)                   a Z85 CURVE public key; optional, unwritten when empty
+//   PublicKeyList(name, v)               an array of them, each optionally "<key> <node id>"
+//   Choice(name, e, names)               one of a NameTable's names
+//   Integer(name, i, min, max, written)  an integer in [min, max]
+//   Number(name, d, min, max, bound)     a number in [min, max] or (min, max]
+//   OptionalNumber(name, o)              any finite number; unwritten when absent
+//   PositiveNumber(name, o, max)         a number in (0, max]; unwritten when absent
+//   NumberOrWord(name, o, word, min, max)  a number in [min, max], or `word` for nullopt
+//   Port(name, o)                        a port in [0, 65535]; unwritten when absent
+//   Bool(name, b)                        true or false
+//   ClusterIds(name, v)                  a sub-table of node id = cluster id; unwritten when empty
+//   Section(name, s, written)            a section, by its Describe (and its Check, if any)
+//   OptionalSection(name, o)             a section that may be absent
+//   Peers(name, v)                       an array of tables of peers ([[peers]])
+// Rules that tie keys of several sections together are checked after reading
+// (ParseNodeConfig); a section's own cross-key rules are its Check(file).
+//
+// The state machine's settings are built by the sections that own them (RoundSection::Driver,
+// EmdSection::Exchange, ...; NodeConfig::Machine composes them), so the node host copies no
+// field.
 
 #include <cstdint>
 #include <map>
@@ -15,7 +45,9 @@
 #include "base/named_value.h"
 #include "base/status.h"
 #include "node/config/logging.h"
+#include "node/logic/learner.h"
 #include "node/logic/peer_address.h"
+#include "node/logic/state_machine.h"
 #include "similarity/cluster_policy.h"
 #include "similarity/emd.h"
 #include "similarity/metric.h"
@@ -26,21 +58,253 @@
 
 namespace meshlearn::node {
 
-// [security]: ZeroMQ CURVE on every socket and an allowlist of peer public keys (DESIGN.md
-// "Reliability and security"). The key files are read when the node starts
-// (node/transport/curve_keys.h, LoadNodeKeys), not when the config is parsed.
-struct SecurityConfig {
-  std::string secret_key_file;  // required: this node's secret key (meshlearn-keygen)
-  // Z85 public keys admitted, inline; an entry may add the node id the key is bound to after a
-  // space ("<key> <node id>", as in an allowlist file line, node/transport/curve_keys.h).
-  std::vector<std::string> allowed_keys;
-  std::string allowed_keys_file;  // more of them, one per line (node/transport/curve_keys.h)
-  bool operator==(const SecurityConfig&) const = default;
+// Whether a key must be present.
+enum class Need { kOptional, kRequired };
+// Which endpoint a key holds: the node's own (any interface or port; required), a peer's
+// (required), or the advertised one (optional; unwritten when empty).
+enum class EndpointUse { kListen, kPeer, kAdvertise };
+// Whether the writer writes a key or section always, or only when it differs from its default.
+// The writer knows a section's default (a default-constructed one) but not a key's: an integer
+// written kUnlessDefault is left out when it is 0, which must therefore be its default.
+enum class Written { kAlways, kUnlessDefault };
+// Whether a number's lower bound is allowed itself.
+enum class Bound { kClosed, kOpen };
+
+// [data]
+struct DataSection {
+  std::string shard;  // required: the node's shard file (training/shard_file.h format)
+
+  bool operator==(const DataSection&) const = default;
+  // The keys of [data] (see "One description per section" above).
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.String("shard", s.shard, Need::kRequired);
+  }
+};
+
+// [model]
+struct ModelSection {
+  training::Architecture architecture = training::Architecture::kMlp;
+  int64_t hidden = 200;          // mlp hidden width
+  std::string torchscript_path;  // torchscript only
+
+  bool operator==(const ModelSection&) const = default;
+  // The keys of [model].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Choice("architecture", s.architecture, training::ArchitectureNames());
+    keys.Integer("hidden", s.hidden, 1, 1 << 20);
+    keys.String("torchscript_path", s.torchscript_path);
+  }
+};
+
+// [training]
+struct TrainingSection {
+  training::OptimizerKind optimizer = training::OptimizerKind::kAdam;
+  double learning_rate = 3e-4;
+  double momentum = 0;
+  double weight_decay = 0;
+  int64_t batch_size = 8;
+  int local_epochs = 1;
+  int64_t rounds = 50;
+  int patience = 50;
+
+  bool operator==(const TrainingSection&) const = default;
+  // The keys of [training].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Choice("optimizer", s.optimizer, training::OptimizerKindNames());
+    keys.Number("learning_rate", s.learning_rate, 0, 10, Bound::kOpen);
+    keys.Number("momentum", s.momentum, 0, 1);
+    keys.Number("weight_decay", s.weight_decay, 0, 1);
+    keys.Integer("batch_size", s.batch_size, 1, 1 << 20);
+    keys.Integer("local_epochs", s.local_epochs, 1, 10000);
+    keys.Integer("rounds", s.rounds, 0, 1000000);
+    keys.Integer("patience", s.patience, 1, 1000000);
+  }
+};
+
+// [learning]
+struct LearningSection {
+  similarity::MetricKind metric = similarity::MetricKind::kCosWeights;
+  topology::SamplerKind sampler = topology::SamplerKind::kDac;
+  double tau = 30;
+  topology::TauSchedule tau_schedule = topology::TauSchedule::kConstant;
+  topology::UnscoredRule unscored = topology::UnscoredRule::kExclude;
+  topology::ScoreNormalization normalize = topology::ScoreNormalization::kNone;
+  topology::TwoHopRule two_hop = topology::TwoHopRule::kLargest;
+  int peers_per_round = 5;  // m
+  training::AggregationKind aggregation = training::AggregationKind::kFedAvg;
+  std::optional<double> merge_min_score;              // off when absent
+  std::vector<std::pair<std::string, int>> clusters;  // [learning.clusters]: id -> cluster (oracle)
+
+  bool operator==(const LearningSection&) const = default;
+  // The keys of [learning] and [learning.clusters].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Choice("metric", s.metric, similarity::MetricKindNames());
+    keys.Choice("sampler", s.sampler, topology::SamplerKindNames());
+    keys.Number("tau", s.tau, 0, 1e6);
+    keys.Choice("tau_schedule", s.tau_schedule, topology::TauScheduleNames());
+    keys.Choice("unscored", s.unscored, topology::UnscoredRuleNames());
+    keys.Choice("normalize", s.normalize, topology::ScoreNormalizationNames());
+    keys.Choice("two_hop", s.two_hop, topology::TwoHopRuleNames());
+    keys.Integer("peers_per_round", s.peers_per_round, 0, 100000);
+    keys.Choice("aggregation", s.aggregation, training::AggregationKindNames());
+    keys.OptionalNumber("merge_min_score", s.merge_min_score);
+    keys.ClusterIds("clusters", s.clusters);
+  }
+
+  // True when the metric or the sampler needs the peers' data signatures.
+  bool UsesSignatures() const {
+    return metric == similarity::MetricKind::kCentroid ||
+           sampler == topology::SamplerKind::kCentroidCluster;
+  }
+  // The clustering policy the sampler runs on the node (louvain: FLIC, temperature: OCFL), or
+  // nullopt for the other samplers.
+  std::optional<similarity::ClusterPolicyKind> ClusterPolicy() const {
+    if (sampler == topology::SamplerKind::kLouvain) return similarity::ClusterPolicyKind::kLouvain;
+    if (sampler == topology::SamplerKind::kTemperature) {
+      return similarity::ClusterPolicyKind::kTemperature;
+    }
+    return std::nullopt;
+  }
+  // The sampler of node `self` (topology/sampler_factory.h).
+  topology::SamplerConfig Sampler(const std::string& self) const;
+};
+
+// [round]
+struct RoundSection {
+  bool sync = true;
+  double round_deadline_s = 10;
+  int dead_after_failures = 3;
+  double linger_s = 5;     // keep serving this long after the last round
+  double min_round_s = 0;  // a round lasts at least this long (pacing)
+  uint64_t max_message_bytes = 256ull << 20;
+
+  bool operator==(const RoundSection&) const = default;
+  // The keys of [round].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Bool("sync", s.sync);
+    keys.Number("round_deadline_s", s.round_deadline_s, 0, 86400, Bound::kOpen);
+    keys.Integer("dead_after_failures", s.dead_after_failures, 1, 1000);
+    keys.Number("linger_s", s.linger_s, 0, 86400);
+    keys.Number("min_round_s", s.min_round_s, 0, 86400);
+    keys.Integer("max_message_bytes", s.max_message_bytes, 1024, int64_t{1} << 40);
+  }
+
+  // round_deadline_s: how long a request to a peer may take.
+  Clock::duration Deadline() const;
+  // The round driver's settings: these, with m of `learning` (and whether its sampler fetches
+  // updates) and the planned rounds of `training`.
+  RoundConfig Driver(const LearningSection& learning, const TrainingSection& training) const;
+  // Serving's settings for a node serving models of `layout` trained on `train_size` samples.
+  ServingConfig Serving(const ParamLayout& layout, uint64_t train_size) const;
+};
+
+// [emd]: the EMD embedding exchange (DESIGN.md "EMD embedding exchange").
+struct EmdSection {
+  bool enabled = false;
+  // Accept j when EMD_ij - ref_i < epsilon; empty ("auto"): each node decides with the automatic
+  // rule over its measurements (similarity::AutomaticThreshold).
+  std::optional<double> epsilon;
+  similarity::EmdSolverKind solver = similarity::EmdSolverKind::kExact;
+  int max_samples = 512;
+  double proj_ratio = 0.9;
+  int64_t refresh = 0;      // 0: once after round 0; R: every R rounds
+  int peers_per_round = 0;  // 0: every active peer at once
+  bool witness = false;     // a random third peer measures each EMD (witness mode)
+
+  bool operator==(const EmdSection&) const = default;
+  // The keys of [emd].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Bool("enabled", s.enabled);
+    keys.NumberOrWord("epsilon", s.epsilon, "auto", -10, 10);
+    keys.Choice("solver", s.solver, similarity::EmdSolverKindNames());
+    keys.Integer("max_samples", s.max_samples, 1, 4096);
+    keys.Number("proj_ratio", s.proj_ratio, 0, 1, Bound::kOpen);
+    keys.Integer("refresh", s.refresh, 0, 1000000);
+    keys.Integer("peers_per_round", s.peers_per_round, 0, 100000);
+    keys.Bool("witness", s.witness);
+  }
+
+  // The EMD exchange's settings: these, with what `learning`'s metric and sampler take from it
+  // and `round`'s deadline, for a node whose models have `layout` and whose Hello nonce is
+  // `nonce`.
+  EmdExchangeConfig Exchange(const LearningSection& learning, const RoundSection& round,
+                             const ParamLayout& layout, uint64_t nonce) const;
+};
+
+// [attack] kind: robustness experiments only (node/learner/poisoned_learner.h).
+enum class AttackKind {
+  kNone,      // "none": an honest node
+  kSignFlip,  // "sign_flip": serves -w
+  kNoise,     // "noise": serves Gaussian values with w's root mean square
+};
+
+// The config names of the attack kinds, in documentation order.
+NameTable<AttackKind> AttackKindNames();
+
+// [attack]: robustness experiments only; the node still learns honestly.
+struct AttackSection {
+  AttackKind kind = AttackKind::kNone;
+
+  bool operator==(const AttackSection&) const = default;
+  // The keys of [attack].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Choice("kind", s.kind, AttackKindNames());
+  }
+};
+
+// [clustering]: the louvain (FLIC) and temperature (OCFL) samplers' policy
+// (similarity/cluster_policy.h).
+struct ClusteringSection {
+  int64_t cluster_after = 5;    // no clustering before this round
+  int64_t recluster_every = 5;  // louvain: recluster period; 0 = once
+  similarity::ClusterAlgorithm algorithm = similarity::ClusterAlgorithm::kAgglomerative;
+  double distance_threshold = 0.3;  // agglomerative: merge below this 1 - cos
+  similarity::Linkage linkage = similarity::Linkage::kAverage;
+
+  bool operator==(const ClusteringSection&) const = default;
+  // The keys of [clustering].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Integer("cluster_after", s.cluster_after, 0, 1000000);
+    keys.Integer("recluster_every", s.recluster_every, 0, 1000000);
+    keys.Choice("algorithm", s.algorithm, similarity::ClusterAlgorithmNames());
+    keys.Number("distance_threshold", s.distance_threshold, 0, 2, Bound::kOpen);
+    keys.Choice("linkage", s.linkage, similarity::LinkageNames());
+  }
+};
+
+// [signature]: FLT's data signatures (similarity/centroid_signature.h), exchanged when
+// LearningSection::UsesSignatures().
+struct SignatureSection {
+  int k = 5;               // k-means centroids per node
+  double threshold = 1.0;  // peers closer than this are related (hard clusters)
+  int max_samples = 512;   // training samples embedded for the centroids
+
+  bool operator==(const SignatureSection&) const = default;
+  // The keys of [signature].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Integer("k", s.k, 1, 1024);
+    keys.Number("threshold", s.threshold, 0, 1e12, Bound::kOpen);
+    keys.Integer("max_samples", s.max_samples, 1, 4096);
+  }
+
+  // The signature exchange's settings: this threshold, with what `learning`'s metric and sampler
+  // take from it and `round`'s deadline, for a node whose own signature is `own`.
+  SignatureConfig Exchange(const LearningSection& learning, const RoundSection& round,
+                           const ProjectedEmbeddings& own) const;
 };
 
 // [privacy]: record-level differential privacy of the node's training data by DP-SGD
 // (training/dp_sgd.h), accounted with training/rdp_accountant.h (docs/privacy.md).
-struct PrivacyConfig {
+struct PrivacySection {
   bool enabled = false;
   // Exactly one of these when enabled: σ directly, or the ε the whole run may spend, from which
   // σ is derived for (rounds + 1) × local_epochs × ceil(N / batch_size) steps.
@@ -54,22 +318,64 @@ struct PrivacyConfig {
   // [emd] and FLT signatures publish values computed from the data without DP; a config that
   // combines them with [privacy] is refused unless this is true (it is then in node.toml).
   bool allow_data_exchanges = false;
-  bool operator==(const PrivacyConfig&) const = default;
+  bool operator==(const PrivacySection&) const = default;
+
+  // The keys of [privacy].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Bool("enabled", s.enabled);
+    keys.PositiveNumber("noise_multiplier", s.noise_multiplier, 1e4);
+    keys.PositiveNumber("target_epsilon", s.target_epsilon, 1e4);
+    keys.Number("delta", s.delta, 0, 0.1, Bound::kOpen);
+    keys.Number("max_grad_norm", s.max_grad_norm, 0, 1e6, Bound::kOpen);
+    keys.PositiveNumber("max_epsilon", s.max_epsilon, 1e6);
+    keys.Bool("allow_data_exchanges", s.allow_data_exchanges);
+  }
 };
 
-// [attack] kind: robustness experiments only (node/learner/poisoned_learner.h).
-enum class AttackKind {
-  kNone,      // "none": an honest node
-  kSignFlip,  // "sign_flip": serves -w
-  kNoise,     // "noise": serves Gaussian values with w's root mean square
+// [security]: ZeroMQ CURVE on every socket and an allowlist of peer public keys (DESIGN.md
+// "Reliability and security"). The key files are read when the node starts
+// (node/transport/curve_keys.h, LoadNodeKeys), not when the config is parsed.
+struct SecuritySection {
+  std::string secret_key_file;  // required: this node's secret key (meshlearn-keygen)
+  // Z85 public keys admitted, inline; an entry may add the node id the key is bound to after a
+  // space ("<key> <node id>", as in an allowlist file line, node/transport/curve_keys.h).
+  std::vector<std::string> allowed_keys;
+  std::string allowed_keys_file;  // more of them, one per line (node/transport/curve_keys.h)
+  bool operator==(const SecuritySection&) const = default;
+
+  // The keys of [security].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.String("secret_key_file", s.secret_key_file, Need::kRequired);
+    keys.PublicKeyList("allowed_keys", s.allowed_keys);
+    keys.String("allowed_keys_file", s.allowed_keys_file);
+  }
+  // The rules between these keys; errors start with `file`.
+  Status Check(const std::string& file) const;
 };
 
-// The config names of the attack kinds, in documentation order.
-NameTable<AttackKind> AttackKindNames();
+// The keys a node with [security] runs with, read from its key files.
+struct NodeKeys {
+  std::string public_key;                 // derived from the secret key
+  std::string secret_key;                 // from security.secret_key_file
+  std::vector<std::string> allowed_keys;  // allowed_keys, then allowed_keys_file's; no repeats
+  // The node id each bound key belongs to: from the allowlist's "<key> <node id>" entries and the
+  // [[peers]] entries' public_key. A key missing here may be used by any node id.
+  std::map<std::string, std::string> key_ids;
+};
 
-// The parsed node config. Defaults are the documented ones. Every choice is typed here, once: the
-// parser maps config strings to enums through the name tables of the modules that own them, and
-// no code past the parser compares a config string.
+// What the state machine needs of a running node that neither its config nor its learner says.
+struct NodeFacts {
+  std::string endpoint;          // where peers reach it (advertised or bound)
+  std::optional<NodeKeys> keys;  // CURVE keys, when [security] is configured
+  uint64_t nonce = 0;            // its Hello nonce (half of every EMD projection seed)
+};
+
+// The parsed node config: the top-level keys and one struct per section. Defaults are the
+// documented ones. Every choice is typed here, once: the reader maps config strings to enums
+// through the name tables of the modules that own them, and no code past it compares a config
+// string.
 struct NodeConfig {
   // Top level.
   std::string id;      // required: unique node id
@@ -89,92 +395,55 @@ struct NodeConfig {
   std::optional<uint16_t> http_port;  // /status and /metrics; off when absent (0 = any port)
   std::string http_bind = "127.0.0.1";
 
-  // [data]
-  std::string shard;  // required: the node's shard file (training/shard_file.h format)
+  DataSection data;
+  ModelSection model;
+  TrainingSection training;
+  LearningSection learning;
+  EmdSection emd;
+  AttackSection attack;
+  ClusteringSection clustering;
+  SignatureSection signature;
+  PrivacySection privacy;  // written only when set
+  RoundSection round;
+  std::optional<SecuritySection> security;  // absent: plain text (the node warns at start)
+  bool operator==(const NodeConfig&) const = default;
 
-  // [model]
-  training::Architecture architecture = training::Architecture::kMlp;
-  int64_t hidden = 200;          // mlp hidden width
-  std::string torchscript_path;  // torchscript only
-
-  // [training]
-  training::OptimizerKind optimizer = training::OptimizerKind::kAdam;
-  double learning_rate = 3e-4;
-  double momentum = 0;
-  double weight_decay = 0;
-  int64_t batch_size = 8;
-  int local_epochs = 1;
-  int64_t rounds = 50;
-  int patience = 50;
-
-  // [learning]
-  similarity::MetricKind metric = similarity::MetricKind::kCosWeights;
-  topology::SamplerKind sampler = topology::SamplerKind::kDac;
-  double tau = 30;
-  topology::TauSchedule tau_schedule = topology::TauSchedule::kConstant;
-  topology::UnscoredRule unscored = topology::UnscoredRule::kExclude;
-  topology::ScoreNormalization normalize = topology::ScoreNormalization::kNone;
-  topology::TwoHopRule two_hop = topology::TwoHopRule::kLargest;
-  int peers_per_round = 5;  // m
-  training::AggregationKind aggregation = training::AggregationKind::kFedAvg;
-  std::optional<double> merge_min_score;              // off when absent
-  std::vector<std::pair<std::string, int>> clusters;  // [learning.clusters]: id -> cluster (oracle)
-
-  // [emd]: the EMD embedding exchange (DESIGN.md "EMD embedding exchange").
-  bool emd_enabled = false;
-  // Accept j when EMD_ij - ref_i < epsilon; empty ("auto"): each node decides with the automatic
-  // rule over its measurements (similarity::AutomaticThreshold).
-  std::optional<double> emd_epsilon;
-  similarity::EmdSolverKind emd_solver = similarity::EmdSolverKind::kExact;
-  int emd_max_samples = 512;
-  double emd_proj_ratio = 0.9;
-  int64_t emd_refresh = 0;      // 0: once after round 0; R: every R rounds
-  int emd_peers_per_round = 0;  // 0: every active peer at once
-  bool emd_witness = false;     // a random third peer measures each EMD (witness mode)
-  // [attack]: robustness experiments only; the node still learns honestly.
-  AttackKind attack = AttackKind::kNone;
-  // [clustering]: the louvain (FLIC) and temperature (OCFL) samplers' policy
-  // (similarity/cluster_policy.h).
-  int64_t cluster_after = 5;    // no clustering before this round
-  int64_t recluster_every = 5;  // louvain: recluster period; 0 = once
-  similarity::ClusterAlgorithm cluster_algorithm = similarity::ClusterAlgorithm::kAgglomerative;
-  double distance_threshold = 0.3;  // agglomerative: merge below this 1 - cos
-  similarity::Linkage linkage = similarity::Linkage::kAverage;
-
-  // [signature]: FLT's data signatures (similarity/centroid_signature.h), exchanged when
-  // UsesSignatures().
-  int signature_k = 5;               // k-means centroids per node
-  double signature_threshold = 1.0;  // peers closer than this are related (hard clusters)
-  int signature_max_samples = 512;   // training samples embedded for the centroids
-
-  // [privacy]: DP-SGD and its accountant.
-  PrivacyConfig privacy;
-
-  // True when the metric or the sampler needs the peers' data signatures.
-  bool UsesSignatures() const {
-    return metric == similarity::MetricKind::kCentroid ||
-           sampler == topology::SamplerKind::kCentroidCluster;
-  }
-  // The clustering policy the sampler runs on the node (louvain: FLIC, temperature: OCFL), or
-  // nullopt for the other samplers.
-  std::optional<similarity::ClusterPolicyKind> ClusterPolicy() const {
-    if (sampler == topology::SamplerKind::kLouvain) return similarity::ClusterPolicyKind::kLouvain;
-    if (sampler == topology::SamplerKind::kTemperature) {
-      return similarity::ClusterPolicyKind::kTemperature;
-    }
-    return std::nullopt;
+  // The keys of the whole file: the top level, then the sections (parse order; the writer puts
+  // the [[peers]] array after the sections).
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& c) {
+    keys.NodeId("id", c.id);
+    keys.Endpoint("listen", c.listen, EndpointUse::kListen);
+    keys.Endpoint("advertise", c.advertise, EndpointUse::kAdvertise);
+    keys.Integer("mesh_size", c.mesh_size, 0, 1000000, Written::kUnlessDefault);
+    keys.Choice("log_level", c.log_level, LogLevelNames());
+    keys.Integer("seed", c.seed, 0, INT64_MAX);
+    keys.Integer("threads", c.threads, 1, 256);
+    keys.String("output_dir", c.output_dir);
+    keys.Port("http_port", c.http_port);
+    keys.String("http_bind", c.http_bind);
+    keys.Peers("peers", c.peers);
+    keys.Section("data", c.data);
+    keys.Section("model", c.model);
+    keys.Section("training", c.training);
+    keys.Section("learning", c.learning);
+    keys.Section("emd", c.emd);
+    keys.Section("attack", c.attack);
+    keys.Section("clustering", c.clustering);
+    keys.Section("signature", c.signature);
+    // Unwritten when unset, so that a config without it renders (and checkpoints,
+    // LearningSettings) as before the section existed.
+    keys.Section("privacy", c.privacy, Written::kUnlessDefault);
+    keys.Section("round", c.round);
+    keys.OptionalSection("security", c.security);
   }
 
-  // [round]
-  bool sync = true;
-  double round_deadline_s = 10;
-  int dead_after_failures = 3;
-  double linger_s = 5;     // keep serving this long after the last round
-  double min_round_s = 0;  // a round lasts at least this long (pacing)
-  uint64_t max_message_bytes = 256ull << 20;
-
-  // [security]; absent: plain text (the node logs a warning at start).
-  std::optional<SecurityConfig> security;
+  // The state machine's settings for this node, learning with `learner` and running as `facts`
+  // says: each part's settings come from the section that owns them.
+  StateMachineConfig Machine(const Learner& learner, const NodeFacts& facts) const;
+  // Membership's settings: the [[peers]] and mesh_size, liveness from [round], the metric's name
+  // and the learner's architecture (peers with another are refused).
+  MembershipConfig Membership(const Learner& learner, const NodeFacts& facts) const;
 };
 
 // Parses TOML text `text`; `name` (usually the file path) prefixes every error. kInvalidArgument
@@ -188,16 +457,6 @@ Result<NodeConfig> LoadNodeConfig(const std::string& path);
 // Renders `config` as TOML that ParseNodeConfig() reads back to an equal config (the launcher
 // writes node configs with it).
 std::string RenderNodeConfig(const NodeConfig& config);
-
-// The keys a node with [security] runs with, read from its key files.
-struct NodeKeys {
-  std::string public_key;                 // derived from the secret key
-  std::string secret_key;                 // from security.secret_key_file
-  std::vector<std::string> allowed_keys;  // allowed_keys, then allowed_keys_file's; no repeats
-  // The node id each bound key belongs to: from the allowlist's "<key> <node id>" entries and the
-  // [[peers]] entries' public_key. A key missing here may be used by any node id.
-  std::map<std::string, std::string> key_ids;
-};
 
 // Reads the key files of `config.security` (which must be set). Errors name the file and say
 // what is wrong: kNotFound (missing), kIoError (unreadable), kInvalidArgument (malformed, a secret

@@ -183,7 +183,7 @@ CheckpointIdentity IdentityOf(const NodeConfig& config) {
   CheckpointIdentity identity;
   identity.node_id = config.id;
   identity.seed = config.seed;
-  auto shard = ReadWholeFile(config.shard);
+  auto shard = ReadWholeFile(config.data.shard);
   if (shard.ok()) identity.shard_hash = StableHash(*shard);
   identity.settings = LearningSettings(config);
   return identity;

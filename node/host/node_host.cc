@@ -7,6 +7,7 @@
 #include "node/config/logging.h"
 #include "node/host/outputs.h"
 #include "node/logic/learner_jobs.h"
+#include "node/logic/requests.h"
 #include "node/transport/endpoint.h"
 #include "protocol/codec.h"
 #include "topology/sampler_factory.h"
@@ -22,82 +23,7 @@ std::string EpsilonText(double epsilon) {
   return text;
 }
 
-Clock::duration DurationOf(double seconds) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
-
 }  // namespace
-
-StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& learner,
-                                   const std::string& endpoint, const std::optional<NodeKeys>& keys,
-                                   uint64_t nonce) {
-  using similarity::MetricKind;
-  using topology::SamplerKind;
-  const Clock::duration deadline = DurationOf(config.round_deadline_s);
-  StateMachineConfig c;
-  c.id = config.id;
-  c.seed = config.seed;
-
-  MembershipConfig& m = c.membership;
-  m.listen_endpoint = endpoint;
-  m.architecture_id = learner.ArchitectureId();
-  m.metric = std::string(NameOf(similarity::MetricKindNames(), config.metric));
-  m.nonce = nonce;
-  m.hello_deadline = deadline;
-  m.dead_after_failures = config.dead_after_failures;
-  m.dead_backoff = deadline;
-  m.initial_peers = config.peers;
-  m.mesh_size = config.mesh_size;
-  if (keys) {
-    m.public_key = keys->public_key;
-    m.allowed_keys.emplace(keys->allowed_keys.begin(), keys->allowed_keys.end());
-    m.key_ids = keys->key_ids;
-  }
-
-  c.serving = ServingConfig{learner.Layout(), learner.TrainSize(), deadline};
-
-  RoundConfig& r = c.rounds;
-  r.peers_per_round = config.peers_per_round;
-  r.sync = config.sync;
-  r.fetch_updates = config.ClusterPolicy().has_value();
-  r.round_deadline = deadline;
-  r.rounds = config.rounds;
-  r.linger = DurationOf(config.linger_s);
-  r.exchange_linger = EmdExchange::LingerLimit(deadline);
-  r.min_round = DurationOf(config.min_round_s);
-
-  EmdExchangeConfig& e = c.emd;
-  e.enabled = config.emd_enabled;
-  e.epsilon = config.emd_epsilon;
-  e.max_samples = static_cast<uint32_t>(config.emd_max_samples);
-  e.refresh = config.emd_refresh;
-  e.peers_per_round = config.emd_peers_per_round;
-  e.cluster_sampler = config.sampler == SamplerKind::kEmdCluster;
-  e.metric = config.metric == MetricKind::kEmd;
-  e.witness = config.emd_witness;
-  e.layout = learner.Layout();
-  e.nonce = nonce;
-  e.round_deadline = deadline;
-
-  SignatureConfig& s = c.signatures;
-  s.enabled = config.UsesSignatures();
-  s.own = learner.DataSignature();
-  s.threshold = config.signature_threshold;
-  s.metric = config.metric == MetricKind::kCentroid;
-  s.cluster_sampler = config.sampler == SamplerKind::kCentroidCluster;
-  s.request_deadline = deadline;
-  return c;
-}
-
-topology::SamplerConfig SamplerConfigOf(const NodeConfig& config) {
-  topology::SamplerConfig sampler;
-  sampler.sampler = config.sampler;
-  sampler.self = config.id;
-  sampler.dac = {config.tau, config.unscored, config.tau_schedule, config.normalize,
-                 config.two_hop};
-  sampler.clusters = config.clusters;
-  return sampler;
-}
 
 NodeHost::NodeHost(const NodeConfig& config, World& world)
     : config_(config), world_(world), last_val_loss_(std::nan("")) {}
@@ -129,14 +55,14 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
     host->learner_ = std::move(*learner);
   }
 
-  auto sampler = topology::MakePeerSampler(SamplerConfigOf(config));
+  auto sampler = topology::MakePeerSampler(config.learning.Sampler(config.id));
   if (!sampler.ok()) return sampler.status().WithContext("[learning]");
 
   // Bind before anything else talks to peers; the Hello carries the bound endpoint.
   TransportOptions transport_options;
   transport_options.node_id = config.id;
   transport_options.listen_endpoint = config.listen;
-  transport_options.limits.max_message_bytes = config.max_message_bytes;
+  transport_options.limits.max_message_bytes = config.round.max_message_bytes;
   // Idle connections close after a second: a node meets many peers by gossip but talks to a few
   // per round, and every open connection holds descriptors at both ends.
   transport_options.idle_connection_timeout = std::chrono::seconds(1);
@@ -149,14 +75,14 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
   });
   if (!transport.ok()) return transport.status().WithContext("listen");
   host->transport_ = std::move(*transport);
-  host->decode_options_.limits.max_message_bytes = config.max_message_bytes;
+  host->decode_options_.limits.max_message_bytes = config.round.max_message_bytes;
   host->decode_options_.expected_layout = &host->learner_->Layout();
 
   host->machine_ = std::make_unique<NodeStateMachine>(
-      MachineConfigOf(
-          config, *host->learner_,
-          config.advertise.empty() ? host->transport_->bound_endpoint() : config.advertise, keys,
-          world.Nonce(config.id)),
+      config.Machine(*host->learner_,
+                     NodeFacts{config.advertise.empty() ? host->transport_->bound_endpoint()
+                                                        : config.advertise,
+                               keys, world.Nonce(config.id)}),
       std::move(*sampler), host->log_);
 
   if (options.hold_before) host->machine_->HoldBefore(*options.hold_before);
@@ -167,7 +93,7 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
                         world.outputs() == OutputKeeping::kBuffered ? NodeOutputs::Mode::kBuffered
                                                                     : NodeOutputs::Mode::kDurable);
   if (!outputs.ok()) return outputs.status();
-  host->recorder_.emplace(std::move(*outputs), config.emd_enabled);
+  host->recorder_.emplace(std::move(*outputs), config.emd.enabled);
   host->LogStart(keys);
   return host;
 }
@@ -216,8 +142,8 @@ TransportStats NodeHost::transport_stats() const {
 
 NodeStatus NodeHost::TakeStatus() const {
   NodeStatus status = TakeNodeStatus(
-      *machine_, transport_stats(), config_.id, endpoint(), config_.rounds,
-      std::string(NameOf(similarity::MetricKindNames(), config_.metric)), world_.Now());
+      *machine_, transport_stats(), config_.id, endpoint(), config_.training.rounds,
+      std::string(NameOf(similarity::MetricKindNames(), config_.learning.metric)), world_.Now());
   status.val_loss = last_val_loss_;
   status.epsilon = last_epsilon_;
   return status;
@@ -252,7 +178,7 @@ void NodeHost::Do(SendRequest& a) {
 void NodeHost::Do(SendReply& a) {
   auto it = tokens_.find(a.inbound);
   if (it == tokens_.end()) return;
-  transport_->Reply(it->second, Encode(a.message));
+  transport_->Reply(it->second, FramesOf(a));
   tokens_.erase(it);
 }
 
@@ -378,9 +304,9 @@ void NodeHost::LogStart(const std::optional<NodeKeys>& keys) {
         "this node (configure [security], see configs/README.md)",
         endpoint());
   }
-  if (config_.attack != AttackKind::kNone) {
+  if (config_.attack.kind != AttackKind::kNone) {
     log_->warn("[attack] kind = {}: this node serves poisoned models (robustness experiment)",
-               NameOf(AttackKindNames(), config_.attack));
+               NameOf(AttackKindNames(), config_.attack.kind));
   }
 }
 

@@ -59,16 +59,6 @@ struct HostOptions {
   std::optional<int64_t> hold_before;
 };
 
-// The state machine's config for the node of `config`, whose learner is `learner`, listening at
-// `endpoint`, with CURVE `keys` when configured, greeting with `nonce` (its half of every EMD
-// projection seed).
-StateMachineConfig MachineConfigOf(const NodeConfig& config, const Learner& learner,
-                                   const std::string& endpoint, const std::optional<NodeKeys>& keys,
-                                   uint64_t nonce);
-
-// The sampler of the node of `config`.
-topology::SamplerConfig SamplerConfigOf(const NodeConfig& config);
-
 // One node in a world.
 class NodeHost {
  public:

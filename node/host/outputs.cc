@@ -150,7 +150,7 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
     }
   }
   if (outputs.buffered_) {
-    outputs.unwritten_["rounds.csv"] = outputs.rounds_text_;
+    outputs.rounds_unwritten_ = true;
   } else {
     MESHLEARN_RETURN_IF_ERROR(outputs.StartRoundsCsv());
   }
@@ -158,6 +158,10 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
 }
 
 Status NodeOutputs::Flush() {
+  if (rounds_unwritten_) {
+    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/rounds.csv", rounds_text_));
+    rounds_unwritten_ = false;
+  }
   for (const auto& [name, bytes] : unwritten_) {
     MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/" + name, bytes));
   }
@@ -193,7 +197,7 @@ Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_
       << JoinPeers(r.sampled_peers) << '\n';
   if (buffered_) {
     rounds_text_ += row.str();
-    unwritten_["rounds.csv"] = rounds_text_;
+    rounds_unwritten_ = true;
     return Status::Ok();
   }
   rounds_ << row.str();

@@ -129,6 +129,7 @@ class NodeOutputs {
   std::string dir_;
   bool buffered_ = false;
   std::map<std::string, std::string> unwritten_;  // kBuffered: file name -> its bytes
+  bool rounds_unwritten_ = false;  // kBuffered: rounds_text_ has rows rounds.csv does not have yet
   std::ofstream rounds_;
   std::string rounds_text_;  // header and every row written, to recreate a deleted rounds.csv
   ino_t rounds_inode_ = 0;

@@ -2,7 +2,7 @@
 
 namespace meshlearn::node {
 
-Result<PrivacyBudget> PrivacyBudget::Create(const PrivacyConfig& privacy,
+Result<PrivacyBudget> PrivacyBudget::Create(const PrivacySection& privacy,
                                             const training::Model& model, int64_t batch_size,
                                             int local_epochs, int64_t rounds, uint64_t train_size) {
   MESHLEARN_RETURN_IF_ERROR(training::CheckDpSgdSupported(model));

@@ -26,7 +26,7 @@ class PrivacyBudget {
   // The budget of `privacy` (enabled) for `model`, which must take DP-SGD, trained on
   // `train_size` records in batches of `batch_size`, `local_epochs` per round, for `rounds`
   // rounds after round 0. Errors name the key.
-  static Result<PrivacyBudget> Create(const PrivacyConfig& privacy, const training::Model& model,
+  static Result<PrivacyBudget> Create(const PrivacySection& privacy, const training::Model& model,
                                       int64_t batch_size, int local_epochs, int64_t rounds,
                                       uint64_t train_size);
 

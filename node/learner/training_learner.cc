@@ -43,41 +43,41 @@ class TrainingLearner final : public Learner {
  public:
   static Result<std::unique_ptr<Learner>> Create(const NodeConfig& config) {
     MESHLEARN_RETURN_IF_ERROR(training::SetComputeThreads(config.threads));
-    auto shard = training::ReadShard(config.shard);
+    auto shard = training::ReadShard(config.data.shard);
     if (!shard.ok()) return shard.status().WithContext("[data] shard");
     std::unique_ptr<TrainingLearner> learner(new TrainingLearner());
     learner->shard_ = std::move(*shard);
     const training::Dataset& train = learner->shard_.train;
     if (train.size() == 0) {
-      return Status::InvalidArgument("shard '" + config.shard + "' has no training samples");
+      return Status::InvalidArgument("shard '" + config.data.shard + "' has no training samples");
     }
     training::ModelSpec spec;
-    spec.architecture = config.architecture;
+    spec.architecture = config.model.architecture;
     spec.input_shape = train.sample_shape;
     spec.num_outputs =
         train.task == training::Task::kClassification ? train.num_classes : int64_t{1};
     spec.seed = config.seed;
-    spec.hidden = config.hidden;
-    spec.torchscript_path = config.torchscript_path;
+    spec.hidden = config.model.hidden;
+    spec.torchscript_path = config.model.torchscript_path;
     auto model = training::CreateModel(spec);
     if (!model.ok()) return model.status().WithContext("[model]");
     learner->model_ = std::move(*model);
     training::Model& m = *learner->model_;
 
-    auto merger =
-        PeerMerger::Create(m, train, config.metric, config.aggregation, config.merge_min_score);
+    auto merger = PeerMerger::Create(m, train, config.learning.metric, config.learning.aggregation,
+                                     config.learning.merge_min_score);
     if (!merger.ok()) return merger.status();
     learner->merger_ = std::move(*merger);
     learner->architecture_id_ = ArchitectureIdOf(spec, m.Layout());
-    if (std::optional<similarity::ClusterPolicyKind> kind = config.ClusterPolicy()) {
+    if (std::optional<similarity::ClusterPolicyKind> kind = config.learning.ClusterPolicy()) {
       similarity::ClusterPolicyConfig policy;
       policy.policy = *kind;
       policy.self = config.id;
-      policy.cluster_after = config.cluster_after;
-      policy.recluster_every = config.recluster_every;
-      policy.algorithm = config.cluster_algorithm;
-      policy.distance_threshold = config.distance_threshold;
-      policy.linkage = config.linkage;
+      policy.cluster_after = config.clustering.cluster_after;
+      policy.recluster_every = config.clustering.recluster_every;
+      policy.algorithm = config.clustering.algorithm;
+      policy.distance_threshold = config.clustering.distance_threshold;
+      policy.linkage = config.clustering.linkage;
       policy.seed = config.seed;
       auto made = similarity::MakeClusterPolicy(policy);
       if (!made.ok()) return made.status().WithContext("[clustering]");
@@ -88,43 +88,45 @@ class TrainingLearner final : public Learner {
           what +
           " needs a model with an embedding (cnn_emd, cnn, mlp, or a "
           "TorchScript module with embed); '" +
-          std::string(NameOf(training::ArchitectureNames(), config.architecture)) + "' has none");
+          std::string(NameOf(training::ArchitectureNames(), config.model.architecture)) +
+          "' has none");
     };
     const uint64_t train_seed = NodeTrainingSeed(config);
-    if (config.UsesSignatures()) {
+    if (config.learning.UsesSignatures()) {
       if (m.EmbeddingDim() == 0) {
         return needs_embedding("metric \"centroid\" / sampler \"centroid_cluster\"");
       }
       auto signature =
-          MakeDataSignature(m, train, static_cast<size_t>(config.signature_k),
-                            static_cast<uint32_t>(config.signature_max_samples), train_seed);
+          MakeDataSignature(m, train, static_cast<size_t>(config.signature.k),
+                            static_cast<uint32_t>(config.signature.max_samples), train_seed);
       if (!signature.ok()) return signature.status().WithContext("[signature]");
       learner->signature_ = std::move(*signature);
     }
     std::optional<PrivacyBudget> privacy;
     if (config.privacy.enabled) {
-      auto budget = PrivacyBudget::Create(config.privacy, m, config.batch_size, config.local_epochs,
-                                          config.rounds, train.size());
+      auto budget =
+          PrivacyBudget::Create(config.privacy, m, config.training.batch_size,
+                                config.training.local_epochs, config.training.rounds, train.size());
       if (!budget.ok()) return budget.status();
       privacy = std::move(*budget);
     }
     training::TrainConfig train_config;
-    train_config.optimizer = {config.optimizer, config.learning_rate, config.momentum,
-                              config.weight_decay};
-    train_config.batch_size = config.batch_size;
-    train_config.epochs = config.local_epochs;
-    learner->trainer_.emplace(m, learner->shard_, train_config, config.patience, train_seed,
-                              std::move(privacy));
+    train_config.optimizer = {config.training.optimizer, config.training.learning_rate,
+                              config.training.momentum, config.training.weight_decay};
+    train_config.batch_size = config.training.batch_size;
+    train_config.epochs = config.training.local_epochs;
+    learner->trainer_.emplace(m, learner->shard_, train_config, config.training.patience,
+                              train_seed, std::move(privacy));
     std::unique_ptr<similarity::EmdSolver> solver;
-    if (config.emd_enabled) {
+    if (config.emd.enabled) {
       similarity::EmdOptions emd;
-      emd.solver = config.emd_solver;
+      emd.solver = config.emd.solver;
       auto made = similarity::MakeEmdSolver(emd);
       if (!made.ok()) return made.status().WithContext("[emd] solver");
       solver = std::move(*made);
       if (m.EmbeddingDim() == 0) return needs_embedding("[emd] enabled");
     }
-    learner->emd_.emplace(m, learner->shard_, train_seed, config.emd_proj_ratio, std::move(solver));
+    learner->emd_.emplace(m, learner->shard_, train_seed, config.emd.proj_ratio, std::move(solver));
     return std::unique_ptr<Learner>(std::move(learner));
   }
 
@@ -189,8 +191,8 @@ uint64_t NodeTrainingSeed(const NodeConfig& config) { return config.seed ^ Stabl
 
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config) {
   auto honest = TrainingLearner::Create(config);
-  if (!honest.ok() || config.attack == AttackKind::kNone) return honest;
-  return MakePoisonedLearner(std::move(*honest), config.attack, NodeTrainingSeed(config));
+  if (!honest.ok() || config.attack.kind == AttackKind::kNone) return honest;
+  return MakePoisonedLearner(std::move(*honest), config.attack.kind, NodeTrainingSeed(config));
 }
 
 }  // namespace meshlearn::node

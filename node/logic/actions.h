@@ -5,12 +5,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "node/logic/learner.h"
+#include "protocol/codec.h"
 #include "protocol/messages.h"
 
 namespace meshlearn::node {
@@ -33,10 +35,14 @@ struct SendRequest {
   TimePoint deadline;
 };
 
-// Action: answer inbound request `inbound` with `message`.
+// Action: answer inbound request `inbound` with `message`. When `encoded_body` is set it holds
+// message.body already encoded, shared by every reply of the same body (a model snapshot,
+// node/logic/model_server.h): the runner sends it under the message's envelope instead of
+// encoding the body again (FramesOf, node/logic/requests.h).
 struct SendReply {
   InboundId inbound = 0;
   Message message;
+  std::shared_ptr<const EncodedBody> encoded_body;
 };
 
 // Action: run `job` on the learner (worker thread); report to OnComputeDone().

@@ -147,7 +147,7 @@ class Learner {
   // FLT (DESIGN.md "Other seed methods", FLT): this node's data signature, the k-means centroids
   // ([signature] k, seeded by the node) of the embeddings of up to [signature] max_samples of its
   // training samples under the shared initial model, one centroid per row. Computed once when
-  // the learner is created; 0 rows unless NodeConfig::UsesSignatures().
+  // the learner is created; 0 rows unless LearningSection::UsesSignatures() (node/config/config.h).
   virtual const ProjectedEmbeddings& DataSignature() const = 0;
   // Runs one round (see RoundJob). Errors only for failures of the node itself (a NaN loss);
   // a bad peer model costs that peer's score, never the round. With a clustering policy, a peer's

@@ -17,17 +17,17 @@ ModelServer::ModelServer(ServingConfig config, RequestBook& requests)
 
 void ModelServer::Publish(Snapshot snapshot) {
   history_bytes_ += FloatBytes(snapshot);
-  history_.push_back(std::move(snapshot));
+  history_.push_back(Kept{std::move(snapshot), {}});
   while (history_.size() > kMinSnapshotHistory && history_bytes_ > config_.history_bytes) {
-    history_bytes_ -= FloatBytes(history_.front());
+    history_bytes_ -= FloatBytes(history_.front().snapshot);
     history_.pop_front();
   }
 }
 
 FloatArray ModelServer::RoundZeroWeights() const {
-  FloatArray phi = history_.empty() ? FloatArray() : history_.front().weights;
-  for (const Snapshot& s : history_) {
-    if (s.round == 0) phi = s.weights;
+  FloatArray phi = history_.empty() ? FloatArray() : history_.front().snapshot.weights;
+  for (const Kept& kept : history_) {
+    if (kept.snapshot.round == 0) phi = kept.snapshot.weights;
   }
   return phi;
 }
@@ -39,8 +39,7 @@ bool ModelServer::Satisfies(int64_t min_round, bool done) const {
 void ModelServer::OnGetModel(InboundId inbound, const Envelope& env, const GetModel& get,
                              TimePoint now, bool done, Actions& out) {
   if (Satisfies(get.min_round, done) || (HavePublished() && !get.wait)) {
-    out.push_back(
-        SendReply{inbound, ModelMessage(env.request_id, get.min_round, get.wait, get.with_update)});
+    out.push_back(ModelReply(inbound, env.request_id, get.min_round, get.wait, get.with_update));
     return;
   }
   held_.push_back(
@@ -50,8 +49,7 @@ void ModelServer::OnGetModel(InboundId inbound, const Envelope& env, const GetMo
 void ModelServer::AnswerHeld(TimePoint now, bool expire_all, bool done, Actions& out) {
   for (auto it = held_.begin(); it != held_.end();) {
     if (Satisfies(it->min_round, done)) {
-      out.push_back(SendReply{it->inbound,
-                              ModelMessage(it->request_id, it->min_round, true, it->with_update)});
+      out.push_back(ModelReply(it->inbound, it->request_id, it->min_round, true, it->with_update));
       it = held_.erase(it);
     } else if (expire_all || now >= it->deadline) {
       ++held_requests_expired_;
@@ -68,26 +66,31 @@ void ModelServer::AnswerHeld(TimePoint now, bool expire_all, bool done, Actions&
   }
 }
 
-Message ModelServer::ModelMessage(uint64_t request_id, int64_t min_round, bool wait,
-                                  bool with_update) const {
-  const Snapshot* chosen = &Latest();
+SendReply ModelServer::ModelReply(InboundId inbound, uint64_t request_id, int64_t min_round,
+                                  bool wait, bool with_update) {
+  Kept* chosen = &history_.back();
   if (wait) {
-    for (const Snapshot& s : history_) {
-      if (s.round >= min_round) {
-        chosen = &s;
+    for (Kept& kept : history_) {
+      if (kept.snapshot.round >= min_round) {
+        chosen = &kept;
         break;
       }
     }
   }
+  const Snapshot& s = chosen->snapshot;
   Model model;
-  model.round = chosen->round;
+  model.round = s.round;
   model.train_size = config_.train_size;
-  model.early_stopped = chosen->early_stopped;
+  model.early_stopped = s.early_stopped;
   model.layout = config_.layout;
-  model.score_row = chosen->score_row;
-  model.weights = chosen->weights;
-  if (with_update) model.update = chosen->update;
-  return requests_.Reply(request_id, std::move(model));
+  model.score_row = s.score_row;
+  model.weights = s.weights;
+  if (with_update) model.update = s.update;
+  SendReply reply = requests_.ReplyTo(inbound, request_id, std::move(model));
+  std::shared_ptr<const EncodedBody>& encoded = chosen->encodings[EncodingKey{with_update}];
+  if (!encoded) encoded = std::make_shared<const EncodedBody>(EncodeBody(reply.message.body));
+  reply.encoded_body = encoded;
+  return reply;
 }
 
 }  // namespace meshlearn::node

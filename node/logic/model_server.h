@@ -17,6 +17,14 @@
 //   snapshot's update when it has one.
 //   Rationale: serving never waits for training; the update doubles a Model's size, so ordinary
 //   runs neither need nor pay for it.
+// - A snapshot's Model body is encoded at its first request, once for each encoding asked for
+//   (with or without the update), and every reply of that snapshot carries the same encoded
+//   frames (SendReply::encoded_body), sent zero-copy; only the envelope is encoded per reply. A
+//   snapshot's encodings go with it when it leaves the history. They share the snapshot's floats,
+//   so they add only their body frames to what the history holds.
+//   Rationale: every sampler of this node asks for the same snapshot in a round; serving it then
+//   costs moving its bytes. An encoding that costs more than a copy (a compressed model) will be
+//   paid once per snapshot too: it becomes another key of the snapshot's encodings.
 // - With wait = true and no snapshot of round >= min_round, the request is held until one is
 //   published or until its deadline (round_deadline after arrival), then answered
 //   Error(timeout). A node that is early-stopped or done (lingering, finished) answers at once
@@ -24,6 +32,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -31,6 +41,7 @@
 #include "base/param_layout.h"
 #include "node/logic/actions.h"
 #include "node/logic/requests.h"
+#include "protocol/codec.h"
 
 namespace meshlearn::node {
 
@@ -73,7 +84,7 @@ class ModelServer {
   // True once a snapshot was published.
   bool HavePublished() const { return !history_.empty(); }
   // The newest snapshot; requires HavePublished().
-  const Snapshot& Latest() const { return history_.back(); }
+  const Snapshot& Latest() const { return history_.back().snapshot; }
   // The weights of the round-0 snapshot while it is kept, else of the oldest kept one; empty
   // before any.
   FloatArray RoundZeroWeights() const;
@@ -89,13 +100,25 @@ class ModelServer {
     bool with_update = false;
   };
 
-  Message ModelMessage(uint64_t request_id, int64_t min_round, bool wait, bool with_update) const;
+  // Which encoding of a snapshot's Model body a reply needs.
+  struct EncodingKey {
+    bool with_update = false;
+    auto operator<=>(const EncodingKey&) const = default;
+  };
+  // A published snapshot and the encodings of its Model body made so far.
+  struct Kept {
+    Snapshot snapshot;
+    std::map<EncodingKey, std::shared_ptr<const EncodedBody>> encodings;
+  };
+
+  SendReply ModelReply(InboundId inbound, uint64_t request_id, int64_t min_round, bool wait,
+                       bool with_update);
   bool Satisfies(int64_t min_round, bool done) const;
 
   ServingConfig config_;
   RequestBook& requests_;
-  std::deque<Snapshot> history_;  // oldest first
-  size_t history_bytes_ = 0;      // the floats of history_'s weights and updates, in bytes
+  std::deque<Kept> history_;  // oldest first
+  size_t history_bytes_ = 0;  // the floats of history_'s weights and updates, in bytes
   std::vector<Held> held_;
   uint64_t held_requests_expired_ = 0;
 };

@@ -41,8 +41,13 @@ Message RequestBook::Reply(uint64_t request_id, Body body) const {
   return MakeMessage(self_, request_id, std::max<int64_t>(round_, 0), std::move(body));
 }
 
+std::vector<Frame> FramesOf(const SendReply& reply) {
+  if (reply.encoded_body) return Encode(reply.message.envelope, *reply.encoded_body);
+  return Encode(reply.message);
+}
+
 SendReply RequestBook::ReplyTo(InboundId inbound, uint64_t request_id, Body body) const {
-  return SendReply{inbound, Reply(request_id, std::move(body))};
+  return SendReply{inbound, Reply(request_id, std::move(body)), nullptr};
 }
 
 SendReply RequestBook::Reject(InboundId inbound, const std::string& sender, uint64_t request_id,

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <spdlog/logger.h>
 
@@ -87,6 +88,10 @@ class RequestBook {
   Rejections rejections_;
   std::map<std::string, TimePoint> last_rejection_log_;
 };
+
+// The frames that answer `reply`: its encoded body under its message's envelope when it has one,
+// else its whole message encoded. Either way the bytes of Encode(reply.message).
+std::vector<Frame> FramesOf(const SendReply& reply);
 
 // What the parts of one node's state machine share: its sampler (scores, probabilities, whom to
 // sample), its request book and its log. The router owns all three; parts hold references.

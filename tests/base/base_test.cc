@@ -1,6 +1,7 @@
 // The base library: Status/Result, parameter layouts, shared float arrays, atomic file writes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -69,6 +70,29 @@ TEST(FloatArray, CheckFiniteNamesTheFirstBadIndex) {
   Status bad = CheckFinite(values);
   EXPECT_EQ(bad.code(), ErrorCode::kNonFinite);
   EXPECT_NE(bad.message().find("#41 of 100"), std::string::npos) << bad.ToString();
+}
+
+// The check is vectorised in blocks with a scalar tail: a single bad value is found wherever it
+// sits (first, inside a block, at a block's edge, in the tail), whatever its kind.
+TEST(FloatArray, CheckFiniteFindsOneBadValueAtAnyPosition) {
+  const size_t size = 1027;  // not a multiple of any vector width
+  const std::vector<size_t> positions = {0, 1, 7, 8, 15, 16, 31, 32, 63, 64, 511, 1000, 1024, 1026};
+  const float kinds[] = {std::numeric_limits<float>::infinity(),
+                         -std::numeric_limits<float>::infinity(),
+                         std::numeric_limits<float>::quiet_NaN(), -std::nanf("0x1")};
+  std::vector<float> values(size, -3.0e38f);  // large finite values: all exponent bits but one
+  ASSERT_TRUE(CheckFinite(values).ok());
+  for (size_t position : positions) {
+    for (float bad : kinds) {
+      std::vector<float> with_bad = values;
+      with_bad[position] = bad;
+      Status status = CheckFinite(with_bad);
+      EXPECT_EQ(status.code(), ErrorCode::kNonFinite) << position;
+      std::string index = "#";
+      index += std::to_string(position);
+      EXPECT_NE(status.message().find(index + " of 1027"), std::string::npos) << status.ToString();
+    }
+  }
 }
 
 TEST(AtomicFile, ReplacesWholeFilesAndReportsMissingOnes) {

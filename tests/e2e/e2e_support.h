@@ -192,16 +192,16 @@ inline node::NodeConfig SyntheticNodeConfig(const std::string& id, const std::st
   node::NodeConfig c;
   c.id = id;
   c.listen = listen;
-  c.shard = shard;
+  c.data.shard = shard;
   c.output_dir = out;
-  c.architecture = training::Architecture::kLinear;
-  c.optimizer = training::OptimizerKind::kSgd;
-  c.learning_rate = 0.003;
-  c.metric = similarity::MetricKind::kCosWeights;
-  c.tau = 140;
-  c.peers_per_round = 1;
-  c.round_deadline_s = 4;
-  c.linger_s = 2;
+  c.model.architecture = training::Architecture::kLinear;
+  c.training.optimizer = training::OptimizerKind::kSgd;
+  c.training.learning_rate = 0.003;
+  c.learning.metric = similarity::MetricKind::kCosWeights;
+  c.learning.tau = 140;
+  c.learning.peers_per_round = 1;
+  c.round.round_deadline_s = 4;
+  c.round.linger_s = 2;
   return c;
 }
 

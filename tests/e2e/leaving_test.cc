@@ -36,10 +36,10 @@ TEST(Goodbye, AStoppedNodeSaysGoodbyeItsPeersStopSamplingItAndWelcomeItBack) {
   std::filesystem::remove_all(dir);
   std::vector<std::string> ids = {"n0", "n1", "leaver"};
   std::vector<std::string> configs = WriteFullMesh(dir, ids, 6, [](node::NodeConfig& c) {
-    c.rounds = 100000;  // stopped by the test
-    c.min_round_s = 0.1;
-    c.round_deadline_s = 5;
-    c.peers_per_round = 2;  // every other node, every round
+    c.training.rounds = 100000;  // stopped by the test
+    c.round.min_round_s = 0.1;
+    c.round.round_deadline_s = 5;
+    c.learning.peers_per_round = 2;  // every other node, every round
   });
   ASSERT_EQ(configs.size(), 3u);
   std::vector<std::optional<ChildProcess>> nodes;
@@ -107,8 +107,8 @@ TEST(NodeAlone, AnUnresolvablePeerIsLoggedOnceAndTheLastLineSaysNoPeerWasReached
   ASSERT_EQ(shards.size(), 1u);
   node::NodeConfig c =
       SyntheticNodeConfig("alone", FreeEndpoint("127.0.0.1"), shards[0], dir + "/alone");
-  c.rounds = 3;
-  c.linger_s = 0.2;
+  c.training.rounds = 3;
+  c.round.linger_s = 0.2;
   c.peers = {{"ghost", "tcp://no-such-host.invalid:5555"}};
   std::string config = WriteConfig(dir + "/alone.toml", c);
   auto child = ChildProcess::Start({MESHLEARN_NODE_BIN, "--config", config}, dir + "/alone.log");

@@ -23,9 +23,9 @@ TEST(NodeBinary, LanMeshFromConfigFilesEachKnowingOnlyOnePeerLearnsEveryPeer) {
   std::vector<ChildProcess> nodes;
   for (int i = 0; i < 3; ++i) {
     node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoints[i], shards[i], dir + "/" + ids[i]);
-    c.rounds = 25;
-    c.min_round_s = 0.05;
-    c.sampler = topology::SamplerKind::kRandom;
+    c.training.rounds = 25;
+    c.round.min_round_s = 0.05;
+    c.learning.sampler = topology::SamplerKind::kRandom;
     int known = i == 2 ? 1 : i + 1;
     c.peers = {{ids[known], endpoints[known]}};
     std::string config = WriteConfig(dir + "/" + ids[i] + ".toml", c);
@@ -80,10 +80,10 @@ TEST(NodeBinary, KilledNodeIsSkippedByOthersAndResumesFromItsCheckpoint) {
   std::filesystem::remove_all(dir);
   std::vector<std::string> ids = {"n0", "n1", "n2"};
   std::vector<std::string> configs = WriteFullMesh(dir, ids, 4, [](node::NodeConfig& c) {
-    c.rounds = 100000;  // stopped by the test
-    c.min_round_s = 0.1;
-    c.peers_per_round = 2;
-    c.dead_after_failures = 2;
+    c.training.rounds = 100000;  // stopped by the test
+    c.round.min_round_s = 0.1;
+    c.learning.peers_per_round = 2;
+    c.round.dead_after_failures = 2;
   });
   ASSERT_EQ(configs.size(), 3u);
   std::vector<std::optional<ChildProcess>> nodes;
@@ -158,10 +158,10 @@ TEST(NodeBinary, SlowNodeIsSkippedWithoutStallingAnyone) {
   std::vector<std::optional<ChildProcess>> nodes;
   for (int i = 0; i < 4; ++i) {
     node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoints[i], shards[i], dir + "/" + ids[i]);
-    c.rounds = 100000;  // stopped by the test
-    c.min_round_s = 0.2;
-    c.round_deadline_s = 2;
-    c.peers_per_round = 3;  // every other node, the slow one included, every round
+    c.training.rounds = 100000;  // stopped by the test
+    c.round.min_round_s = 0.2;
+    c.round.round_deadline_s = 2;
+    c.learning.peers_per_round = 3;  // every other node, the slow one included, every round
     for (int j = 0; j < 4; ++j) {
       if (j != i) c.peers.push_back({ids[j], endpoints[j]});
     }

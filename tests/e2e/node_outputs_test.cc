@@ -14,9 +14,9 @@ using std::chrono::seconds;
 node::NodeConfig LoneNode(const std::string& dir, const std::string& shard, int64_t rounds) {
   node::NodeConfig c = SyntheticNodeConfig("n0", FreeEndpoint("127.0.0.1"), shard, dir + "/n0");
   c.peers = {{"n1", FreeEndpoint("127.0.0.1")}};
-  c.rounds = rounds;
-  c.round_deadline_s = 0.2;
-  c.linger_s = 0;
+  c.training.rounds = rounds;
+  c.round.round_deadline_s = 0.2;
+  c.round.linger_s = 0;
   return c;
 }
 
@@ -95,9 +95,9 @@ TEST(NodeOutputs, AnOutputFolderDeletedMidRunIsRecreatedWithEveryRow) {
     std::string id = "n" + std::to_string(i);
     node::NodeConfig c = SyntheticNodeConfig(id, endpoints[i], shards[i], dir + "/" + id);
     c.peers = {{i == 0 ? "n1" : "n0", endpoints[1 - i]}};
-    c.rounds = 12;
-    c.min_round_s = 0.3;
-    c.linger_s = 0.5;
+    c.training.rounds = 12;
+    c.round.min_round_s = 0.3;
+    c.round.linger_s = 0.5;
     nodes.push_back(ChildProcess::Start(
         {MESHLEARN_NODE_BIN, "--config", WriteConfig(dir + "/" + id + ".toml", c)},
         dir + "/" + id + ".log"));

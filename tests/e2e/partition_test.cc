@@ -110,11 +110,11 @@ TEST(NetworkPartition, BothSidesContinueWhileCutAndTheMeshHealsAfterwards) {
   for (int i = 0; i < 4; ++i) {
     node::NodeConfig c =
         SyntheticNodeConfig(ids[i], endpoint[ids[i]], shards[i], dir + "/" + ids[i]);
-    c.rounds = 100000;  // stopped by the test
-    c.min_round_s = 0.3;
-    c.round_deadline_s = 1.5;
-    c.peers_per_round = 2;
-    c.dead_after_failures = 2;
+    c.training.rounds = 100000;  // stopped by the test
+    c.round.min_round_s = 0.3;
+    c.round.round_deadline_s = 1.5;
+    c.learning.peers_per_round = 2;
+    c.round.dead_after_failures = 2;
     for (const std::string& other : ids) {
       if (other != ids[i]) c.peers.push_back({other, endpoint[other]});
     }

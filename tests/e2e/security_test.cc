@@ -136,18 +136,18 @@ TEST(SecureMesh, AllowlistedNodesTrainTogetherAndANodeWithAnUnknownKeyGetsNothin
   std::vector<ChildProcess> nodes;
   for (size_t i = 0; i < ids.size(); ++i) {
     node::NodeConfig c = SyntheticNodeConfig(ids[i], endpoints[i], shards[i], dir + "/" + ids[i]);
-    c.rounds = kRounds;
+    c.training.rounds = kRounds;
     // Long enough (about 5 s) that the intruder, started last, tries while the others run even
     // on a loaded machine.
-    c.min_round_s = 0.4;
-    c.peers_per_round = 2;
-    c.sampler = topology::SamplerKind::kRandom;
+    c.round.min_round_s = 0.4;
+    c.learning.peers_per_round = 2;
+    c.learning.sampler = topology::SamplerKind::kRandom;
     bool intruder = ids[i] == "mallory";
     // Honest nodes know each other; the intruder knows all three and their keys, and trusts them.
     for (size_t j = 0; j < 3; ++j) {
       if (j != i) c.peers.push_back({ids[j], endpoints[j], key_of[ids[j]]});
     }
-    node::SecurityConfig security;
+    node::SecuritySection security;
     security.secret_key_file = keys + "/" + ids[i] + ".key";
     if (intruder) {
       security.allowed_keys = {key_of["alpha"], key_of["beta"], key_of["gamma"]};
@@ -216,7 +216,7 @@ TEST(SecureMesh, ANodeWithAMissingOrOpenKeyFileRefusesToStartAndNamesTheFile) {
   node::NodeConfig c =
       SyntheticNodeConfig("lonely", "tcp://127.0.0.1:1", dir + "/no.shard", dir + "/out");
   c.peers = {{"peer", "tcp://127.0.0.1:2", PublicKeyOf(dir, "peer")}};
-  c.security = node::SecurityConfig{dir + "/lonely.key", {PublicKeyOf(dir, "peer")}, ""};
+  c.security = node::SecuritySection{dir + "/lonely.key", {PublicKeyOf(dir, "peer")}, ""};
   std::string config = WriteConfig(dir + "/lonely.toml", c);
 
   for (bool check : {false, true}) {  // starting, and --check, read the key files

@@ -54,7 +54,7 @@ NodeConfig Config() {
   c.listen = "tcp://127.0.0.1:5000";
   c.seed = 3;
   c.output_dir = "out/n7";
-  c.shard = "/nonexistent/n7.shard";
+  c.data.shard = "/nonexistent/n7.shard";
   c.peers = {{"n8", "tcp://127.0.0.1:5001"}};
   return c;
 }
@@ -108,8 +108,8 @@ TEST(CheckpointIdentity, PortsPeersFoldersTimingAndRoundsAreNotPartOfTheRun) {
   b.listen = "tcp://127.0.0.1:6000";
   b.peers = {{"n9", "tcp://127.0.0.1:6001"}};
   b.output_dir = "elsewhere";
-  b.rounds = 200;
-  b.round_deadline_s = 3;
+  b.training.rounds = 200;
+  b.round.round_deadline_s = 3;
   b.log_level = spdlog::level::debug;
   EXPECT_EQ(IdentityOf(a), IdentityOf(b));
   EXPECT_EQ(DescribeIdentityDifference(IdentityOf(a), IdentityOf(b)), "");
@@ -120,13 +120,13 @@ TEST(CheckpointIdentity, AnotherSeedShardOrSettingIsNamed) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   NodeConfig mine = Config();
-  mine.shard = dir + "/mine.shard";
-  std::ofstream(mine.shard) << "my data";
+  mine.data.shard = dir + "/mine.shard";
+  std::ofstream(mine.data.shard) << "my data";
   NodeConfig other = mine;
   other.seed = 4;
-  other.shard = dir + "/other.shard";
-  std::ofstream(other.shard) << "other data";
-  other.learning_rate = 0.5;
+  other.data.shard = dir + "/other.shard";
+  std::ofstream(other.data.shard) << "other data";
+  other.training.learning_rate = 0.5;
   std::string path = dir + "/checkpoint.bin";
   Checkpoint c = Sample();
   c.identity = IdentityOf(other);

@@ -29,48 +29,140 @@ TEST(Config, MinimalConfigGetsTheDocumentedDefaults) {
   EXPECT_EQ(c->id, "node-1");
   EXPECT_EQ(c->peers, (std::vector<PeerAddress>{{"node-2", "tcp://127.0.0.3:5555"}}));
   EXPECT_EQ(c->output_dir, "out/node-1");
-  EXPECT_EQ(c->metric, similarity::MetricKind::kCosWeights);
-  EXPECT_EQ(c->sampler, topology::SamplerKind::kDac);
-  EXPECT_TRUE(c->sync);
+  EXPECT_EQ(c->learning.metric, similarity::MetricKind::kCosWeights);
+  EXPECT_EQ(c->learning.sampler, topology::SamplerKind::kDac);
+  EXPECT_TRUE(c->round.sync);
   EXPECT_EQ(c->threads, 1);
   EXPECT_FALSE(c->http_port.has_value());
-  EXPECT_FALSE(c->merge_min_score.has_value());
+  EXPECT_FALSE(c->learning.merge_min_score.has_value());
 }
 
 TEST(Config, RenderedConfigParsesBackEqual) {
   auto c = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(c.ok());
-  c->learning_rate = 0.003;
-  c->merge_min_score = 0.25;
+  c->training.learning_rate = 0.003;
+  c->learning.merge_min_score = 0.25;
   c->http_port = 0;
-  c->clusters = {{"node-1", 0}, {"node-2", 1}};
-  c->sampler = topology::SamplerKind::kOracle;
-  c->emd_witness = true;
-  c->cluster_after = 12;
-  c->cluster_algorithm = similarity::ClusterAlgorithm::kLouvain;
-  c->distance_threshold = 0.85;
-  c->linkage = similarity::Linkage::kSingle;
-  c->signature_k = 3;
-  c->signature_threshold = 0.23;
-  c->signature_max_samples = 600;
+  c->learning.clusters = {{"node-1", 0}, {"node-2", 1}};
+  c->learning.sampler = topology::SamplerKind::kOracle;
+  c->emd.witness = true;
+  c->clustering.cluster_after = 12;
+  c->clustering.algorithm = similarity::ClusterAlgorithm::kLouvain;
+  c->clustering.distance_threshold = 0.85;
+  c->clustering.linkage = similarity::Linkage::kSingle;
+  c->signature.k = 3;
+  c->signature.threshold = 0.23;
+  c->signature.max_samples = 600;
   c->advertise = "tcp://box-1:5555";
   c->mesh_size = 9;
   auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(*c);
   EXPECT_EQ(RenderNodeConfig(*again), RenderNodeConfig(*c));
-  EXPECT_EQ(again->learning_rate, 0.003);
-  EXPECT_EQ(again->merge_min_score, 0.25);
-  EXPECT_EQ(again->clusters, c->clusters);
-  EXPECT_TRUE(again->emd_witness);
-  EXPECT_EQ(again->cluster_after, 12);
-  EXPECT_EQ(again->cluster_algorithm, similarity::ClusterAlgorithm::kLouvain);
-  EXPECT_EQ(again->distance_threshold, 0.85);
-  EXPECT_EQ(again->linkage, similarity::Linkage::kSingle);
-  EXPECT_EQ(again->signature_k, 3);
-  EXPECT_EQ(again->signature_threshold, 0.23);
-  EXPECT_EQ(again->signature_max_samples, 600);
+  EXPECT_EQ(again->training.learning_rate, 0.003);
+  EXPECT_EQ(again->learning.merge_min_score, 0.25);
+  EXPECT_EQ(again->learning.clusters, c->learning.clusters);
+  EXPECT_TRUE(again->emd.witness);
+  EXPECT_EQ(again->clustering.cluster_after, 12);
+  EXPECT_EQ(again->clustering.algorithm, similarity::ClusterAlgorithm::kLouvain);
+  EXPECT_EQ(again->clustering.distance_threshold, 0.85);
+  EXPECT_EQ(again->clustering.linkage, similarity::Linkage::kSingle);
+  EXPECT_EQ(again->signature.k, 3);
+  EXPECT_EQ(again->signature.threshold, 0.23);
+  EXPECT_EQ(again->signature.max_samples, 600);
   EXPECT_EQ(again->advertise, "tcp://box-1:5555");
   EXPECT_EQ(again->mesh_size, 9);
+}
+
+// Every section is read and written by one description: a config whose every section differs
+// from the defaults reads back equal, and so does one with only defaults.
+TEST(Config, EverySectionRendersAndReadsBackEqual) {
+  auto defaults = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  auto plain = ParseNodeConfig(RenderNodeConfig(*defaults), "rendered.toml");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(*plain, *defaults);
+
+  NodeConfig c = *defaults;
+  c.log_level = spdlog::level::debug;
+  c.seed = 77;
+  c.http_bind = "0.0.0.0";
+  c.peers.push_back({"node-3", "tcp://127.0.0.4:5555"});
+  c.model = {training::Architecture::kCnn, 64, "model.pt"};
+  c.training.optimizer = training::OptimizerKind::kSgd;
+  c.training.weight_decay = 1e-4;
+  c.training.patience = 7;
+  c.learning.tau = 12.5;
+  c.learning.tau_schedule = topology::TauSchedule::kSigmoid;
+  c.learning.two_hop = topology::TwoHopRule::kSmallest;
+  c.learning.aggregation = training::AggregationKind::kFedSim;
+  c.emd = {true, std::nullopt, similarity::EmdSolverKind::kSinkhorn, 100, 0.5, 3, 2, true};
+  c.attack.kind = AttackKind::kNoise;
+  c.clustering.recluster_every = 0;
+  c.signature.max_samples = 64;
+  c.round = {false, 2.5, 5, 0.25, 0.125, 4096};
+  c.privacy = {true, 1.1, std::nullopt, 1e-6, 0.5, 8.0, true};
+  auto again = ParseNodeConfig(RenderNodeConfig(c), "rendered.toml");
+  ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(c);
+  EXPECT_EQ(*again, c) << RenderNodeConfig(c);
+  EXPECT_EQ(RenderNodeConfig(*again), RenderNodeConfig(c));
+}
+
+// The state machine's parts get their settings from the sections that own them: one deadline
+// for every request, the exchanges' roles from the metric and the sampler.
+TEST(Config, EachPartOfTheStateMachineIsSetFromItsSections) {
+  auto c = ParseNodeConfig(std::string(kMinimal) + R"(
+[training]
+rounds = 12
+[learning]
+metric = "emd"
+sampler = "emd_cluster"
+peers_per_round = 3
+[emd]
+enabled = true
+epsilon = 0.5
+max_samples = 64
+witness = true
+[signature]
+threshold = 0.7
+[round]
+sync = false
+round_deadline_s = 2.5
+linger_s = 0.5
+min_round_s = 0.25
+)",
+                           "node.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const Clock::duration deadline = std::chrono::milliseconds(2500);
+
+  RoundConfig rounds = c->round.Driver(c->learning, c->training);
+  EXPECT_EQ(rounds.peers_per_round, 3);
+  EXPECT_FALSE(rounds.sync);
+  EXPECT_FALSE(rounds.fetch_updates);  // emd_cluster runs no clustering policy
+  EXPECT_EQ(rounds.round_deadline, deadline);
+  EXPECT_EQ(rounds.rounds, 12);
+  EXPECT_EQ(rounds.linger, std::chrono::milliseconds(500));
+  EXPECT_EQ(rounds.min_round, std::chrono::milliseconds(250));
+
+  ParamLayout layout;
+  EmdExchangeConfig emd = c->emd.Exchange(c->learning, c->round, layout, 99);
+  EXPECT_TRUE(emd.enabled);
+  EXPECT_EQ(emd.epsilon, 0.5);
+  EXPECT_EQ(emd.max_samples, 64u);
+  EXPECT_TRUE(emd.witness);
+  EXPECT_TRUE(emd.metric);
+  EXPECT_TRUE(emd.cluster_sampler);
+  EXPECT_EQ(emd.nonce, 99u);
+  EXPECT_EQ(emd.round_deadline, deadline);
+
+  SignatureConfig signatures = c->signature.Exchange(c->learning, c->round, {});
+  EXPECT_FALSE(signatures.enabled);  // neither metric "centroid" nor sampler "centroid_cluster"
+  EXPECT_EQ(signatures.threshold, 0.7);
+  EXPECT_EQ(signatures.request_deadline, deadline);
+
+  EXPECT_EQ(c->round.Serving(layout, 50).hold_limit, deadline);
+  topology::SamplerConfig sampler = c->learning.Sampler(c->id);
+  EXPECT_EQ(sampler.sampler, topology::SamplerKind::kEmdCluster);
+  EXPECT_EQ(sampler.self, "node-1");
 }
 
 TEST(Config, AMeshSizeLetsANodeStartWithoutPeersAndAdvertiseIsAnEndpoint) {
@@ -93,20 +185,20 @@ TEST(Config, AMeshSizeLetsANodeStartWithoutPeersAndAdvertiseIsAnEndpoint) {
 TEST(Config, EmdEpsilonIsAutoByDefaultOrANumber) {
   auto c = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(c.ok());
-  EXPECT_FALSE(c->emd_epsilon.has_value());  // "auto"
+  EXPECT_FALSE(c->emd.epsilon.has_value());  // "auto"
   auto fixed = ParseNodeConfig(std::string(kMinimal) + "\n[emd]\nepsilon = 0.009\n", "n.toml");
   ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
-  EXPECT_EQ(fixed->emd_epsilon, 0.009);
+  EXPECT_EQ(fixed->emd.epsilon, 0.009);
   auto again = ParseNodeConfig(RenderNodeConfig(*fixed), "rendered.toml");
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->emd_epsilon, 0.009);
+  EXPECT_EQ(again->emd.epsilon, 0.009);
   auto automatic =
       ParseNodeConfig(std::string(kMinimal) + "\n[emd]\nepsilon = \"auto\"\n", "n.toml");
   ASSERT_TRUE(automatic.ok());
-  EXPECT_FALSE(automatic->emd_epsilon.has_value());
+  EXPECT_FALSE(automatic->emd.epsilon.has_value());
   auto rendered = ParseNodeConfig(RenderNodeConfig(*automatic), "rendered.toml");
   ASSERT_TRUE(rendered.ok());
-  EXPECT_FALSE(rendered->emd_epsilon.has_value());
+  EXPECT_FALSE(rendered->emd.epsilon.has_value());
   for (const char* bad : {"\"sometimes\"", "11", "true"}) {
     Status s = ParseError(std::string(kMinimal) + "\n[emd]\nepsilon = " + bad + "\n");
     EXPECT_NE(s.message().find("must be \"auto\" or a number in [-10, 10]"), std::string::npos)

@@ -242,7 +242,7 @@ TEST(NodeTemplate, EveryRankGetsItsIdPathsPortAndRankZeroAsPeer) {
   EXPECT_EQ(c.listen, "tcp://0.0.0.0:41005");
   EXPECT_EQ(c.advertise, "tcp://node2:41005");
   EXPECT_EQ(c.output_dir, "/runs/x/node-5");
-  EXPECT_EQ(c.shard, "/runs/x/shards/client-5.shard");
+  EXPECT_EQ(c.data.shard, "/runs/x/shards/client-5.shard");
   EXPECT_EQ(c.mesh_size, 9);
   ASSERT_EQ(c.peers.size(), 1u);
   EXPECT_EQ(c.peers[0], PeerAddress("0", "tcp://node1:41000"));

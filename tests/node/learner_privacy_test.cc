@@ -33,13 +33,13 @@ NodeConfig PrivateConfig(const std::string& name) {
   EXPECT_TRUE(shards.ok()) << shards.status().ToString();
   NodeConfig c;
   c.id = "node-0";
-  c.shard = training::ShardPath(dir, 0);
-  EXPECT_TRUE(training::WriteShard(c.shard, (*shards)[0]).ok());
-  c.architecture = training::Architecture::kLinear;
-  c.optimizer = training::OptimizerKind::kSgd;
-  c.learning_rate = 0.003;
-  c.batch_size = 8;
-  c.rounds = 20;
+  c.data.shard = training::ShardPath(dir, 0);
+  EXPECT_TRUE(training::WriteShard(c.data.shard, (*shards)[0]).ok());
+  c.model.architecture = training::Architecture::kLinear;
+  c.training.optimizer = training::OptimizerKind::kSgd;
+  c.training.learning_rate = 0.003;
+  c.training.batch_size = 8;
+  c.training.rounds = 20;
   c.privacy.enabled = true;
   c.privacy.noise_multiplier = 1.0;
   c.privacy.max_grad_norm = 1.0;
@@ -54,9 +54,9 @@ std::unique_ptr<Learner> Make(const NodeConfig& config) {
 
 // ε after `rounds` rounds of DP-SGD at the config's settings, as the accountant computes it.
 double EpsilonAfter(const NodeConfig& c, int64_t rounds, double sigma) {
-  const double q = training::PoissonSamplingRate(c.batch_size, kTrain);
-  const int64_t steps =
-      rounds * c.local_epochs * training::DpSgdStepsPerEpoch(c.batch_size, kTrain);
+  const double q = training::PoissonSamplingRate(c.training.batch_size, kTrain);
+  const int64_t steps = rounds * c.training.local_epochs *
+                        training::DpSgdStepsPerEpoch(c.training.batch_size, kTrain);
   return training::DpSgdEpsilon(q, sigma, steps, c.privacy.delta);
 }
 
@@ -104,11 +104,11 @@ TEST(LearnerPrivacy, ATargetEpsilonIsReachedAfterThePlannedRoundsAndNotBefore) {
   NodeConfig c = PrivateConfig("target");
   c.privacy.noise_multiplier.reset();
   c.privacy.target_epsilon = 3.0;
-  c.rounds = 4;  // rounds 0..4: five rounds of local training
+  c.training.rounds = 4;  // rounds 0..4: five rounds of local training
   auto learner = Make(c);
   ASSERT_NE(learner, nullptr);
   double epsilon = 0;
-  for (int64_t round = 0; round <= c.rounds; ++round) {
+  for (int64_t round = 0; round <= c.training.rounds; ++round) {
     auto out = learner->RunRound(RoundJob{round, {}});
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_FALSE(out->stopped);

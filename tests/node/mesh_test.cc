@@ -87,16 +87,16 @@ class SyntheticMesh {
       c.listen = "tcp://127.0.0.1:" + std::to_string(*port);
       c.seed = seed;
       c.output_dir = dir_ + "/" + id;
-      c.shard = path;
-      c.architecture = training::Architecture::kLinear;
-      c.optimizer = training::OptimizerKind::kSgd;
-      c.learning_rate = 0.003;
-      c.batch_size = 8;
-      c.metric = similarity::MetricKind::kCosWeights;
-      c.tau = 140;  // file 004 Table 8, synthetic, cos weight
-      c.peers_per_round = 2;
-      c.round_deadline_s = 20;
-      c.linger_s = 1;
+      c.data.shard = path;
+      c.model.architecture = training::Architecture::kLinear;
+      c.training.optimizer = training::OptimizerKind::kSgd;
+      c.training.learning_rate = 0.003;
+      c.training.batch_size = 8;
+      c.learning.metric = similarity::MetricKind::kCosWeights;
+      c.learning.tau = 140;  // file 004 Table 8, synthetic, cos weight
+      c.learning.peers_per_round = 2;
+      c.round.round_deadline_s = 20;
+      c.round.linger_s = 1;
       configs_.push_back(c);
     }
     for (NodeConfig& c : configs_) {
@@ -117,7 +117,7 @@ class SyntheticMesh {
            const MessageObserver& observer = nullptr, const TransportFactory& transport = nullptr) {
     std::vector<std::unique_ptr<Node>> nodes;
     for (NodeConfig c : configs_) {
-      c.rounds = rounds;
+      c.training.rounds = rounds;
       NodeOptions options;
       options.logger = MakeNodeLogger(c.id, spdlog::level::warn, log_sink_);
       options.observer = observer;
@@ -220,7 +220,7 @@ std::string HttpGet(uint16_t port, const std::string& path) {
 TEST(Mesh, RunningNodeAnswersStatusAndMetrics) {
   SyntheticMesh mesh("http", 1, 3, 9);
   mesh.configs()[0].http_port = 0;
-  mesh.configs()[0].min_round_s = 0.1;
+  mesh.configs()[0].round.min_round_s = 0.1;
   std::string status, metrics;
   mesh.Run(20, [&](Node& node) {
     ASSERT_GT(node.http_port(), 0);
@@ -331,12 +331,13 @@ TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
   const bool witness = GetParam();
   SyntheticMesh mesh(witness ? "emd_wire_witness" : "emd_wire_direct", 1, 3, 11);
   for (NodeConfig& c : mesh.configs()) {
-    c.architecture = training::Architecture::kMlp;
-    c.learning_rate = 0.0005;  // the mlp diverges on this regression at the linear model's rate
-    c.emd_enabled = true;
-    c.emd_witness = witness;
-    c.emd_max_samples = 40;
-    c.emd_epsilon = 1.0;
+    c.model.architecture = training::Architecture::kMlp;
+    c.training.learning_rate =
+        0.0005;  // the mlp diverges on this regression at the linear model's rate
+    c.emd.enabled = true;
+    c.emd.witness = witness;
+    c.emd.max_samples = 40;
+    c.emd.epsilon = 1.0;
   }
   std::mutex mu;
   std::vector<Message> received;
@@ -396,8 +397,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, MeshEmdWire, ::testing::Bool(),
 // counted in /status by code, and never crash the node, which keeps serving and finishes.
 TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
   SyntheticMesh mesh("hostile", 1, 3, 13);
-  mesh.configs()[0].min_round_s = 0.1;
-  mesh.configs()[0].max_message_bytes = 1 << 20;
+  mesh.configs()[0].round.min_round_s = 0.1;
+  mesh.configs()[0].round.max_message_bytes = 1 << 20;
   std::map<std::string, ErrorCode> replies;  // what each hostile message got back
   std::string status;
   bool served_after = false;
@@ -515,8 +516,8 @@ TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
 // a minute per peer.
 TEST(Mesh, ASingleOversizedFrameIsAnsweredCountedAndLoggedOnceAMinute) {
   SyntheticMesh mesh("oversize", 1, 2, 17);
-  mesh.configs()[0].max_message_bytes = 1 << 20;
-  mesh.configs()[0].min_round_s = 0.1;
+  mesh.configs()[0].round.max_message_bytes = 1 << 20;
+  mesh.configs()[0].round.min_round_s = 0.1;
   std::ostringstream log;
   mesh.CaptureLogs(std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
   std::vector<std::optional<Message>> replies;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "node/logic/model_server.h"
+#include "protocol/codec.h"
 #include "tests/node/machine_test_support.h"
 
 namespace meshlearn::node::testing {
@@ -138,6 +139,101 @@ TEST(ModelServer, KeepsEveryRoundThatFitsTheBudgetForALaggingPeer) {
   EXPECT_EQ(served(12), 12) << "a peer 17 rounds behind gets the round it asked for";
   EXPECT_EQ(served(10), 10) << "the oldest round that fits the budget of 20 snapshots";
   EXPECT_EQ(served(9), 10) << "round 9 is beyond the budget: the oldest kept one";
+}
+
+// What a requester receives for `reply`: its frames, decoded with full validation against the
+// served layout.
+Model Received(const SendReply& reply) {
+  DecodeOptions options;
+  options.expected_layout = &kLayout;
+  Result<Message> decoded = Decode(FramesOf(reply), options);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->envelope, reply.message.envelope);
+  return std::get<Model>(decoded->body);
+}
+
+// Every requester of a round gets the same bytes after its own envelope: the snapshot's Model
+// body, encoded once and shared (its weights zero-copy), also when the request was held.
+TEST(ModelServer, RequestersOfOneSnapshotGetIdenticalBodyBytesEncodedOnce) {
+  RequestBook requests("me", QuietLogger());
+  ModelServer server(ServingConfig{kLayout, 50, seconds(10)}, requests);
+  const FloatArray weights = FloatArray::Own({1.f, 2.f, 3.f, 4.f});
+  server.Publish(Snapshot{0, weights, false, {{"a", 0.25}}, std::nullopt});
+  Actions out;
+  server.OnGetModel(1, From("a", 7, Ping{}).envelope, GetModel{0, false}, {}, false, out);
+  server.OnGetModel(2, From("b", 9, Ping{}).envelope, GetModel{0, true}, {}, false, out);
+  server.OnGetModel(3, From("c", 4, Ping{}).envelope, GetModel{1, true}, {}, false, out);  // held
+  server.Publish(Snapshot{1, FloatArray::Own({5.f, 6.f, 7.f, 8.f}), false, {}, std::nullopt});
+  server.AnswerHeld({}, false, false, out);
+  server.OnGetModel(4, From("d", 5, Ping{}).envelope, GetModel{1, true}, {}, false, out);
+  ASSERT_EQ(out.size(), 4u);
+  const auto& a = std::get<SendReply>(out[0]);
+  const auto& b = std::get<SendReply>(out[1]);
+  const auto& c = std::get<SendReply>(out[2]);
+  const auto& d = std::get<SendReply>(out[3]);
+
+  std::vector<Frame> to_a = FramesOf(a);
+  std::vector<Frame> to_b = FramesOf(b);
+  ASSERT_EQ(to_a.size(), 3u);
+  ASSERT_EQ(to_b.size(), 3u);
+  EXPECT_FALSE(to_a[0] == to_b[0]) << "each reply has its own envelope (request id)";
+  EXPECT_EQ(to_a[1], to_b[1]);
+  EXPECT_EQ(to_a[2], to_b[2]);
+  EXPECT_EQ(to_a[1].data(), to_b[1].data()) << "one encoding, shared by both replies";
+  EXPECT_EQ(to_a[2].data(), reinterpret_cast<const uint8_t*>(weights.view().data()))
+      << "the weights are sent from the snapshot itself";
+  EXPECT_EQ(Received(a).weights, weights);
+  EXPECT_EQ(Received(b).round, 0);
+
+  std::vector<Frame> to_c = FramesOf(c);
+  std::vector<Frame> to_d = FramesOf(d);
+  EXPECT_EQ(to_c[1].data(), to_d[1].data()) << "the held request shares round 1's encoding";
+  EXPECT_EQ(Received(c).round, 1);
+  EXPECT_EQ(Received(d).weights, FloatArray::Own({5.f, 6.f, 7.f, 8.f}));
+}
+
+// A new snapshot is encoded anew: a requester never gets the bytes of an older model, and the
+// encoding with the update is a separate one from the encoding without it.
+TEST(ModelServer, ANewSnapshotIsEncodedAnewAndTheUpdateHasItsOwnEncoding) {
+  RequestBook requests("me", QuietLogger());
+  ModelServer server(ServingConfig{kLayout, 50, seconds(10)}, requests);
+  auto serve = [&](bool with_update) {
+    Actions out;
+    server.OnGetModel(1, From("a", 2, Ping{}).envelope, GetModel{0, false, with_update}, {}, false,
+                      out);
+    return std::get<SendReply>(out.at(0));
+  };
+  server.Publish(Snapshot{
+      0, FloatArray::Own({1.f, 1.f, 1.f, 1.f}), false, {}, FloatArray::Own({0.f, 0.f, 0.f, 1.f})});
+  SendReply first = serve(false);
+  SendReply first_with_update = serve(true);
+  EXPECT_NE(first.encoded_body, first_with_update.encoded_body);
+  EXPECT_FALSE(Received(first).update.has_value());
+  ASSERT_TRUE(Received(first_with_update).update.has_value());
+  EXPECT_EQ(*Received(first_with_update).update, FloatArray::Own({0.f, 0.f, 0.f, 1.f}));
+
+  server.Publish(Snapshot{1,
+                          FloatArray::Own({2.f, 2.f, 2.f, 2.f}),
+                          true,
+                          {{"b", 0.5}},
+                          FloatArray::Own({1.f, 1.f, 1.f, 1.f})});
+  SendReply second = serve(false);
+  SendReply second_with_update = serve(true);
+  EXPECT_NE(second.encoded_body, first.encoded_body);
+  const Model received = Received(second);
+  EXPECT_EQ(received.round, 1);
+  EXPECT_TRUE(received.early_stopped);
+  EXPECT_EQ(received.weights, FloatArray::Own({2.f, 2.f, 2.f, 2.f}));
+  ASSERT_EQ(received.score_row.size(), 1u);
+  EXPECT_EQ(received.score_row[0].peer, "b");
+  EXPECT_EQ(*Received(second_with_update).update, FloatArray::Own({1.f, 1.f, 1.f, 1.f}));
+  // Each reply's bytes are those of the message it stands for.
+  for (const SendReply* reply : {&first, &first_with_update, &second, &second_with_update}) {
+    std::vector<Frame> sent = FramesOf(*reply);
+    std::vector<Frame> whole = Encode(reply->message);
+    ASSERT_EQ(sent.size(), whole.size());
+    for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(sent[i], whole[i]) << "frame " << i;
+  }
 }
 
 }  // namespace

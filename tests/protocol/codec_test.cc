@@ -39,6 +39,29 @@ TEST_P(RoundTrip, EncodeDecodeEncodeGivesSameBytesAndEqualMessage) {
   EXPECT_EQ(Concat(Encode(*decoded)), Concat(frames));
 }
 
+// A body encoded once and sent under another envelope has the bytes of the whole message encoded
+// at once, and shares its blobs with the message instead of copying them.
+TEST_P(RoundTrip, BodyEncodedOnceGivesTheBytesOfTheWholeMessageUnderAnyEnvelope) {
+  Message original = SampleMessages()[GetParam()];
+  EncodedBody body = EncodeBody(original.body);
+  EXPECT_EQ(body.type, TypeOf(original.body));
+  Message other = original;
+  other.envelope.request_id = 77;
+  other.envelope.round = 9;
+  for (const Message& m : {original, other}) {
+    std::vector<Frame> frames = Encode(m.envelope, body);
+    EXPECT_EQ(Concat(frames), Concat(Encode(m)));
+    auto decoded = Decode(frames);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(*decoded, m);
+  }
+  if (const auto* model = std::get_if<Model>(&original.body)) {
+    ASSERT_EQ(body.frames.size(), 2u);
+    EXPECT_EQ(body.frames[1].data(), reinterpret_cast<const uint8_t*>(model->weights.view().data()))
+        << "the weights are shared, not copied";
+  }
+}
+
 // PROTOCOL.md, type 8: the automatic rule's `accepts` travels as a fourth field; without it the
 // decision decodes with no list (a fixed ε, or an older node).
 TEST(EmdDecisionCodec, AcceptsIsAnOptionalFourthFieldOfIds) {

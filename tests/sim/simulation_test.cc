@@ -33,12 +33,12 @@ class SimMesh {
     for (size_t i = 0; i < ids_.size(); ++i) {
       node::NodeConfig c = e2e::SyntheticNodeConfig(
           ids_[i], "tcp://127.0.0.1:" + std::to_string(20000 + i), shards[i], dir_ + "/" + ids_[i]);
-      c.rounds = rounds;
-      c.peers_per_round = static_cast<int>(ids_.size()) - 1;  // everyone, every round
+      c.training.rounds = rounds;
+      c.learning.peers_per_round = static_cast<int>(ids_.size()) - 1;  // everyone, every round
       // The tests below reason in a 1 s deadline. Rationale: the e2e helper's deadline grew for
       // loaded machines, but a simulation runs on a virtual clock that load cannot slow.
-      c.round_deadline_s = 1;
-      c.linger_s = 1;
+      c.round.round_deadline_s = 1;
+      c.round.linger_s = 1;
       configs_.push_back(c);
     }
     for (node::NodeConfig& c : configs_) {
@@ -148,8 +148,8 @@ TEST(Simulation, ALatencyAboveTheDeadlineLeavesEveryRequestUnanswered) {
 TEST(Simulation, AModelTooBigForTheBandwidthWithinTheDeadlineNeverArrives) {
   SimMesh mesh("bandwidth", kFour, 4);
   for (node::NodeConfig& c : mesh.configs()) {
-    c.architecture = training::Architecture::kMlp;  // 10-200-1: 2,401 parameters, ~9.7 KB
-    c.learning_rate = 0.0005;
+    c.model.architecture = training::Architecture::kMlp;  // 10-200-1: 2,401 parameters, ~9.7 KB
+    c.training.learning_rate = 0.0005;
   }
   SimulationOptions options;
   options.network.bandwidth_bytes_per_s = 1e6;  // ~10 ms per model
@@ -324,7 +324,7 @@ TEST(Simulation, DamagedFramesAreRefusedWithTheProtocolsError) {
 // it at once, instead of waiting for its deadline every round.
 TEST(Simulation, AFinishedNodeSaysGoodbyeAndIsNoLongerSampled) {
   SimMesh mesh("goodbye", kFour, 8);
-  mesh.configs()[3].rounds = 3;  // n3 finishes first
+  mesh.configs()[3].training.rounds = 3;  // n3 finishes first
   SimulationOptions options;
   options.network.round_compute_s = 0.5;
   mesh.Run("out", options);

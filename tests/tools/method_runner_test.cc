@@ -40,7 +40,7 @@ class ToyRunner : public MethodRunner {
       a.each_node_has_a_folder = a.each_node_has_a_folder && fs::is_directory(run.nodes[i].dir);
       auto outputs = node::NodeOutputs::Open(run.nodes[i].dir, -1);
       if (!outputs.ok()) return outputs.status();
-      for (int64_t r = 0; r <= job.configs[i].rounds; ++r) {
+      for (int64_t r = 0; r <= job.configs[i].training.rounds; ++r) {
         node::RoundRecord record;
         record.round = r;
         record.wall_seconds = static_cast<double>(r);

@@ -58,12 +58,13 @@ void BM_EmdExchangeVsRounds(benchmark::State& state) {
   shard.test = RandomImages(100, rng);
   node::NodeConfig config;
   config.id = "0";
-  config.shard = dir + "/client-0.shard";
-  config.architecture = training::Architecture::kCnn;
-  config.batch_size = 8;
-  config.patience = 1 << 30;  // random labels: early stopping would end the training rounds
-  config.emd_enabled = true;
-  if (Status s = training::WriteShard(config.shard, shard); !s.ok()) {
+  config.data.shard = dir + "/client-0.shard";
+  config.model.architecture = training::Architecture::kCnn;
+  config.training.batch_size = 8;
+  config.training.patience =
+      1 << 30;  // random labels: early stopping would end the training rounds
+  config.emd.enabled = true;
+  if (Status s = training::WriteShard(config.data.shard, shard); !s.ok()) {
     return state.SkipWithError(s.ToString().c_str());
   }
   auto learner = node::CreateLearner(config);

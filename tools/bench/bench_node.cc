@@ -1,16 +1,22 @@
 // Node benchmarks: fetching a 1M-parameter model from a node's Transport over loopback TCP,
 // against a raw ZeroMQ DEALER/ROUTER exchange of the same bytes, in the same run.
 //
-// Target (DESIGN.md): model fetch >= 0.8x raw ZeroMQ for the same bytes.
+// Targets (DESIGN.md): model fetch >= 0.85x raw ZeroMQ for the same bytes on a quiet machine
+// (fetch_vs_raw_zmq), and >= 0.8x with a busy-loop thread on every core
+// (fetch_vs_raw_zmq_loaded). Both are measured in every run, quiet first.
+// Rationale: load slows the raw baseline more than the node's path (it has fewer threads to
+// wake), so a ratio measured on a busy machine flatters the node; a user's machine is quiet.
 //
 // Subject, one fetch: the benchmark thread encodes a GetModel request and calls
 // Transport::Request on the client transport, then waits for the reply on a future. The client
-// I/O thread sends it; the server I/O thread receives it, calls the node's handler, which decodes
-// the GetModel and encodes a Model reply from the published snapshot (weights shared, not copied)
-// and replies inline; the 4 MB blob frame is sent zero-copy. The client I/O thread matches the
-// reply by request id and completes the future; the benchmark thread decodes it with full
-// validation (envelope, body, layout equal to the local model's, blob size, finiteness of all
-// 1M floats).
+// I/O thread sends it; the server I/O thread receives it and calls a handler that decodes the
+// GetModel with full validation and has the node's model server (node/logic/model_server.h)
+// answer it from the published snapshot, inline: the snapshot's Model body was encoded once, at
+// its first request, and every reply sends those same frames zero-copy under a fresh envelope. (A
+// node does this on its own thread, a hand-off away from its I/O thread both ways; that is not
+// measured here.) The client I/O thread matches the reply by request id and completes the
+// future; the benchmark thread decodes it with full validation (envelope, body, layout equal to
+// the local model's, blob size, finiteness of all 1M floats).
 //
 // Baseline, one exchange: the benchmark thread sends the same request bytes on a raw DEALER and
 // blocks in recv; a server thread polling a raw ROUTER receives them and sends back the same
@@ -23,12 +29,16 @@
 // warmed up before timing, default high-water marks, the same request and reply bytes.
 #include <benchmark/benchmark.h>
 
+#include <spdlog/logger.h>
+#include <spdlog/sinks/null_sink.h>
+
 #include <atomic>
 #include <future>
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "node/logic/model_server.h"
 #include "node/transport/zmq_transport.h"
 #include "protocol/codec.h"
 #include "tools/bench/comparison.h"
@@ -39,17 +49,61 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The snapshot a node publishes: 1M float32 parameters in two tensors.
-Message PublishedSnapshot() {
-  Model model;
-  model.round = 12;
-  model.train_size = 600;
-  model.layout = MakeContiguousLayout({{"encoder.weight", {1000, 999}}, {"encoder.bias", {1000}}});
-  std::vector<float> weights(model.layout.total_floats());
-  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 977) * 0.25f;
-  model.weights = FloatArray::Own(std::move(weights));
-  model.score_row = {{"node-1", 0.9}, {"node-2", 0.1}, {"node-3", 0.5}};
-  return MakeMessage("server", 0, 12, std::move(model));
-}
+struct PublishedModel {
+  ParamLayout layout =
+      MakeContiguousLayout({{"encoder.weight", {1000, 999}}, {"encoder.bias", {1000}}});
+  node::Snapshot snapshot;
+  uint64_t train_size = 600;
+
+  PublishedModel() {
+    std::vector<float> weights(layout.total_floats());
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<float>(i % 977) * 0.25f;
+    snapshot.round = 12;
+    snapshot.weights = FloatArray::Own(std::move(weights));
+    snapshot.score_row = {{"node-1", 0.9}, {"node-2", 0.1}, {"node-3", 0.5}};
+  }
+
+  // The reply a node sends for it, as one message (the raw baseline sends these bytes).
+  Message Reply() const {
+    Model model;
+    model.round = snapshot.round;
+    model.train_size = train_size;
+    model.layout = layout;
+    model.weights = snapshot.weights;
+    model.score_row = snapshot.score_row;
+    return MakeMessage("server", 0, 12, std::move(model));
+  }
+};
+
+// The node's side of a fetch: a model server with the snapshot published, answering each
+// GetModel the way the node does (decode, serve, encode the envelope). Runs on one thread.
+class ServingNode {
+ public:
+  explicit ServingNode(const PublishedModel& published)
+      : requests_("server", std::make_shared<spdlog::logger>(
+                                "bench", std::make_shared<spdlog::sinks::null_sink_mt>())),
+        server_(node::ServingConfig{published.layout, published.train_size}, requests_) {
+    requests_.set_round(12);
+    server_.Publish(published.snapshot);
+  }
+
+  // The frames that answer `request`.
+  std::vector<Frame> Answer(const std::vector<Frame>& request) {
+    Result<Message> get_model = Decode(request);
+    node::Actions out;
+    if (get_model.ok() && std::holds_alternative<GetModel>(get_model->body)) {
+      server_.OnGetModel(++inbound_, get_model->envelope, std::get<GetModel>(get_model->body),
+                         node::Clock::now(), false, out);
+    }
+    if (out.empty()) return Encode(requests_.Reply(0, Error{ErrorCode::kMalformed, "no"}));
+    return node::FramesOf(std::get<node::SendReply>(out.front()));
+  }
+
+ private:
+  node::RequestBook requests_;
+  node::ModelServer server_;
+  node::InboundId inbound_ = 0;
+};
 
 // A raw ROUTER on its own thread answering every request with `reply` frames.
 class RawZmqServer {
@@ -99,19 +153,16 @@ class RawZmqServer {
 // and sockets, so the way the scheduler happens to place them weighs on one sitting, not the run.
 class FetchRig {
  public:
-  explicit FetchRig(const Message& snapshot)
-      : snapshot_(snapshot),
-        local_layout_(std::get<Model>(snapshot.body).layout),
+  explicit FetchRig(const PublishedModel& published)
+      : local_layout_(published.layout),
         request_frames_(Encode(MakeMessage("client", 1, 13, GetModel{12, false}))),
-        raw_server_(Encode(snapshot)) {
+        serving_(published),
+        raw_server_(Encode(published.Reply())) {
     node::TransportOptions server_options;
     server_options.node_id = "server";
     server_options.listen_endpoint = "tcp://127.0.0.1:0";
     server_ = node::StartZmqTransport(server_options, [this](node::InboundRequest request) {
-      Result<Message> get_model = Decode(request.frames);
-      Message reply = snapshot_;  // shares the weights
-      reply.envelope.request_id = get_model.ok() ? get_model->envelope.request_id : 0;
-      (*server_)->Reply(request.token, Encode(reply));
+      (*server_)->Reply(request.token, serving_.Answer(request.frames));
     });
     node::TransportOptions client_options;
     client_options.node_id = "client";
@@ -162,9 +213,9 @@ class FetchRig {
   }
 
  private:
-  const Message& snapshot_;
   const ParamLayout& local_layout_;
   const std::vector<Frame> request_frames_;
+  ServingNode serving_;
   Result<std::unique_ptr<node::Transport>> server_ = Status::Unavailable("not started");
   Result<std::unique_ptr<node::Transport>> client_ = Status::Unavailable("not started");
   std::string endpoint_;
@@ -173,6 +224,27 @@ class FetchRig {
   zmq::context_t raw_context_{1};
   zmq::socket_t dealer_{raw_context_, zmq::socket_type::dealer};
   std::vector<zmq::message_t> raw_reply_;
+};
+
+// A busy-loop thread on every core while it lives: the load of fetch_vs_raw_zmq_loaded.
+class BusyLoad {
+ public:
+  BusyLoad() {
+    for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i) {
+      threads_.emplace_back([this] {
+        while (!stop_.load(std::memory_order_relaxed)) {
+        }
+      });
+    }
+  }
+  ~BusyLoad() {
+    stop_ = true;
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
 };
 
 // The measurement: 25 sittings of 20 pairs; a pair is a block of 8 fetches and a block of 8 raw
@@ -185,15 +257,16 @@ constexpr int kSittings = 25;
 constexpr int kPairsPerSitting = 20;
 constexpr int kExchangesPerBlock = 8;
 
-void BM_FetchVsRawZmq(benchmark::State& state) {
-  const Message snapshot = PublishedSnapshot();
+// One measurement of fetch against raw ZeroMQ, reported as `name` with `target`.
+void MeasureFetchVsRawZmq(benchmark::State& state, const char* name, double target) {
+  const PublishedModel published;
   std::unique_ptr<FetchRig> rig;
   PairTiming sitting;
   std::vector<double> sitting_ratios;
   bool all_ok = true;
   for (auto _ : state) {
     if (!rig) {
-      rig = std::make_unique<FetchRig>(snapshot);
+      rig = std::make_unique<FetchRig>(published);
       if (!rig->ok()) {
         state.SkipWithError("cannot start the transports");
         return;
@@ -217,12 +290,25 @@ void BM_FetchVsRawZmq(benchmark::State& state) {
   }
   if (!all_ok) state.SkipWithError("a fetch failed or did not decode");
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kExchangesPerBlock *
-                          static_cast<int64_t>(TotalBytes(Encode(snapshot))));
+                          static_cast<int64_t>(TotalBytes(Encode(published.Reply()))));
   RatioSpread spread = MedianRatio(PairTiming{0, 0, sitting_ratios});
   spread.of = "sittings";
-  ReportRatio(state, "fetch_vs_raw_zmq", spread, 0.8, Goal::kAtLeast);
+  ReportRatio(state, name, spread, target, Goal::kAtLeast);
 }
+
+void BM_FetchVsRawZmq(benchmark::State& state) {
+  MeasureFetchVsRawZmq(state, "fetch_vs_raw_zmq", 0.85);
+}
+void BM_FetchVsRawZmqLoaded(benchmark::State& state) {
+  BusyLoad load;
+  MeasureFetchVsRawZmq(state, "fetch_vs_raw_zmq_loaded", 0.8);
+}
+// Registered in this order, so that a run measures the quiet machine first.
 BENCHMARK(BM_FetchVsRawZmq)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(kSittings* kPairsPerSitting);
+BENCHMARK(BM_FetchVsRawZmqLoaded)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond)
     ->Iterations(kSittings* kPairsPerSitting);

@@ -140,7 +140,7 @@ Status RunOnEngine(Engine engine, const Scenario& scenario, const node::NodeConf
   t.id = "{rank}";
   t.listen = "tcp://" + options.bind + ":{port}";
   t.output_dir = NodeDir(dir, "{rank}");
-  t.shard = shards + "/client-{rank}.shard";
+  t.data.shard = shards + "/client-{rank}.shard";
   t.peers.clear();
   t.advertise.clear();
   t.mesh_size = 0;
@@ -199,7 +199,7 @@ Status RunOnEngine(Engine engine, const Scenario& scenario, const node::NodeConf
   auto pid = SpawnLogged(argv, engine_log, /*own_group=*/true);
   if (!pid.ok()) return pid.status();
 
-  ProgressLine progress(run.method.name, config.rounds);
+  ProgressLine progress(run.method.name, config.training.rounds);
   auto start = SteadyClock::now();
   double stop_requested_at = -1;
   std::vector<bool> reported(run.nodes.size(), false);

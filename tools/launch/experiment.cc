@@ -29,9 +29,9 @@ std::string MnistDigitsDir() {
 // "<dir>/keys/allowed_keys" holding every node's public key bound to its id, fills `addresses`'
 // keys, and returns
 // the [security] section of node `i`'s config. Without: nothing.
-Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
+Result<std::vector<std::optional<node::SecuritySection>>> WriteMeshKeys(
     const Scenario& scenario, const std::string& dir, std::vector<node::PeerAddress>& addresses) {
-  std::vector<std::optional<node::SecurityConfig>> sections(addresses.size());
+  std::vector<std::optional<node::SecuritySection>> sections(addresses.size());
   if (!scenario.security) return sections;
   std::string keys_dir = std::filesystem::absolute(PathIn(dir, kKeysFolder)).string();
   std::error_code ec;
@@ -52,7 +52,7 @@ Result<std::vector<std::optional<node::SecurityConfig>>> WriteMeshKeys(
       allowlist_path, "allowlist of the " + std::to_string(addresses.size()) + " nodes",
       allowlist));
   for (size_t i = 0; i < addresses.size(); ++i) {
-    sections[i] = node::SecurityConfig{
+    sections[i] = node::SecuritySection{
         node::SecretKeyPath(keys_dir, NodeFolderName(addresses[i].id)), {}, allowlist_path};
   }
   return sections;
@@ -212,14 +212,14 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
     NodeRun n;
     n.id = partition.ids[i];
     n.cluster = partition.clusters[i];
-    n.attacker = (*configs)[i].attack != node::AttackKind::kNone;
+    n.attacker = (*configs)[i].attack.kind != node::AttackKind::kNone;
     n.dir = NodeDir(run.dir, n.id);
     n.http_port = (*configs)[i].http_port.value_or(0);
     std::filesystem::create_directories(n.dir, ec);
     if (ec) return Status::IoError(n.dir + ": " + ec.message());
     run.nodes.push_back(std::move(n));
   }
-  run.rounds = configs->front().rounds;
+  run.rounds = configs->front().training.rounds;
   auto start = std::chrono::steady_clock::now();
   Status status = runner.Run(MethodJob{scenario, *configs, options, interrupt}, run);
   run.wall_seconds = SecondsSince(start);

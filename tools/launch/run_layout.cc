@@ -138,8 +138,8 @@ MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
     auto text = ReadWholeFile(config_path);
     auto config = text.ok() ? node::ParseNodeConfig(*text, config_path)
                             : Result<node::NodeConfig>(text.status());
-    n.attacker = config.ok() && config->attack != node::AttackKind::kNone;
-    if (config.ok()) run.rounds = std::max(run.rounds, config->rounds);
+    n.attacker = config.ok() && config->attack.kind != node::AttackKind::kNone;
+    if (config.ok()) run.rounds = std::max(run.rounds, config->training.rounds);
     auto rows = node::ReadRoundsCsv(PathIn(n.dir, kRoundsFile));
     if (rows.ok()) n.rounds = std::move(*rows);
     std::ifstream exit_file(PathIn(n.dir, kExitStatusFile));

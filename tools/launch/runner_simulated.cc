@@ -37,7 +37,7 @@ class SimulatedRunner : public MethodRunner {
       MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(PathIn(run.nodes[i].dir, kNodeConfigFile),
                                                     node::RenderNodeConfig(configs[i])));
     }
-    ProgressLine progress(run.method.name, configs.front().rounds);
+    ProgressLine progress(run.method.name, configs.front().training.rounds);
     sim::SimulationOptions sim;
     sim.network = scenario.network;
     sim.seed = scenario.seed;

@@ -454,7 +454,7 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
                                         const std::string& shard, const std::string& output_dir,
                                         const std::vector<node::PeerAddress>& peers,
                                         const std::vector<std::pair<std::string, int>>& clusters,
-                                        const std::optional<node::SecurityConfig>& security,
+                                        const std::optional<node::SecuritySection>& security,
                                         bool attacker) {
   std::map<std::string, std::string> keys = scenario.node_template;
   std::map<std::string, std::string> origins = scenario.node_origins;

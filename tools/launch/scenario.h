@@ -101,7 +101,7 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
                                         const std::string& shard, const std::string& output_dir,
                                         const std::vector<node::PeerAddress>& peers,
                                         const std::vector<std::pair<std::string, int>>& clusters,
-                                        const std::optional<node::SecurityConfig>& security,
+                                        const std::optional<node::SecuritySection>& security,
                                         bool attacker = false);
 
 // The share of each cluster's nodes that attack under `method` (`attack.fraction` of the node
