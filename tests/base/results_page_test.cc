@@ -1,0 +1,142 @@
+// docs/results.md's full-scale tables are rebuilt from the data in results/: every run kept there
+// (results/<scenario>/seed-<seed>/<method folder>/summary.csv) has its row on the page, every row
+// names a run that is kept, and the row's per-cluster and mean accuracies are the data's, rounded
+// to two decimals. A figure typed by hand, or data added without its row, fails here.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace meshlearn {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kRoot = MESHLEARN_SOURCE_DIR;
+
+// A kept run: scenario name, seed and method name (the summary's `method` column).
+using RunKey = std::tuple<std::string, std::string, std::string>;
+
+// Splits one CSV line at its commas; quotes around a cell are dropped (no kept cell holds a
+// comma).
+std::vector<std::string> CsvCells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream in(line);
+  std::string cell;
+  while (std::getline(in, cell, ',')) {
+    if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
+      cell = cell.substr(1, cell.size() - 2);
+    }
+    cells.push_back(cell);
+  }
+  if (!line.empty() && line.back() == ',') cells.push_back("");  // getline drops the last one
+  return cells;
+}
+
+// `value` (a number as summary.csv writes it) with two decimals, as the page shows it.
+std::string TwoDecimals(const std::string& value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", std::stod(value));
+  return text;
+}
+
+// The figures of every kept run: its clusters' accuracies, then the mean, each with two decimals.
+std::map<RunKey, std::vector<std::string>> KeptRuns() {
+  std::map<RunKey, std::vector<std::string>> runs;
+  const fs::path results = kRoot / "results";
+  if (!fs::exists(results)) return runs;
+  for (const auto& entry : fs::recursive_directory_iterator(results)) {
+    if (entry.path().filename() != "summary.csv") continue;
+    const fs::path method_dir = entry.path().parent_path();
+    const std::string seed_dir = method_dir.parent_path().filename().string();
+    const std::string scenario = method_dir.parent_path().parent_path().filename().string();
+    EXPECT_EQ(seed_dir.rfind("seed-", 0), 0u) << entry.path() << ": not under a seed-<n> folder";
+    std::ifstream in(entry.path());
+    std::string header_line, line;
+    std::getline(in, header_line);
+    const std::vector<std::string> header = CsvCells(header_line);
+    while (std::getline(in, line)) {
+      const std::vector<std::string> cells = CsvCells(line);
+      EXPECT_EQ(cells.size(), header.size()) << entry.path() << ": " << line;
+      if (cells.size() != header.size()) continue;
+      std::vector<std::string> figures;
+      std::string method;
+      for (size_t i = 0; i < header.size(); ++i) {
+        if (header[i] == "method") method = cells[i];
+        if (std::regex_match(header[i], std::regex("cluster_[0-9]+"))) {
+          figures.push_back(TwoDecimals(cells[i]));
+        }
+      }
+      for (size_t i = 0; i < header.size(); ++i) {
+        if (header[i] == "mean") figures.push_back(TwoDecimals(cells[i]));
+      }
+      runs[{scenario, seed_dir.substr(5), method}] = figures;
+    }
+  }
+  return runs;
+}
+
+// The rows of the page's full-scale tables: under a heading "### `<scenario>`", a row whose first
+// cell is "`<method>`, seed <n>", then one cell per cluster and the mean (bold marks dropped).
+std::map<RunKey, std::vector<std::string>> PageRows() {
+  std::map<RunKey, std::vector<std::string>> rows;
+  std::ifstream in(kRoot / "docs" / "results.md");
+  const std::regex heading("^### `([^`]+)`");
+  const std::regex first_cell("^`([^`]+)`, seed ([0-9]+)$");
+  std::string scenario, line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (line.rfind("## ", 0) == 0) scenario.clear();
+    if (std::regex_search(line, m, heading)) scenario = m[1];
+    if (scenario.empty() || line.rfind("| ", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream cells_in(line.substr(1));
+    std::string cell;
+    while (std::getline(cells_in, cell, '|')) {
+      cell = std::regex_replace(cell, std::regex("\\*\\*"), "");
+      cell = std::regex_replace(cell, std::regex("^ +| +$"), "");
+      cells.push_back(cell);
+    }
+    if (cells.empty() || !std::regex_match(cells[0], m, first_cell)) continue;
+    std::vector<std::string> figures;
+    for (size_t i = 1; i < cells.size(); ++i) {
+      if (!std::regex_match(cells[i], std::regex("[0-9]+\\.[0-9]{2}"))) break;
+      figures.push_back(cells[i]);
+    }
+    rows[{scenario, m[2], m[1]}] = figures;
+  }
+  return rows;
+}
+
+std::string Name(const RunKey& key) {
+  return std::get<0>(key) + " seed " + std::get<1>(key) + " " + std::get<2>(key);
+}
+
+TEST(ResultsPage, EveryKeptRunHasItsRowWithTheDatasFigures) {
+  const auto runs = KeptRuns();
+  const auto rows = PageRows();
+  ASSERT_FALSE(runs.empty()) << "results/ keeps no run";
+  for (const auto& [key, figures] : runs) {
+    auto row = rows.find(key);
+    ASSERT_NE(row, rows.end()) << Name(key) << " is in results/ but has no row in docs/results.md";
+    EXPECT_EQ(row->second, figures) << Name(key) << ": the page's figures are not the data's";
+  }
+}
+
+TEST(ResultsPage, EveryRowNamesAKeptRun) {
+  const auto runs = KeptRuns();
+  for (const auto& [key, figures] : PageRows()) {
+    EXPECT_TRUE(runs.count(key)) << "docs/results.md has a row for " << Name(key)
+                                 << " but results/ keeps no such run";
+  }
+}
+
+}  // namespace
+}  // namespace meshlearn
