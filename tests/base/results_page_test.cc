@@ -14,6 +14,8 @@
 #include <tuple>
 #include <vector>
 
+#include "base/csv.h"
+
 namespace meshlearn {
 namespace {
 
@@ -23,22 +25,6 @@ const fs::path kRoot = MESHLEARN_SOURCE_DIR;
 
 // A kept run: scenario name, seed and method name (the summary's `method` column).
 using RunKey = std::tuple<std::string, std::string, std::string>;
-
-// Splits one CSV line at its commas; quotes around a cell are dropped (no kept cell holds a
-// comma).
-std::vector<std::string> CsvCells(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, ',')) {
-    if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
-      cell = cell.substr(1, cell.size() - 2);
-    }
-    cells.push_back(cell);
-  }
-  if (!line.empty() && line.back() == ',') cells.push_back("");  // getline drops the last one
-  return cells;
-}
 
 // `value` (a number as summary.csv writes it) with two decimals, as the page shows it.
 std::string TwoDecimals(const std::string& value) {
@@ -59,12 +45,18 @@ std::map<RunKey, std::vector<std::string>> KeptRuns() {
     const std::string scenario = method_dir.parent_path().parent_path().filename().string();
     EXPECT_EQ(seed_dir.rfind("seed-", 0), 0u) << entry.path() << ": not under a seed-<n> folder";
     std::ifstream in(entry.path());
-    std::string header_line, line;
-    std::getline(in, header_line);
-    const std::vector<std::string> header = CsvCells(header_line);
-    while (std::getline(in, line)) {
-      const std::vector<std::string> cells = CsvCells(line);
-      EXPECT_EQ(cells.size(), header.size()) << entry.path() << ": " << line;
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto records = ParseCsv(text.str(), entry.path().string());
+    if (!records.ok() || records->empty()) {
+      ADD_FAILURE() << entry.path() << " is not a summary: "
+                    << (records.ok() ? "empty" : records.status().ToString());
+      continue;
+    }
+    const std::vector<std::string>& header = records->front().fields;
+    for (size_t r = 1; r < records->size(); ++r) {
+      const std::vector<std::string>& cells = (*records)[r].fields;
+      EXPECT_EQ(cells.size(), header.size()) << entry.path() << " line " << (*records)[r].line;
       if (cells.size() != header.size()) continue;
       std::vector<std::string> figures;
       std::string method;
