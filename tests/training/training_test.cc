@@ -124,6 +124,8 @@ struct FastStepCase {
   OptimizerConfig optimizer;
   const char* name;
 };
+// The case by its name in test output (instead of its raw bytes).
+void PrintTo(const FastStepCase& c, std::ostream* os) { *os << c.name; }
 class FastStep : public ::testing::TestWithParam<FastStepCase> {};
 
 TEST_P(FastStep, EqualsThePlainLibTorchStep) {
