@@ -83,6 +83,17 @@ size_t ConsecutiveRounds(const std::string& node_dir) {
   return rows.size();
 }
 
+// Node `id`'s rounds.csv, comm.csv and scores.csv are written in run `a` and byte-identical in
+// run `b`.
+void ExpectSameNodeFiles(SimMesh& mesh, const std::string& a, const std::string& b,
+                         const std::string& id) {
+  for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
+    std::string text = ReadText(mesh.NodeDir(a, id) + "/" + file);
+    EXPECT_FALSE(text.empty()) << id << "/" << file;
+    EXPECT_EQ(text, ReadText(mesh.NodeDir(b, id) + "/" + file)) << id << "/" << file;
+  }
+}
+
 TEST(Simulation, TheSameSeedGivesByteIdenticalOutputsWithOneAndTwoThreads) {
   SimMesh mesh("identical", {"n0", "n1", "n2", "n3", "n4", "n5"}, 12, 2);
   SimulationOptions options;
@@ -99,11 +110,7 @@ TEST(Simulation, TheSameSeedGivesByteIdenticalOutputsWithOneAndTwoThreads) {
   EXPECT_EQ(one.events, two.events);
   double first_loss = 0, last_loss = 0;
   for (const std::string& id : mesh.ids()) {
-    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
-      std::string a = ReadText(mesh.NodeDir("one", id) + "/" + file);
-      EXPECT_FALSE(a.empty()) << id << "/" << file;
-      EXPECT_EQ(a, ReadText(mesh.NodeDir("two", id) + "/" + file)) << id << "/" << file;
-    }
+    ExpectSameNodeFiles(mesh, "one", "two", id);
     auto rows = Rounds(mesh.NodeDir("one", id));
     ASSERT_EQ(rows.size(), 13u) << id;
     first_loss += rows.front().test_loss;
@@ -276,11 +283,7 @@ TEST(Simulation, AResumedRunGivesTheOutputsOfARunNeverStopped) {
   EXPECT_FALSE(last.interrupted);
   for (const std::string& id : mesh.ids()) {
     EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("stopped", id)), 10u) << id;
-    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
-      std::string a = ReadText(mesh.NodeDir("whole", id) + "/" + file);
-      EXPECT_FALSE(a.empty()) << id << "/" << file;
-      EXPECT_EQ(a, ReadText(mesh.NodeDir("stopped", id) + "/" + file)) << id << "/" << file;
-    }
+    ExpectSameNodeFiles(mesh, "whole", "stopped", id);
   }
 }
 
@@ -354,11 +357,7 @@ TEST(Simulation, ADifferentiallyPrivateRunIsByteIdenticalWithOneAndTwoThreads) {
   options.threads = 2;
   mesh.Run("two", options);
   for (const std::string& id : kFour) {
-    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
-      std::string a = ReadText(mesh.NodeDir("one", id) + "/" + file);
-      EXPECT_FALSE(a.empty()) << id << "/" << file;
-      EXPECT_EQ(a, ReadText(mesh.NodeDir("two", id) + "/" + file)) << id << "/" << file;
-    }
+    ExpectSameNodeFiles(mesh, "one", "two", id);
     auto rows = Rounds(mesh.NodeDir("one", id));
     ASSERT_EQ(rows.size(), 5u) << id;
     EXPECT_GT(rows.back().epsilon, rows.front().epsilon) << id << ": each round spends ε";
