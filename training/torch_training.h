@@ -1,6 +1,6 @@
 #pragma once
 // Internal to meshlearn_training (not part of its public API): the torch-side helpers of local
-// training shared by trainer.cc and dp_sgd.cc. Includes torch; do not include from public headers.
+// training shared by trainer.cc, dp_sgd.cc and models.cc. Includes torch; do not include from public headers.
 
 #include <cstdint>
 #include <memory>

@@ -14,7 +14,7 @@ namespace meshlearn::node {
 namespace {
 
 // Shortest text that reads back to the same double; empty for NaN (not applicable).
-std::string Number(double value) {
+std::string CsvNumber(double value) {
   if (std::isnan(value)) return "";
   std::ostringstream out;
   out.precision(9);
@@ -189,11 +189,11 @@ Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_
   if (!buffered_) MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
   const RoundOutcome& o = r.outcome;
   std::ostringstream row;
-  row << r.round << ',' << Number(r.wall_seconds) << ',' << Number(o.train_loss) << ','
-      << Number(o.val_loss) << ',' << Number(o.val_acc) << ',' << Number(o.test_loss) << ','
-      << Number(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in << ','
-      << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << Number(o.train_seconds) << ','
-      << Number(o.eval_seconds) << ',' << Number(o.temperature) << ',' << Number(o.epsilon) << ','
+  row << r.round << ',' << CsvNumber(r.wall_seconds) << ',' << CsvNumber(o.train_loss) << ','
+      << CsvNumber(o.val_loss) << ',' << CsvNumber(o.val_acc) << ',' << CsvNumber(o.test_loss) << ','
+      << CsvNumber(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in << ','
+      << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << CsvNumber(o.train_seconds) << ','
+      << CsvNumber(o.eval_seconds) << ',' << CsvNumber(o.temperature) << ',' << CsvNumber(o.epsilon) << ','
       << JoinPeers(r.sampled_peers) << '\n';
   if (buffered_) {
     rounds_text_ += row.str();
@@ -239,13 +239,13 @@ Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
   csv << "peer,emd,ref,accepted,peer_accepted,mutual,witness,threshold,measured_round,measured_s\n";
   auto flag = [](const std::optional<bool>& b) { return b ? (*b ? "1" : "0") : ""; };
   for (const EmdRow& r : rows) {
-    csv << JoinPeers({r.peer}) << ',' << (r.emd ? Number(*r.emd) : "") << ','
-        << (r.reference ? Number(*r.reference) : "") << ',' << flag(r.accepted) << ','
+    csv << JoinPeers({r.peer}) << ',' << (r.emd ? CsvNumber(*r.emd) : "") << ','
+        << (r.reference ? CsvNumber(*r.reference) : "") << ',' << flag(r.accepted) << ','
         << flag(r.peer_accepted) << ',' << (r.mutual() ? 1 : 0) << ','
         << (r.witness.empty() ? "" : JoinPeers({r.witness})) << ','
-        << (r.threshold ? Number(*r.threshold) : "") << ','
+        << (r.threshold ? CsvNumber(*r.threshold) : "") << ','
         << (r.measured_round ? std::to_string(*r.measured_round) : "") << ','
-        << (r.measured_seconds ? Number(*r.measured_seconds) : "") << '\n';
+        << (r.measured_seconds ? CsvNumber(*r.measured_seconds) : "") << '\n';
   }
   return Replace("emd.csv", csv.str());
 }
@@ -254,7 +254,7 @@ Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
   std::ostringstream csv;
   csv << "peer,distance,related\n";
   for (const SignatureRow& r : rows) {
-    csv << JoinPeers({r.peer}) << ',' << Number(r.distance) << ',' << (r.related ? 1 : 0) << '\n';
+    csv << JoinPeers({r.peer}) << ',' << CsvNumber(r.distance) << ',' << (r.related ? 1 : 0) << '\n';
   }
   return Replace("signature.csv", csv.str());
 }
