@@ -19,50 +19,26 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-phase="" phase_start=0 times=()
-# Starts phase $1, closing the one before.
-begin() {
-  finish
-  phase="$1" phase_start=$SECONDS
-  echo "test: phase $phase"
-}
-finish() {
-  if [ -n "$phase" ]; then
-    local s=$((SECONDS - phase_start))
-    times+=("$(printf '  %-11s %3dm%02ds' "$phase" $((s / 60)) $((s % 60)))")
-    phase=""
-  fi
-}
-report() {
-  local status=$? failed="$phase"
-  finish
-  echo "test: phase times"
-  printf '%s\n' "${times[@]}"
-  printf '  %-11s %3dm%02ds\n' total $((SECONDS / 60)) $((SECONDS % 60))
-  if [ "$status" -eq 0 ]; then
-    echo "test: passed"
-  else
-    echo "test: FAILED in phase ${failed:-?} (exit $status)"
-  fi
-}
-trap report EXIT
+# shellcheck source=scripts/phases.sh
+source scripts/phases.sh
+phases_start test passed
 
-begin install
+phases_begin install
 bash scripts/setup.sh test
 
-begin build
+phases_begin build
 bash scripts/build.sh -DMESHLEARN_BUILD_TESTS=ON
 
-begin ctest
+phases_begin ctest
 ctest --test-dir build --output-on-failure -j2 -LE image
 
-begin sanitizers
+phases_begin sanitizers
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMESHLEARN_WITH_TORCH=OFF \
   -DMESHLEARN_SANITIZE=ON >/dev/null
 cmake --build build-asan -j2
 ctest --test-dir build-asan --output-on-failure -j2 -L "base|protocol|topology|similarity"
 
-begin fuzz
+phases_begin fuzz
 fuzz_skip=""
 if ! command -v clang++ >/dev/null 2>&1; then
   fuzz_skip="clang++ not found (scripts/setup.sh installs clang)"
@@ -85,5 +61,5 @@ else
   ctest --test-dir build-fuzz --output-on-failure -L fuzz
 fi
 
-begin image
+phases_begin image
 ctest --test-dir build --output-on-failure -L image
