@@ -796,7 +796,11 @@ Result<Envelope> DecodeEnvelope(const Frame& frame, const Limits& limits) {
 }
 
 EnvelopeAddress AddressOf(const Frame& frame, const Limits& limits) {
-  auto parsed = ParseEnvelope(frame, limits);
+  // A sender above max_string_bytes is refused (too_large) by DecodeEnvelope, yet frame 0 is a
+  // well-formed envelope whose request id the Error must repeat: read it without that limit.
+  Limits lenient = limits;
+  lenient.max_string_bytes = static_cast<uint32_t>(std::min<size_t>(frame.size(), UINT32_MAX));
+  auto parsed = ParseEnvelope(frame, lenient);
   if (!parsed.ok()) return {};
   return {IsNodeId(parsed->sender) ? parsed->sender : "", parsed->request_id};
 }

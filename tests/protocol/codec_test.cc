@@ -495,6 +495,11 @@ TEST(Hostile, AddressOfAWellFormedEnvelopeHasItsRequestIdWhateverItsValues) {
   EnvelopeAddress bad_sender = AddressOf(EnvelopeWithSender("a b"));
   EXPECT_EQ(bad_sender.request_id, 5u);
   EXPECT_EQ(bad_sender.sender, "") << "a sender that is not a node id is not repeated";
+  // A sender above max_string_bytes makes the envelope too_large, yet the Error repeats its id.
+  Frame long_sender = EnvelopeWithSender(std::string(Limits{}.max_string_bytes + 1, 'x'));
+  EXPECT_EQ(DecodeEnvelope(long_sender).status().code(), ErrorCode::kTooLarge);
+  EXPECT_EQ(AddressOf(long_sender).request_id, 5u);
+  EXPECT_EQ(AddressOf(long_sender).sender, "");
   const uint8_t garbage[] = {0x92, 0x01, 0x02};
   EXPECT_EQ(AddressOf(Frame::CopyOf(garbage, sizeof(garbage))).request_id, 0u);
 }

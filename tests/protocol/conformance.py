@@ -645,6 +645,29 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
         "a Hello with an invalid listen_endpoint", "invalid_argument", 7025)
     raw([envelope(1, "py-other", 7026), pack([silent_endpoint, "mlp/10/784/1", "x", "", 1])],
         "a Hello with another architecture", "refused", 7026)
+    # ---- the rules PROTOCOL.md "Refusals in detail" settles ---------------------------------
+    raw([envelope(9, "x" * (MAX_STRING_BYTES + 1), 7030), pack([1])],
+        "a sender above max_string_bytes", "too_large", 7030)
+    raw([envelope(9, "py-client", 7031, version=1, min_version=2), pack([1])],
+        "min_version above protocol_version", "malformed", 7031)
+    raw([envelope(9, "py-client", 7032), pack([1] * (MAX_TENSORS + MAX_PEERS + 1))],
+        "an array of max_tensors + max_peers + 1 elements", "too_many", 7032)
+    raw([envelope(200, "bad id", 7033, magic=0xDEADBEEF), pack([1])],
+        "bad magic, unknown type and bad sender at once", "bad_magic", 7033)
+    raw([envelope(200, "bad id", 7034), pack([1])], "unknown type and bad sender at once",
+        "unknown_type", 7034)
+    raw([envelope(9, "bad id", 7035), pack([1]), b"", b"", b""],
+        "5 frames and a bad sender at once", "too_many", 7035)
+    for version, what in ((VERSION, "a Goodbye from a stranger"),
+                          (1, "a Goodbye from a stranger in a version-1 envelope")):
+        rid, reply = client.ask("Goodbye", ["leaving"], sender="py-stranger", version=version,
+                                min_version=1)
+        check(reply is not None and reply.type == TYPES["Goodbye"], what + " is acknowledged",
+              reply and reply.name)
+    rid, reply = client.ask("Ping", [4])
+    check(reply is not None and reply.type == TYPES["Pong"],
+          "the node serves on after a stranger's Goodbye")
+
     started = time.time()
     reply = client.send([envelope(4, "py-client", 7027), pack([10 ** 9, True])], timeout=60)
     held = time.time() - started
