@@ -115,6 +115,55 @@ TEST(RunReader, ReportAndDashboardShowTheSameMethodsRowsAndStatuses) {
   EXPECT_EQ(report_rows[2], (std::vector<int64_t>{1, 1, 1}));
 }
 
+// A complete run folder `tag` of scenario "one" holding `methods` (nodes 0-2 ran rounds 0-1)
+// over `clusters_csv`.
+std::string FolderOf(const std::string& tag, const std::vector<std::string>& methods,
+                     const std::string& clusters_csv) {
+  std::string dir = ::testing::TempDir() + "/run_reader_" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + tag;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(PathIn(dir, kClustersFile)) << clusters_csv;
+  Manifest manifest;
+  manifest.scenario_name = "one";
+  manifest.status = kComplete;
+  for (const std::string& name : methods) {
+    for (const std::string id : {"0", "1", "2"}) WriteRounds(MethodDir(dir, name), id, 1);
+    MethodRecord record;
+    record.name = name;
+    record.status = kComplete;
+    manifest.methods.push_back(record);
+  }
+  std::ofstream(PathIn(dir, kManifestFile)) << RenderManifest(manifest);
+  return dir;
+}
+
+// Methods of one scenario run into separate folders (one per method, as long runs are) read as
+// one table; folders of other nodes or clusters, or one method twice, are refused by name.
+TEST(RunReader, SeveralFoldersOfOneScenarioReadAsOneTable) {
+  const std::string clusters = "node,cluster\n0,0\n1,0\n2,1\n";
+  std::string a = FolderOf("a", {"oracle"}, clusters);
+  std::string b = FolderOf("b", {"random", "local"}, clusters);
+  auto both = ReadRunFolders({a, b});
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  std::vector<std::string> names;
+  for (const MethodRun& run : both->runs) names.push_back(run.method.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"oracle", "random", "local"}));
+  EXPECT_EQ(both->title, "one");
+  EXPECT_EQ(both->partition.clusters, (std::vector<int>{0, 0, 1}));
+
+  std::string other = FolderOf("other", {"random"}, "node,cluster\n0,0\n1,1\n2,1\n");
+  auto mixed = ReadRunFolders({a, other});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(mixed.status().message().find(other), std::string::npos);
+
+  auto twice = ReadRunFolders({a, b, FolderOf("again", {"oracle"}, clusters)});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("method 'oracle' is in both"), std::string::npos)
+      << twice.status().ToString();
+}
+
 // The same folder after the report wrote summary.csv in another order: both follow it.
 TEST(RunReader, SummaryCsvGivesTheMethodOrder) {
   std::string dir = ThreeMethodFolder();

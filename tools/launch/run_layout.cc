@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "base/atomic_file.h"
 #include "base/csv.h"
@@ -254,6 +256,41 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
     }
   }
   return folder;
+}
+
+Result<RunFolder> ReadRunFolders(const std::vector<std::string>& dirs) {
+  if (dirs.empty()) return Status::InvalidArgument("no run folder given");
+  auto combined = ReadRunFolder(dirs[0]);
+  if (!combined.ok()) return combined.status();
+  std::map<std::string, std::string> folder_of;  // method name -> the folder that holds it
+  for (const MethodRun& run : combined->runs) folder_of[run.method.name] = dirs[0];
+  for (size_t i = 1; i < dirs.size(); ++i) {
+    auto folder = ReadRunFolder(dirs[i]);
+    if (!folder.ok()) return folder.status();
+    const Partition& a = combined->partition;
+    const Partition& b = folder->partition;
+    if (a.ids != b.ids || a.clusters != b.clusters) {
+      return Status::InvalidArgument("run folders '" + dirs[0] + "' and '" + dirs[i] +
+                                     "' hold different nodes or clusters (clusters.csv): not "
+                                     "runs of one scenario");
+    }
+    if (folder->title != combined->title) {
+      combined->notes.push_back("'" + dirs[i] + "' is a run of scenario '" + folder->title +
+                                "', shown under '" + combined->title + "'");
+    }
+    for (MethodRun& run : folder->runs) {
+      auto [it, fresh] = folder_of.emplace(run.method.name, dirs[i]);
+      if (!fresh) {
+        return Status::InvalidArgument("method '" + run.method.name + "' is in both '" +
+                                       it->second + "' and '" + dirs[i] +
+                                       "'; give each method once");
+      }
+      combined->runs.push_back(std::move(run));
+    }
+    for (std::string& note : folder->notes) combined->notes.push_back(std::move(note));
+    combined->partition.classification = a.classification || b.classification;
+  }
+  return combined;
 }
 
 }  // namespace meshlearn::launch

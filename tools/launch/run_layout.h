@@ -115,4 +115,10 @@ struct RunFolder {
 // and column for a clusters.csv or summary.csv that does not parse.
 Result<RunFolder> ReadRunFolder(const std::string& dir);
 
+// Reads the run folders `dirs` (ReadRunFolder) as one: the methods of each, in order. They must
+// be runs of one scenario, each method run once: kInvalidArgument naming both folders when two
+// hold different nodes or clusters, or the same method. The title is the first folder's; a note
+// names any folder whose scenario name differs.
+Result<RunFolder> ReadRunFolders(const std::vector<std::string>& dirs);
+
 }  // namespace meshlearn::launch

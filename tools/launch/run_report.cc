@@ -72,18 +72,34 @@ std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std:
 int ReportCommand(int argc, char** argv) {
   CLI::App app{
       "meshlearn-launch report: rebuild the table, heatmaps, curves and summary.csv of a "
-      "run folder"};
-  std::string dir;
-  app.add_option("run_dir", dir, "the run folder (a launcher's --out, or node folders)")
+      "run folder, or of several run folders of one scenario shown together"};
+  std::vector<std::string> dirs;
+  std::string out;
+  app.add_option("run_dirs", dirs,
+                 "the run folder (a launcher's --out, or node folders); several: runs of one "
+                 "scenario, each with other methods, shown as one table")
       ->required();
+  app.add_option("--out", out,
+                 "where the table's summary.csv and curves.png go (default: the run folder; "
+                 "required with several)");
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
-  auto folder = ReadRunFolder(dir);
+  if (out.empty() && dirs.size() > 1) {
+    std::fprintf(stderr,
+                 "meshlearn-launch report: %zu run folders need --out DIR for their combined "
+                 "summary.csv and curves.png\n",
+                 dirs.size());
+    return kExitBadInput;
+  }
+  if (out.empty()) out = dirs[0];
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  auto folder = ReadRunFolders(dirs);
   if (!folder.ok()) {
     std::fprintf(stderr, "meshlearn-launch report: %s\n", folder.status().ToString().c_str());
     return kExitBadInput;
   }
   for (const std::string& note : folder->notes) std::printf("note: %s\n", note.c_str());
-  auto summaries = WriteRunReport(dir, folder->title, folder->partition, folder->runs);
+  auto summaries = WriteRunReport(out, folder->title, folder->partition, folder->runs);
   int failed = 0;
   for (const MethodSummary& s : summaries) failed += s.nodes_failed;
   return failed ? kExitNodesFailed : kExitOk;

@@ -31,9 +31,10 @@ std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std:
                                           const Partition& partition,
                                           const std::vector<MethodRun>& runs);
 
-// `meshlearn-launch report RUN_DIR`: reads the run folder (ReadRunFolder), prints its notes and
-// writes its report (WriteRunReport). Returns the exit code: kExitOk, kExitNodesFailed when some
-// nodes failed, kExitBadInput for a bad command line or a folder that cannot be read.
+// `meshlearn-launch report RUN_DIR... [--out DIR]`: reads the run folders as one
+// (ReadRunFolders), prints their notes and writes the report (WriteRunReport) into --out, by
+// default the one run folder. Returns the exit code: kExitOk, kExitNodesFailed when some nodes
+// failed, kExitBadInput for a bad command line or folders that cannot be read or combined.
 int ReportCommand(int argc, char** argv);
 
 }  // namespace meshlearn::launch
