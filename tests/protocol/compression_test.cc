@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/protocol/sample_messages.h"
+
 namespace meshlearn {
 namespace {
 
@@ -331,27 +333,19 @@ TEST(CompressionCodecNames, RoundTripAndRefuseOthers) {
   EXPECT_EQ(CompressionCodecNamed("int4").status().code(), ErrorCode::kInvalidArgument);
 }
 
-// One valid blob of every codec and value codec, for the hostile-input tests.
-std::vector<std::vector<uint8_t>> SampleBlobs(const std::vector<float>& values) {
-  return {MustEncode(values, CompressionSettings{}), MustEncode(values, Fp16()),
-          MustEncode(values, Int8(64)), MustEncode(values, TopK(0.1, CompressionCodec::kFp16)),
-          MustEncode(values, TopK(0.1, CompressionCodec::kInt8, 64))};
-}
-
 TEST(DecodeCompressed, EveryTruncationAndAnyExtraByteIsRefused) {
-  const std::vector<float> values = MixedValues(200, 9);
-  for (const std::vector<uint8_t>& blob : SampleBlobs(values)) {
+  for (const auto& [name, blob, count] : testing::CompressedSamples()) {
+    ASSERT_TRUE(DecodeCompressed(blob, count).ok()) << name;
     for (size_t length = 0; length < blob.size(); ++length) {
-      auto decoded = DecodeCompressed(std::span(blob).first(length), values.size());
-      ASSERT_FALSE(decoded.ok()) << "codec " << int{blob[0]} << " cut to " << length << " bytes";
+      auto decoded = DecodeCompressed(std::span(blob).first(length), count);
+      ASSERT_FALSE(decoded.ok()) << name << " cut to " << length << " bytes";
       EXPECT_FALSE(decoded.status().message().empty());
     }
     std::vector<uint8_t> longer = blob;
     longer.push_back(0);
-    EXPECT_EQ(DecodeCompressed(longer, values.size()).status().code(), ErrorCode::kMalformed)
-        << "codec " << int{blob[0]};
-    EXPECT_EQ(DecodeCompressed(blob, values.size() + 1).status().code(),
-              ErrorCode::kLayoutMismatch);
+    EXPECT_EQ(DecodeCompressed(longer, count).status().code(), ErrorCode::kMalformed) << name;
+    EXPECT_EQ(DecodeCompressed(blob, count + 1).status().code(), ErrorCode::kLayoutMismatch)
+        << name;
   }
 }
 
@@ -425,11 +419,10 @@ TEST(DecodeCompressed, RefusesEachBrokenFieldWithItsCode) {
 // Random damage never crashes the decoder (ASan runs this in CI) and never yields a value that is
 // not finite: a damaged blob is refused or decodes to `count` finite values.
 TEST(DecodeCompressed, RandomDamageIsRefusedOrDecodesToFiniteValues) {
-  const std::vector<float> values = MixedValues(300, 21);
   std::mt19937 rng(23);
   size_t refused = 0;
   size_t trials = 0;
-  for (const std::vector<uint8_t>& blob : SampleBlobs(values)) {
+  for (const auto& [name, blob, count] : testing::CompressedSamples()) {
     for (int trial = 0; trial < 2000; ++trial, ++trials) {
       std::vector<uint8_t> damaged = blob;
       const int flips = 1 + static_cast<int>(rng() % 4);
@@ -439,7 +432,7 @@ TEST(DecodeCompressed, RandomDamageIsRefusedOrDecodesToFiniteValues) {
         damaged[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
       }
       if (trial % 7 == 0) damaged.resize(rng() % damaged.size());
-      std::vector<float> out(values.size(), 0.0f);
+      std::vector<float> out(count, 0.0f);
       const Status status = DecodeCompressedInto(damaged, out);
       if (!status.ok()) {
         ++refused;
