@@ -76,7 +76,9 @@ inline uint16_t HalfOf(float value) {
   const uint32_t normal =
       (magnitude + (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + ((magnitude >> 13) & 1u)) >>
       13;
-  const uint32_t half = magnitude < kFp16MinNormalBits ? subnormal : normal;
+  // A mask, not a branch or a ?: (which GCC 12 keeps as control flow and does not vectorise).
+  const uint32_t is_subnormal = 0u - static_cast<uint32_t>(magnitude < kFp16MinNormalBits);
+  const uint32_t half = (subnormal & is_subnormal) | (normal & ~is_subnormal);
   return static_cast<uint16_t>(half | (sign >> 16));
 }
 
