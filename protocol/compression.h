@@ -15,10 +15,11 @@
 // 2. Decoding never trusts the bytes: every length, count, parameter, scale and index is checked
 //    before use; a bad blob gives a non-OK Status (never a crash), and an accepted blob decodes to
 //    finite values only.
-// 3. Encoding is canonical: Encode() of the values a blob decodes to need not give the same bytes
-//    (quantisation loses information), but decoding is a pure function of the bytes, so that every
-//    requester of a blob reconstructs bit-identical values.
-//    Rationale: the public estimate (below) only works if the sender and every requester agree on
+// 3. Decoding is a pure function of the bytes: one multiplication per int8 value, exact
+//    conversions for fp16 and float32, no sums, so every requester of a blob, on any machine,
+//    reconstructs the same bits. (Encoding is lossy: re-encoding decoded values may give other
+//    bytes.)
+//    Rationale: the public estimate (below) only works if the owner and every requester agree on
 //    x̂ to the bit.
 // 4. Memory-bandwidth loops: the dense codecs run in one streaming pass over the values, with no
 //    allocation per element.
