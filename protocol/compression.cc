@@ -257,28 +257,51 @@ Result<uint32_t> GetVarint(const uint8_t** at, const uint8_t* end) {
   return Status::Malformed("an index varint is longer than 5 bytes");
 }
 
+uint32_t MagnitudeOf(float value) { return BitsOf(value) & kFloatMagnitude; }
+
+// The k-th largest magnitude of the finite `values` (1 <= k <= n), as float bits (magnitudes of
+// finite floats order like their bits), and how many of the k largest equal it.
+// Rationale: nth_element over all n magnitudes costs about 4 ms for 1M values. A strided sample
+// first gives a floor that the k-th largest is very likely above, so that nth_element runs on
+// the few candidates at or above it; when the floor was too high, all n are the candidates. The
+// answer is exact and deterministic either way.
+std::pair<uint32_t, size_t> KthLargestMagnitude(std::span<const float> values, size_t k) {
+  constexpr size_t kSampleSize = 4096;
+  const size_t n = values.size();
+  std::vector<uint32_t> candidates;
+  uint32_t floor = 0;
+  if (n / kSampleSize > 1) {
+    const size_t stride = n / kSampleSize;
+    for (size_t i = 0; i < n; i += stride) candidates.push_back(MagnitudeOf(values[i]));
+    // Twice the sample's expected share of the k largest, plus a margin for small k.
+    const size_t sample_kept = std::min(candidates.size(), 2 * k / stride + 32);
+    auto at = candidates.end() - static_cast<ptrdiff_t>(sample_kept);
+    std::nth_element(candidates.begin(), at, candidates.end());
+    floor = *at;
+    candidates.clear();
+    for (float value : values) {
+      if (MagnitudeOf(value) >= floor) candidates.push_back(MagnitudeOf(value));
+    }
+  }
+  if (candidates.size() < k) {
+    candidates.resize(n);
+    for (size_t i = 0; i < n; ++i) candidates[i] = MagnitudeOf(values[i]);
+  }
+  auto kth = candidates.end() - static_cast<ptrdiff_t>(k);
+  std::nth_element(candidates.begin(), kth, candidates.end());
+  return {*kth, static_cast<size_t>(std::count(kth, candidates.end(), *kth))};
+}
+
 // The indices of the k largest magnitudes of `values`, increasing; among equal magnitudes at the
 // threshold, the lowest indices. kNonFinite when a value is NaN or Inf.
 Result<std::vector<uint32_t>> TopKIndices(std::span<const float> values, size_t k) {
-  const size_t n = values.size();
-  std::vector<uint32_t> magnitudes(n);
-  uint32_t bad = 0;
-  for (size_t i = 0; i < n; ++i) {
-    magnitudes[i] = BitsOf(values[i]) & kFloatMagnitude;
-    bad |= static_cast<uint32_t>(magnitudes[i] >= kFloatExponent);
-  }
-  if (bad != 0) return CheckFinite(values);
+  MESHLEARN_RETURN_IF_ERROR(CheckFinite(values));
   std::vector<uint32_t> indices;
   indices.reserve(k);
   if (k == 0) return indices;
-  // Magnitudes order like their bits: the k-th largest bits are the threshold.
-  auto kth = magnitudes.begin() + static_cast<ptrdiff_t>(n - k);
-  std::nth_element(magnitudes.begin(), kth, magnitudes.end());
-  const uint32_t threshold = *kth;
-  size_t ties_left = static_cast<size_t>(
-      std::count(kth, magnitudes.end(), threshold));  // the k kept include this many ties
-  for (size_t i = 0; i < n && indices.size() < k; ++i) {
-    const uint32_t magnitude = BitsOf(values[i]) & kFloatMagnitude;
+  auto [threshold, ties_left] = KthLargestMagnitude(values, k);
+  for (size_t i = 0; i < values.size() && indices.size() < k; ++i) {
+    const uint32_t magnitude = MagnitudeOf(values[i]);
     if (magnitude > threshold) {
       indices.push_back(static_cast<uint32_t>(i));
     } else if (magnitude == threshold && ties_left > 0) {

@@ -205,6 +205,35 @@ TEST(TopKChoice, AmongEqualMagnitudesTheLowestIndicesWin) {
   EXPECT_EQ(decoded, (std::vector<float>{0, -2, 2, 0, 0, 0, 0, 3}));
 }
 
+// Large inputs take the sampled path of the selection: the same choice as sorting by magnitude
+// (ties to the lowest index), with heavy ties, and when the sample misleads it (the values it
+// sees are all large ones).
+TEST(TopKChoice, LargeInputsKeepWhatSortingByMagnitudeKeeps) {
+  const size_t n = 60000;
+  std::mt19937 rng(29);
+  std::vector<float> tied(n);  // 16 magnitudes, both signs: thousands of ties
+  for (float& v : tied) v = static_cast<float>(1 + rng() % 16) * (rng() % 2 ? 0.5f : -0.5f);
+  std::vector<float> misleading(n);  // large exactly where the strided sample looks (every 14th)
+  for (size_t i = 0; i < n; ++i) {
+    misleading[i] = static_cast<float>(i % 1000 + 1) * (i % 14 == 0 ? 16.0f : 1.0f) / 64;
+  }
+  for (const std::vector<float>* values : {&tied, &misleading}) {
+    std::vector<size_t> by_magnitude(n);
+    std::iota(by_magnitude.begin(), by_magnitude.end(), 0);
+    std::stable_sort(by_magnitude.begin(), by_magnitude.end(), [&](size_t a, size_t b) {
+      return std::fabs((*values)[a]) > std::fabs((*values)[b]);
+    });
+    for (double fraction : {0.0001, 0.01, 0.3, 0.5, 1.0}) {
+      const size_t k = TopKCount(n, fraction);
+      std::vector<float> expected(n, 0.0f);
+      for (size_t j = 0; j < k; ++j) expected[by_magnitude[j]] = (*values)[by_magnitude[j]];
+      const std::vector<float> decoded =
+          MustDecode(MustEncode(*values, TopK(fraction, CompressionCodec::kFp16)), n);
+      ASSERT_EQ(decoded, expected) << "fraction " << fraction;
+    }
+  }
+}
+
 // Issue 31, "Done when": top-k with error feedback loses nothing over time. The owner's model
 // moves every step; what it sent (the decoded updates) plus what it still holds back (x − x̂)
 // equals the sum of the moves, and every requester that applies the updates holds the owner's
