@@ -1,12 +1,15 @@
 #pragma once
 // One canonical message of every type, shared by the round-trip tests and the fixture writer.
 // Changing a sample changes the checked-in fixtures: regenerate them only for a new version.
+// Also one compressed blob of every codec (protocol/compression.h), shared by the codec tests and
+// the decode fuzzer's seeds.
 
 #include <cstdint>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "protocol/compression.h"
 #include "protocol/messages.h"
 #include "protocol/version.h"
 
@@ -161,6 +164,52 @@ inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = 
       model->update = FloatArray::Own(SampleUpdate());
       samples.push_back({prefix + "Model_update.frames", std::move(message)});
     }
+  }
+  return samples;
+}
+
+// 160 finite values for the compressed samples: zeros, exact binary fractions and magnitudes from
+// 1e-3 to 1e3, so that every codec's blocks, scales and index gaps vary.
+inline std::vector<float> SampleCompressedValues() {
+  std::vector<float> values(160);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float magnitude = (i % 11 == 0) ? 0.0f : static_cast<float>(i % 13) * 0.125f;
+    values[i] = magnitude * ((i % 3 == 0) ? -1.0f : 1.0f) * (i % 17 == 5 ? 1e3f : 1.0f) *
+                (i % 19 == 7 ? 1e-2f : 1.0f);
+  }
+  return values;
+}
+
+// A compressed blob of SampleCompressedValues() and what made it.
+struct CompressedSample {
+  std::string name;  // e.g. "topk_int8"
+  std::vector<uint8_t> blob;
+  size_t count = 0;  // the values it holds
+};
+
+// One blob of every codec and top-k value codec: none, fp16, int8 (blocks of 64), top-k at 10%
+// with fp16 values and with int8 values (blocks of 64).
+inline std::vector<CompressedSample> CompressedSamples() {
+  const std::vector<float> values = SampleCompressedValues();
+  auto settings = [](CompressionCodec codec, CompressionCodec topk_values) {
+    CompressionSettings s;
+    s.codec = codec;
+    s.block_size = 64;
+    s.topk_fraction = 0.1;
+    s.topk_values = topk_values;
+    return s;
+  };
+  const std::pair<const char*, CompressionSettings> cases[] = {
+      {"none", settings(CompressionCodec::kNone, CompressionCodec::kInt8)},
+      {"fp16", settings(CompressionCodec::kFp16, CompressionCodec::kInt8)},
+      {"int8", settings(CompressionCodec::kInt8, CompressionCodec::kInt8)},
+      {"topk_fp16", settings(CompressionCodec::kTopK, CompressionCodec::kFp16)},
+      {"topk_int8", settings(CompressionCodec::kTopK, CompressionCodec::kInt8)},
+  };
+  std::vector<CompressedSample> samples;
+  for (const auto& [name, s] : cases) {
+    auto blob = EncodeCompressed(values, s);
+    samples.push_back({name, blob.ok() ? *blob : std::vector<uint8_t>{}, values.size()});
   }
   return samples;
 }

@@ -1,8 +1,10 @@
-// libFuzzer target for the wire decoder: DecodeEnvelope() and Decode() of protocol/codec.h.
+// libFuzzer target for the wire decoder: DecodeEnvelope() and Decode() of protocol/codec.h, and
+// the compressed blob decoder of protocol/compression.h.
 //
 // Input: one multipart message as a length-prefixed frame sequence
 // (tests/protocol/fuzz/fuzz_input.h). The seeds are the fixtures of every protocol version in
-// tests/protocol/testdata/, converted at build time.
+// tests/protocol/testdata/, converted at build time, and one single-frame seed per compressed
+// sample blob (tests/protocol/sample_messages.h, CompressedSamples()).
 //
 // Contract. For every input the decoder must:
 //  1. return: never crash, hang, leak, read out of bounds or hit undefined behaviour (the fuzz
@@ -24,17 +26,23 @@
 //  8. accept only valid text (PROTOCOL.md, "Encoding rules", "Node ids"): every string of an
 //     accepted message is UTF-8 and every node id field follows the id rule;
 //  9. address refusals: whenever DecodeEnvelope accepts frame 0, AddressOf names its sender and
-//     request id.
-// A violation of 2-7 prints what differed and aborts, which libFuzzer reports as a crash and
+//     request id;
+// 10. decode compressed blobs safely: every frame, read as a compressed blob of the count its
+//     header names (up to kMaxFuzzBlobCount), is refused with a usable Status or decodes to finite
+//     values only; it decodes to the same bits from an odd address, is refused for any other
+//     count, and a none or fp16 blob (whose decoding loses nothing) re-encodes to its own bytes.
+// A violation of 2-7 or 10 prints what differed and aborts, which libFuzzer reports as a crash and
 // saves as a reproducer: it is a decoder bug, never a harness problem.
 //
 // Running it by hand and how long the test suite runs it: README.md, "Tests". Without libFuzzer
 // (g++ builds) replay_main.cc drives this same function over files, e.g. the seed corpus.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +50,7 @@
 #include <vector>
 
 #include "protocol/codec.h"
+#include "protocol/compression.h"
 #include "protocol/wire_text.h"
 #include "tests/protocol/fuzz/fuzz_input.h"
 #include "tests/protocol/sample_messages.h"
@@ -206,7 +215,43 @@ std::vector<Frame> Misaligned(const std::vector<Frame>& frames) {
   return out;
 }
 
+// The largest element count a compressed blob is decoded at: a 12-byte top-k blob may name up to
+// 2^32 - 1 values, which a node never expects (it decodes at its own model's size).
+constexpr uint32_t kMaxFuzzBlobCount = 1u << 16;
+
+// Contract 10: `frame` read as a compressed blob (PROTOCOL.md, "Compressed blob encodings").
+void CheckCompressedBlob(const Frame& frame) {
+  uint32_t count = 0;  // the header's element count, bytes 4-7
+  if (frame.size() >= 8) std::memcpy(&count, frame.data() + 4, sizeof(count));
+  if (count > kMaxFuzzBlobCount) return;
+  auto decoded = DecodeCompressed(frame.bytes(), count);
+  CheckRejection(decoded, "DecodeCompressed");
+  if (!decoded.ok()) return;
+  for (float value : *decoded) {
+    if (!std::isfinite(value)) Violated("DecodeCompressed accepted a blob with a NaN or Inf value");
+  }
+  auto unaligned = DecodeCompressed(Misaligned({frame})[0].bytes(), count);
+  if (!unaligned.ok() ||
+      (count > 0 && std::memcmp(unaligned->data(), decoded->data(), count * sizeof(float)) != 0)) {
+    Violated("a compressed blob decodes differently from an odd address");
+  }
+  auto other_count = DecodeCompressed(frame.bytes(), count + 1);
+  if (other_count.ok()) Violated("a compressed blob decodes at a count its header does not name");
+  const auto codec = static_cast<CompressionCodec>(frame.data()[0]);
+  if (codec == CompressionCodec::kNone || codec == CompressionCodec::kFp16) {
+    CompressionSettings settings;
+    settings.codec = codec;
+    auto again = EncodeCompressed(*decoded, settings);
+    if (!again.ok() ||
+        !std::equal(again->begin(), again->end(), frame.bytes().begin(), frame.bytes().end())) {
+      Violated(std::string("a ") + CompressionCodecName(codec) +
+               " blob does not re-encode to its own bytes");
+    }
+  }
+}
+
 void CheckInput(const std::vector<Frame>& frames) {
+  for (const Frame& frame : frames) CheckCompressedBlob(frame);
   std::optional<Result<Envelope>> envelope;
   if (!frames.empty()) {
     envelope.emplace(DecodeEnvelope(frames[0]));
