@@ -188,7 +188,8 @@ class Simulator {
   }
 
   SimulationReport Run() {
-    auto real_start = std::chrono::steady_clock::now();
+    real_start_ = std::chrono::steady_clock::now();
+    const auto real_start = real_start_;
     auto last_progress = real_start;
     StartAll();
     while (!stop_ && clock_->RunNext()) {
@@ -484,6 +485,11 @@ class Simulator {
     s.virtual_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(clock_->Now() - TimePoint{}).count();
     s.simulated_seconds = report_.simulated_seconds;
+    s.real_seconds = report_.earlier_real_seconds +
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start_)
+                         .count();
+    s.compute_seconds =
+        report_.earlier_compute_seconds + static_cast<double>(compute_ns_.load()) * 1e-9;
     std::ostringstream generator;
     generator << loss_rng_;
     s.generator = generator.str();
@@ -527,6 +533,8 @@ class Simulator {
       return Status::Malformed(path + ": the network generator's state does not read back");
     }
     report_.simulated_seconds = s.simulated_seconds;
+    report_.earlier_real_seconds = s.real_seconds;
+    report_.earlier_compute_seconds = s.compute_seconds;
     const std::string round_dir = options_.snapshot_dir + "/round-" + std::to_string(s.round);
     for (size_t i = 0; i < nodes_.size(); ++i) {
       SimNode& n = nodes_[i];
@@ -690,6 +698,7 @@ class Simulator {
   }
 
   const SimulationOptions& options_;
+  std::chrono::steady_clock::time_point real_start_;  // when this launch's Run() began
   std::atomic<int64_t> compute_ns_{0};           // written by the workers
   std::atomic<int64_t> exchange_compute_ns_{0};  // the part in jobs other than rounds
   int threads_;

@@ -106,6 +106,11 @@ struct SimulationReport {
   // it started at round 0). Counts above (events, messages, jobs, seconds) cover this run only.
   int64_t snapshot_round = -1;
   int64_t resumed_from = -1;
+  // With resumed_from >= 0: the real and learners' compute seconds of the launches before this
+  // one, up to that snapshot (NaN when the snapshot did not record them); 0 otherwise. This
+  // launch's real_seconds plus earlier_real_seconds is what the run cost, redone rounds once.
+  double earlier_real_seconds = 0;
+  double earlier_compute_seconds = 0;
   // Per node, in config order: why it failed (its own error, e.g. a NaN loss that stopped the
   // learner, is not a failure; an output folder it cannot write is), or nothing.
   std::vector<std::optional<std::string>> failures;

@@ -1,5 +1,6 @@
 #include "sim/snapshot.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -17,8 +18,11 @@ std::string SnapshotText(const SimulationSnapshot& s) {
       << "round " << s.round << "\n"
       << "every " << s.every << "\n"
       << "virtual_ns " << s.virtual_ns << "\n"
-      << "simulated_seconds " << s.simulated_seconds << "\n"
-      << "generator " << s.generator << "\n"
+      << "simulated_seconds " << s.simulated_seconds << "\n";
+  if (std::isfinite(s.real_seconds) && std::isfinite(s.compute_seconds)) {
+    out << "spent_seconds " << s.real_seconds << " " << s.compute_seconds << "\n";
+  }
+  out << "generator " << s.generator << "\n"
       << "nodes " << s.nodes.size() << "\n";
   for (const NodeSnapshot& n : s.nodes) {
     out << "node " << n.id << " " << (n.running ? "running" : "finished") << " " << n.generation
@@ -65,6 +69,18 @@ Result<SimulationSnapshot> ParseSnapshot(const std::string& text, const std::str
   if (!(*f >> s.virtual_ns) || s.virtual_ns < 0) return bad("bad virtual_ns");
   if (!(f = next("simulated_seconds")).ok()) return f.status();
   if (!(*f >> s.simulated_seconds)) return bad("bad simulated_seconds");
+  const std::streampos before_spent = lines.tellg();
+  const int number_before_spent = number;
+  if ((f = next("spent_seconds")).ok()) {
+    if (!(*f >> s.real_seconds >> s.compute_seconds) || !std::isfinite(s.real_seconds) ||
+        !std::isfinite(s.compute_seconds) || s.real_seconds < 0 || s.compute_seconds < 0) {
+      return bad("bad spent_seconds");
+    }
+  } else {  // optional: the line is the next field's
+    lines.clear();
+    lines.seekg(before_spent);
+    number = number_before_spent;
+  }
   if (!(f = next("generator")).ok()) return f.status();
   std::getline(*f >> std::ws, s.generator);
   if (s.generator.empty()) return bad("bad generator state");

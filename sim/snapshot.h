@@ -7,6 +7,9 @@
 //   every <n>               the snapshot cadence the run was started with
 //   virtual_ns <t>          the virtual time of the barrier
 //   simulated_seconds <s>   the simulation's report so far
+//   spent_seconds <real> <compute>   optional: the real seconds and the learners' compute seconds
+//                           of every launch so far, up to this barrier (absent in snapshots
+//                           written before it existed, or when an earlier launch's are unknown)
 //   generator <state>       the network's generator (std::mt19937_64's text form)
 //   nodes <count>
 //   node <id> <running|finished> <generation> <bytes_in> <bytes_out> <last_round> <val_loss>
@@ -15,6 +18,7 @@
 // Rationale: text that a person can read when a resume is refused, with line numbers in errors.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +46,9 @@ struct SimulationSnapshot {
   int64_t every = 0;
   int64_t virtual_ns = 0;
   double simulated_seconds = 0;
+  // Real and learners' compute seconds of every launch up to this barrier; NaN when not recorded.
+  double real_seconds = std::numeric_limits<double>::quiet_NaN();
+  double compute_seconds = std::numeric_limits<double>::quiet_NaN();
   std::string generator;
   std::vector<NodeSnapshot> nodes;
 };

@@ -3,6 +3,9 @@
 
 #include <dirent.h>
 
+#include <map>
+
+#include "base/csv.h"
 #include "tests/e2e/e2e_support.h"
 
 namespace meshlearn::e2e {
@@ -30,6 +33,21 @@ inline std::string WriteScenario(const std::string& dir, int rounds, double min_
                          "[[methods]]\nname = \"cos_weights\"\n"
                          "learning = { metric = \"cos_weights\", tau = 140 }\n";
   return path;
+}
+
+// The cells of `method`'s row of the CSV file at `path` (header row first), by column name.
+inline std::map<std::string, std::string> RowOf(const std::string& path, const std::string& method) {
+  auto records = ParseCsv(ReadText(path), path);
+  EXPECT_TRUE(records.ok()) << records.status().ToString();
+  std::map<std::string, std::string> row;
+  for (size_t r = 1; records.ok() && r < records->size(); ++r) {
+    const std::vector<std::string>& cells = (*records)[r].fields;
+    if (cells.front() != method) continue;
+    for (size_t c = 0; c < cells.size() && c < records->front().fields.size(); ++c) {
+      row[records->front().fields[c]] = cells[c];
+    }
+  }
+  return row;
 }
 
 // True when the file at `path` starts with the PNG signature.

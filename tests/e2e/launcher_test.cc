@@ -52,21 +52,6 @@ void ExpectCompleteRun(const std::string& out, int rounds) {
   }
 }
 
-// The cells of `method`'s row of the CSV file at `path` (header row first), by column name.
-std::map<std::string, std::string> RowOf(const std::string& path, const std::string& method) {
-  auto records = ParseCsv(ReadText(path), path);
-  EXPECT_TRUE(records.ok()) << records.status().ToString();
-  std::map<std::string, std::string> row;
-  for (size_t r = 1; records.ok() && r < records->size(); ++r) {
-    const std::vector<std::string>& cells = (*records)[r].fields;
-    if (cells.front() != method) continue;
-    for (size_t c = 0; c < cells.size() && c < records->front().fields.size(); ++c) {
-      row[records->front().fields[c]] = cells[c];
-    }
-  }
-  return row;
-}
-
 // Runs the 6-node, 5-round scenario through meshlearn-launch with `mode_args`, into
 // "<temp>/<name>/out", checks that it wrote every output, and returns "<temp>/<name>".
 std::string LaunchSmallScenario(const std::string& name,

@@ -418,6 +418,15 @@ TEST(RunFolder, ASimulatedRunStoppedBySigtermResumesToTheFilesOfOneNeverStopped)
   }
   EXPECT_EQ(ReadText(dir + "/stopped/random/heatmap.csv"),
             ReadText(dir + "/whole/random/heatmap.csv"));
+  // The method's cost counts the launch that SIGTERM stopped too, up to its snapshot.
+  auto simulation = RowOf(dir + "/stopped/simulation.csv", "random");
+  ASSERT_FALSE(simulation["earlier_real_s"].empty()) << ReadText(dir + "/stopped/simulation.csv");
+  const double earlier = std::stod(simulation["earlier_real_s"]);
+  EXPECT_GT(earlier, 0);
+  EXPECT_GT(std::stod(simulation["earlier_compute_s"]), 0);
+  EXPECT_GE(std::stod(RowOf(dir + "/stopped/summary.csv", "random")["wall_s"]),
+            earlier + std::stod(simulation["real_s"]));
+  EXPECT_EQ(RowOf(dir + "/whole/simulation.csv", "random")["earlier_real_s"], "0");
 }
 
 }  // namespace

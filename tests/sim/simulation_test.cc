@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
 
 #include "node/host/node_host.h"
 #include "protocol/codec.h"
+#include "sim/snapshot.h"
 #include "tests/e2e/e2e_support.h"
 
 namespace meshlearn::sim {
@@ -281,10 +283,51 @@ TEST(Simulation, AResumedRunGivesTheOutputsOfARunNeverStopped) {
   SimulationReport last = mesh.Run("stopped", options);
   EXPECT_EQ(last.resumed_from, 6);
   EXPECT_FALSE(last.interrupted);
+  // What the run cost is carried across launches: each resumed launch knows the seconds of the
+  // ones before it, up to its snapshot.
+  EXPECT_EQ(whole.earlier_real_seconds, 0);
+  EXPECT_GT(second.earlier_real_seconds, 0);
+  EXPECT_LE(second.earlier_real_seconds, first.real_seconds);
+  EXPECT_GT(second.earlier_compute_seconds, 0);
+  EXPECT_GT(last.earlier_real_seconds, second.earlier_real_seconds);
+  EXPECT_GT(last.earlier_compute_seconds, second.earlier_compute_seconds);
   for (const std::string& id : mesh.ids()) {
     EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("stopped", id)), 10u) << id;
     ExpectSameNodeFiles(mesh, "whole", "stopped", id);
   }
+}
+
+// A snapshot's spent seconds read back; a snapshot written before they existed reads as "not
+// known", and a damaged value is refused by line.
+TEST(Simulation, SnapshotsCarryTheSecondsSpentSoFar) {
+  SimulationSnapshot s;
+  s.round = 3;
+  s.every = 3;
+  s.generator = "1 2 3";
+  s.real_seconds = 12.5;
+  s.compute_seconds = 20.25;
+  s.nodes.push_back({"n0", true, 1, 10, 20, 3, 0.5, {}, std::nullopt});
+  std::string text = SnapshotText(s);
+  auto read = ParseSnapshot(text, "snap");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->real_seconds, 12.5);
+  EXPECT_EQ(read->compute_seconds, 20.25);
+
+  const size_t line = text.find("spent_seconds");
+  ASSERT_NE(line, std::string::npos);
+  std::string older = text.substr(0, line) + text.substr(text.find('\n', line) + 1);
+  auto old = ParseSnapshot(older, "old");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_TRUE(std::isnan(old->real_seconds));
+  EXPECT_EQ(old->nodes.size(), 1u);
+
+  std::string damaged = text;
+  damaged.replace(line, std::string("spent_seconds 12.5").size(), "spent_seconds -1");
+  auto bad = ParseSnapshot(damaged, "bad");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kMalformed);
+  EXPECT_NE(bad.status().message().find("bad:6: bad spent_seconds"), std::string::npos)
+      << bad.status().ToString();
 }
 
 TEST(Simulation, ResumingWithoutASnapshotSaysSo) {

@@ -223,7 +223,13 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   auto start = std::chrono::steady_clock::now();
   Status status = runner.Run(MethodJob{scenario, *configs, options, interrupt}, run);
   run.wall_seconds = SecondsSince(start);
-  if (run.simulation) run.simulated_seconds = run.simulation->simulated_seconds;
+  if (run.simulation) {
+    run.simulated_seconds = run.simulation->simulated_seconds;
+    // A resumed simulation's cost includes its earlier launches', up to the snapshot it resumed
+    // from (when that snapshot recorded them: the runner says when it did not).
+    if (std::isfinite(run.simulation->earlier_real_seconds))
+      run.wall_seconds += run.simulation->earlier_real_seconds;
+  }
   if (!status.ok()) return status;
   CollectRounds(run);
   return run;

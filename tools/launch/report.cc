@@ -18,6 +18,9 @@
 namespace meshlearn::launch {
 namespace {
 
+// `value` as ExactNumber writes it, or empty when it is not known (NaN).
+std::string KnownNumber(double value) { return std::isnan(value) ? "" : ExactNumber(value); }
+
 std::string Fixed(double value, int digits) {
   if (!std::isfinite(value)) return "-";
   char text[64];
@@ -380,13 +383,20 @@ double RealOverCompute(const sim::SimulationReport& r) {
 
 Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>& runs) {
   std::ostringstream csv;
-  const std::string header =
+  // The columns before earlier_real_s and earlier_compute_s existed; a file with only these gets
+  // them empty (not known).
+  const std::string columns_before =
       "method,simulated_s,real_s,events,events_per_s,messages,jobs,compute_s,threads,"
       "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node,exchange_compute_s";
+  const std::string added = ",earlier_real_s,earlier_compute_s";
+  const std::string header = columns_before + added;
   csv << header << '\n';
   // The rows an earlier launch of the run wrote for methods not simulated now stay.
-  if (auto old = ReadWholeFile(path); old.ok() && old->rfind(header + "\n", 0) == 0) {
-    std::istringstream lines(old->substr(header.size() + 1));
+  auto old = ReadWholeFile(path);
+  const bool current = old.ok() && old->rfind(header + "\n", 0) == 0;
+  const bool before = old.ok() && !current && old->rfind(columns_before + "\n", 0) == 0;
+  if (current || before) {
+    std::istringstream lines(old->substr((current ? header : columns_before).size() + 1));
     size_t number = 1;
     for (std::string line; std::getline(lines, line);) {
       auto cells = SplitCsvLine(line, path, ++number);
@@ -394,7 +404,7 @@ Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>&
       bool simulated_now = std::any_of(runs.begin(), runs.end(), [&](const MethodRun& run) {
         return run.simulation && run.method.name == name;
       });
-      if (!name.empty() && !simulated_now) csv << line << '\n';
+      if (!name.empty() && !simulated_now) csv << line << (before ? ",," : "") << '\n';
     }
   }
   for (const MethodRun& run : runs) {
@@ -405,7 +415,9 @@ Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>&
         << ',' << r.events << ',' << (r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ','
         << r.messages << ',' << r.jobs << ',' << r.compute_seconds << ',' << r.threads << ','
         << RealOverCompute(r) << ',' << run.nodes.size() << ',' << run.simulation_peak_rss_mib
-        << ',' << run.simulation_peak_rss_mib / nodes << ',' << r.exchange_compute_seconds << '\n';
+        << ',' << run.simulation_peak_rss_mib / nodes << ',' << r.exchange_compute_seconds << ','
+        << KnownNumber(r.earlier_real_seconds) << ',' << KnownNumber(r.earlier_compute_seconds)
+        << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -77,6 +78,11 @@ class SimulatedRunner : public MethodRunner {
     if (report->resumed_from >= 0) {
       std::printf("[%s] resumed from the snapshot after round %lld\n", run.method.name.c_str(),
                   static_cast<long long>(report->resumed_from));
+      if (std::isnan(report->earlier_real_seconds)) {
+        std::printf("[%s] that snapshot does not record the earlier launches' seconds: the "
+                    "method's real seconds count this launch only\n",
+                    run.method.name.c_str());
+      }
     }
     if (report->interrupted && report->snapshot_round >= 0) {
       std::printf("[%s] stopped at the snapshot after round %lld: --resume continues from it\n",
