@@ -69,10 +69,13 @@ void PackHello(Packer& pk, const Hello& m) {
   pk.pack_uint64(m.nonce);
 }
 
-// True when `codec` may carry a Model's blobs (Model.encoding): fp16 or int8. Rationale: top-k
-// carries updates against a public estimate, not models; none is the field left unwritten.
+// True when `codec` may carry a Model's blobs (Model.encoding): one of ModelCodecs(). None is the
+// field left unwritten.
 bool IsModelCodec(CompressionCodec codec) {
-  return codec == CompressionCodec::kFp16 || codec == CompressionCodec::kInt8;
+  for (CompressionCodec known : ModelCodecs()) {
+    if (codec == known) return true;
+  }
+  return false;
 }
 
 // Encodes `m`'s weights (and update) with m.encoding into `out`; false when the encoding is none,
@@ -822,6 +825,12 @@ Result<Envelope> ParseEnvelope(const Frame& frame, const Limits& limits) {
 }
 
 }  // namespace
+
+std::span<const CompressionCodec> ModelCodecs() {
+  static constexpr CompressionCodec kModelCodecs[] = {CompressionCodec::kFp16,
+                                                      CompressionCodec::kInt8};
+  return kModelCodecs;
+}
 
 uint64_t TotalBytes(std::span<const Frame> frames) {
   uint64_t total = 0;
