@@ -20,11 +20,11 @@ static_assert(std::endian::native == std::endian::little,
 namespace compression_internal {
 namespace {
 
-constexpr std::pair<CompressionCodec, const char*> kCodecNames[] = {
-    {CompressionCodec::kNone, "none"},
-    {CompressionCodec::kFp16, "fp16"},
-    {CompressionCodec::kInt8, "int8"},
-    {CompressionCodec::kTopK, "topk"},
+constexpr NamedValue<CompressionCodec> kCodecNames[] = {
+    {"none", CompressionCodec::kNone},
+    {"fp16", CompressionCodec::kFp16},
+    {"int8", CompressionCodec::kInt8},
+    {"topk", CompressionCodec::kTopK},
 };
 
 // Header sizes (PROTOCOL.md, "Compressed blob encodings (version 3)").
@@ -490,17 +490,17 @@ Status DecodeBlobInto(std::span<const uint8_t> blob, std::span<float> out) {
 }  // namespace
 }  // namespace compression_internal
 
+NameTable<CompressionCodec> CompressionCodecNames() { return compression_internal::kCodecNames; }
+
 const char* CompressionCodecName(CompressionCodec codec) {
-  for (const auto& [value, name] : compression_internal::kCodecNames) {
-    if (value == codec) return name;
+  for (const auto& [name, value] : compression_internal::kCodecNames) {
+    if (value == codec) return name.data();
   }
   return "unknown";
 }
 
 Result<CompressionCodec> CompressionCodecNamed(std::string_view name) {
-  for (const auto& [value, known] : compression_internal::kCodecNames) {
-    if (name == known) return value;
-  }
+  if (auto codec = ValueNamed(CompressionCodecNames(), name)) return *codec;
   return Status::InvalidArgument("unknown compression codec '" + std::string(name) +
                                  "' (allowed: none, fp16, int8, topk)");
 }

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/named_value.h"
 #include "base/status.h"
 
 namespace meshlearn {
@@ -41,6 +42,9 @@ enum class CompressionCodec : uint8_t {
   kInt8 = 2,  // blockwise symmetric int8: a float32 scale per block, round to nearest
   kTopK = 3,  // the largest magnitudes only: values in fp16 or int8, indices delta-coded
 };
+
+// The config names of the codecs ("none", "fp16", "int8", "topk"), in codec-number order.
+NameTable<CompressionCodec> CompressionCodecNames();
 
 // The codec's config name ("none", "fp16", "int8", "topk"), or "unknown" for another number.
 const char* CompressionCodecName(CompressionCodec codec);
