@@ -132,7 +132,7 @@ struct Model {
   // that codec's compressed bytes (protocol/compression.h), and the encoder uses block_size. A
   // decoded Model holds the decoded floats, the codec and, for int8, the blobs' block size; the
   // other settings keep their defaults.
-  CompressionSettings encoding;
+  CompressionSettings encoding = {};
   bool operator==(const Model&) const = default;
 };
 

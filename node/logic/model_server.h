@@ -59,7 +59,7 @@ struct ServingConfig {
   size_t history_bytes = size_t{16} << 20;  // the kept snapshots' budget (see the specification)
   // How the model travels to requesters that accept it: codec none, fp16 or int8 (and int8's
   // block size).
-  CompressionSettings compression;
+  CompressionSettings compression = {};
 };
 
 // The fewest snapshots kept, whatever their size.
