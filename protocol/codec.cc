@@ -16,6 +16,9 @@ namespace {
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
+// The most entries GetModel.accepts may hold (too_many above; PROTOCOL.md, "Compressed models").
+constexpr uint32_t kMaxAcceptedCodecs = 16;
+
 Frame ToFrame(msgpack::sbuffer&& buffer) {
   // sbuffer owns a malloc'd block; release() hands it over without copying.
   size_t size = buffer.size();
@@ -66,6 +69,28 @@ void PackHello(Packer& pk, const Hello& m) {
   pk.pack_uint64(m.nonce);
 }
 
+// True when `codec` may carry a Model's blobs (Model.encoding): one of ModelCodecs(). None is the
+// field left unwritten.
+bool IsModelCodec(CompressionCodec codec) {
+  for (CompressionCodec known : ModelCodecs()) {
+    if (codec == known) return true;
+  }
+  return false;
+}
+
+// Encodes `m`'s weights (and update) with m.encoding into `out`; false when the encoding is none,
+// not a model codec, or cannot encode the values (a NaN or Inf).
+bool CompressModelBlobs(const Model& m, std::vector<Frame>* out) {
+  if (!IsModelCodec(m.encoding.codec)) return false;
+  for (const FloatArray* floats : {&m.weights, m.update ? &*m.update : nullptr}) {
+    if (floats == nullptr) continue;
+    auto blob = EncodeCompressed(floats->view(), m.encoding);
+    if (!blob.ok()) return false;
+    out->emplace_back(std::move(*blob));
+  }
+  return true;
+}
+
 struct BodyPacker {
   msgpack::sbuffer& buffer;
   Packer& pk;
@@ -81,13 +106,27 @@ struct BodyPacker {
   void operator()(const GetModel& m) {
     // Rationale: the optional trailing field is written only when set, so a message without it
     // keeps its version-1 bytes and fixtures (PROTOCOL.md, "Optional trailing fields").
-    pk.pack_array(m.with_update ? 3 : 2);
+    // Field 3 (accepts) needs field 2 written before it.
+    const bool has_accepts = !m.accepts.empty();
+    pk.pack_array(has_accepts ? 4 : m.with_update ? 3 : 2);
     pk.pack_int64(m.min_round);
     pk.pack(m.wait);
-    if (m.with_update) pk.pack(true);
+    if (m.with_update || has_accepts) pk.pack(m.with_update);
+    if (has_accepts) {
+      pk.pack_array(static_cast<uint32_t>(m.accepts.size()));
+      for (CompressionCodec codec : m.accepts) pk.pack_uint8(static_cast<uint8_t>(codec));
+    }
   }
   void operator()(const Model& m) {
-    pk.pack_array(m.update ? 6 : 5);
+    // The blobs first: a Model whose floats its encoding cannot hold is sent raw (codec none).
+    std::vector<Frame> model_blobs;
+    const bool compressed = CompressModelBlobs(m, &model_blobs);
+    if (!compressed) {
+      model_blobs.clear();
+      model_blobs.push_back(BlobOf(m.weights));
+      if (m.update) model_blobs.push_back(BlobOf(*m.update));
+    }
+    pk.pack_array(compressed ? 7 : m.update ? 6 : 5);
     pk.pack_int64(m.round);
     pk.pack_uint64(m.train_size);
     pk.pack(m.early_stopped);
@@ -98,11 +137,9 @@ struct BodyPacker {
       pk.pack(s.peer);
       PackFloat64(buffer, s.score);
     }
-    blobs.push_back(BlobOf(m.weights));
-    if (m.update) {
-      pk.pack(true);
-      blobs.push_back(BlobOf(*m.update));
-    }
+    if (m.update || compressed) pk.pack(m.update.has_value());
+    if (compressed) pk.pack_uint8(static_cast<uint8_t>(m.encoding.codec));
+    for (Frame& blob : model_blobs) blobs.push_back(std::move(blob));
   }
   void operator()(const EmbedRequest& m) {
     pk.pack_array(3);
@@ -381,6 +418,46 @@ Result<FloatArray> UnpackWeights(const Frame& frame, uint64_t expected_floats, c
   return array;
 }
 
+// Reads blob frame `frame` of a Model whose encoding is `codec` (fp16 or int8) as exactly
+// `expected_floats` values, and the blob's block size into `block_size`. Checks, in this order:
+// the header (malformed), its codec against `codec` (malformed), its count against the layout
+// (layout_mismatch), then the whole blob (DecodeCompressedInto).
+Result<FloatArray> UnpackCompressed(const Frame& frame, CompressionCodec codec,
+                                    uint64_t expected_floats, const char* what,
+                                    uint32_t* block_size) {
+  auto header = ReadCompressedHeader(frame.bytes());
+  if (!header.ok()) return header.status().WithContext(what);
+  if (header->codec != codec) {
+    return Status::Malformed(std::string(what) + " blob is a " + CompressionCodecName(header->codec) +
+                             " blob, Model.encoding says " + CompressionCodecName(codec));
+  }
+  if (header->count != expected_floats) {
+    return Status::LayoutMismatch(std::string(what) + " blob holds " +
+                                  std::to_string(header->count) + " values, its layout needs " +
+                                  std::to_string(expected_floats));
+  }
+  // Rationale: fp16 and int8 store every value in at least one byte; a shorter blob is refused
+  // before its values are allocated.
+  if (frame.size() < expected_floats) {
+    return Status::Malformed(std::string(what) + " blob of " + std::to_string(frame.size()) +
+                             " bytes is too short for " + std::to_string(expected_floats) +
+                             " values");
+  }
+  std::vector<float> values(expected_floats);
+  MESHLEARN_RETURN_IF_ERROR(DecodeCompressedInto(frame.bytes(), values).WithContext(what));
+  *block_size = header->block_size;
+  return FloatArray::Own(std::move(values));
+}
+
+// Reads a Model's blob `frame` as `expected_floats` values travelling as `encoding` (the codec
+// of field 6; none for raw float32), and the block size of a compressed one into `block_size`.
+Result<FloatArray> UnpackModelBlob(const Frame& frame, CompressionCodec encoding,
+                                   uint64_t expected_floats, const char* what,
+                                   uint32_t* block_size) {
+  if (encoding == CompressionCodec::kNone) return UnpackWeights(frame, expected_floats, what);
+  return UnpackCompressed(frame, encoding, expected_floats, what, block_size);
+}
+
 Status CheckLayout(const ParamLayout& layout, const DecodeOptions& options) {
   if (options.expected_layout == nullptr) return Status::Ok();
   return layout.Matches(*options.expected_layout);
@@ -491,7 +568,20 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Int(0, "min_round", &m.min_round));
       MESHLEARN_RETURN_IF_ERROR(f.Bool(1, "wait", &m.wait));
       if (f.size() > 2) MESHLEARN_RETURN_IF_ERROR(f.Bool(2, "with_update", &m.with_update));
-      return Body(m);
+      if (f.size() > 3) {
+        const msgpack::object* items;
+        uint32_t count;
+        MESHLEARN_RETURN_IF_ERROR(f.List(3, "accepts", kMaxAcceptedCodecs, &items, &count));
+        ASSIGN_FIELDS(codecs, f.at(3), "GetModel.accepts", 0);
+        m.accepts.resize(count);
+        for (uint32_t i = 0; i < count; ++i) {
+          uint64_t codec;
+          const std::string field = std::to_string(i);
+          MESHLEARN_RETURN_IF_ERROR(codecs.Uint(i, field.c_str(), UINT8_MAX, &codec));
+          m.accepts[i] = static_cast<CompressionCodec>(codec);  // unknown codecs are kept
+        }
+      }
+      return Body(std::move(m));
     }
     case MessageType::kModel: {
       ASSIGN_FIELDS(f, o, "Model", 5);
@@ -511,20 +601,34 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
         MESHLEARN_RETURN_IF_ERROR(s.Double(1, "score", &score.score));
         m.score_row.push_back(std::move(score));
       }
-      auto weights = UnpackWeights(blobs[0], m.layout.total_floats(), "Model.weights");
-      if (!weights.ok()) return weights.status();
-      m.weights = std::move(*weights);
       bool has_update = false;
       if (f.size() > 5) MESHLEARN_RETURN_IF_ERROR(f.Bool(5, "update", &has_update));
+      if (f.size() > 6) {
+        uint64_t codec;
+        MESHLEARN_RETURN_IF_ERROR(f.Uint(6, "encoding", UINT8_MAX, &codec));
+        m.encoding.codec = static_cast<CompressionCodec>(codec);
+        if (m.encoding.codec != CompressionCodec::kNone && !IsModelCodec(m.encoding.codec)) {
+          return Status::Malformed("Model.encoding = " + std::to_string(codec) +
+                                   " is not a codec of models (allowed: 0 none, 1 fp16, 2 int8)");
+        }
+      }
       if (blobs.size() != (has_update ? 2u : 1u)) {
         return Status::Malformed("Model has " + std::to_string(blobs.size()) +
                                  " blob frames, its update flag needs " + (has_update ? "2" : "1"));
       }
+      uint32_t block_size = 0;
+      auto weights = UnpackModelBlob(blobs[0], m.encoding.codec, m.layout.total_floats(),
+                                     "Model.weights", &block_size);
+      if (!weights.ok()) return weights.status();
+      m.weights = std::move(*weights);
       if (has_update) {
-        auto update = UnpackWeights(blobs[1], m.layout.total_floats(), "Model.update");
+        uint32_t update_block_size = 0;
+        auto update = UnpackModelBlob(blobs[1], m.encoding.codec, m.layout.total_floats(),
+                                      "Model.update", &update_block_size);
         if (!update.ok()) return update.status();
         m.update = std::move(*update);
       }
+      if (m.encoding.codec == CompressionCodec::kInt8) m.encoding.block_size = block_size;
       return Body(std::move(m));
     }
     case MessageType::kEmbedRequest: {
@@ -721,6 +825,12 @@ Result<Envelope> ParseEnvelope(const Frame& frame, const Limits& limits) {
 }
 
 }  // namespace
+
+std::span<const CompressionCodec> ModelCodecs() {
+  static constexpr CompressionCodec kModelCodecs[] = {CompressionCodec::kFp16,
+                                                      CompressionCodec::kInt8};
+  return kModelCodecs;
+}
 
 uint64_t TotalBytes(std::span<const Frame> frames) {
   uint64_t total = 0;

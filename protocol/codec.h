@@ -25,6 +25,11 @@ struct DecodeOptions {
   const ParamLayout* expected_layout = nullptr;
 };
 
+// The codecs this build decodes a Model's blobs from besides none (fp16 and int8), in the order a
+// GetModel lists them in accepts (PROTOCOL.md, "Compressed models").
+// Rationale: top-k carries updates against a public estimate, never a whole model.
+std::span<const CompressionCodec> ModelCodecs();
+
 // Encodes `message` into its frames: envelope, body, then blob frames (weights/embeddings are
 // shared, not copied). envelope.type is taken from the body. Never fails.
 std::vector<Frame> Encode(const Message& message);

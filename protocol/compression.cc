@@ -20,11 +20,11 @@ static_assert(std::endian::native == std::endian::little,
 namespace compression_internal {
 namespace {
 
-constexpr std::pair<CompressionCodec, const char*> kCodecNames[] = {
-    {CompressionCodec::kNone, "none"},
-    {CompressionCodec::kFp16, "fp16"},
-    {CompressionCodec::kInt8, "int8"},
-    {CompressionCodec::kTopK, "topk"},
+constexpr NamedValue<CompressionCodec> kCodecNames[] = {
+    {"none", CompressionCodec::kNone},
+    {"fp16", CompressionCodec::kFp16},
+    {"int8", CompressionCodec::kInt8},
+    {"topk", CompressionCodec::kTopK},
 };
 
 // Header sizes (PROTOCOL.md, "Compressed blob encodings (version 3)").
@@ -424,19 +424,30 @@ Result<std::vector<uint8_t>> EncodeBlob(std::span<const float> values,
   return Status::Internal("unreachable codec");
 }
 
-Status DecodeBlobInto(std::span<const uint8_t> blob, std::span<float> out) {
+Result<CompressedHeader> ReadHeader(std::span<const uint8_t> blob) {
   if (blob.size() < kDenseHeaderBytes) {
     return Status::Malformed("a compressed blob of " + std::to_string(blob.size()) +
                              " bytes is shorter than its 8-byte header");
   }
   const uint8_t codec_id = blob[0];
-  const uint8_t value_id = blob[1];
-  const uint32_t block = GetU16(blob.data() + 2);
-  const uint32_t count = GetU32(blob.data() + 4);
   if (codec_id > static_cast<uint8_t>(CompressionCodec::kTopK)) {
     return Status::Malformed("unknown compression codec id " + std::to_string(codec_id));
   }
-  const auto codec = static_cast<CompressionCodec>(codec_id);
+  CompressedHeader header;
+  header.codec = static_cast<CompressionCodec>(codec_id);
+  header.values = static_cast<CompressionCodec>(blob[1]);
+  header.block_size = GetU16(blob.data() + 2);
+  header.count = GetU32(blob.data() + 4);
+  return header;
+}
+
+Status DecodeBlobInto(std::span<const uint8_t> blob, std::span<float> out) {
+  auto header = ReadHeader(blob);
+  if (!header.ok()) return header.status();
+  const auto codec = header->codec;
+  const auto value_id = static_cast<uint8_t>(header->values);
+  const uint32_t block = header->block_size;
+  const uint32_t count = header->count;
   if (count != out.size()) {
     return Status::LayoutMismatch(std::string("a ") + CompressionCodecName(codec) + " blob of " +
                                   std::to_string(count) + " values where " +
@@ -479,17 +490,17 @@ Status DecodeBlobInto(std::span<const uint8_t> blob, std::span<float> out) {
 }  // namespace
 }  // namespace compression_internal
 
+NameTable<CompressionCodec> CompressionCodecNames() { return compression_internal::kCodecNames; }
+
 const char* CompressionCodecName(CompressionCodec codec) {
-  for (const auto& [value, name] : compression_internal::kCodecNames) {
-    if (value == codec) return name;
+  for (const auto& [name, value] : compression_internal::kCodecNames) {
+    if (value == codec) return name.data();
   }
   return "unknown";
 }
 
 Result<CompressionCodec> CompressionCodecNamed(std::string_view name) {
-  for (const auto& [value, known] : compression_internal::kCodecNames) {
-    if (name == known) return value;
-  }
+  if (auto codec = ValueNamed(CompressionCodecNames(), name)) return *codec;
   return Status::InvalidArgument("unknown compression codec '" + std::string(name) +
                                  "' (allowed: none, fp16, int8, topk)");
 }
@@ -536,6 +547,10 @@ Result<std::vector<uint8_t>> EncodeCompressed(std::span<const float> values,
 
 Status DecodeCompressedInto(std::span<const uint8_t> blob, std::span<float> out) {
   return compression_internal::DecodeBlobInto(blob, out);
+}
+
+Result<CompressedHeader> ReadCompressedHeader(std::span<const uint8_t> blob) {
+  return compression_internal::ReadHeader(blob);
 }
 
 Result<std::vector<float>> DecodeCompressed(std::span<const uint8_t> blob, size_t expected_count) {

@@ -4,8 +4,8 @@
 // no sockets, so that the node, the simulator and the tests share one implementation.
 //
 // The byte layout of every codec is specified in protocol/PROTOCOL.md, "Compressed blob encodings
-// (version 3)". Not wired into the wire protocol yet: no message carries a compressed blob until
-// the version-3 negotiation exists.
+// (version 3)". A version-3 Model carries its weights (and update) in fp16 or int8 blobs
+// (protocol/codec.h, Model.encoding); top-k updates do not travel yet.
 //
 // Rules:
 // 1. A blob is self-describing: a small header names the codec, its parameters and the element
@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/named_value.h"
 #include "base/status.h"
 
 namespace meshlearn {
@@ -41,6 +42,9 @@ enum class CompressionCodec : uint8_t {
   kInt8 = 2,  // blockwise symmetric int8: a float32 scale per block, round to nearest
   kTopK = 3,  // the largest magnitudes only: values in fp16 or int8, indices delta-coded
 };
+
+// The config names of the codecs ("none", "fp16", "int8", "topk"), in codec-number order.
+NameTable<CompressionCodec> CompressionCodecNames();
 
 // The codec's config name ("none", "fp16", "int8", "topk"), or "unknown" for another number.
 const char* CompressionCodecName(CompressionCodec codec);
@@ -64,6 +68,7 @@ struct CompressionSettings {
   double topk_fraction = 0.01;
   // top-k: how the kept values are stored, kFp16 or kInt8.
   CompressionCodec topk_values = CompressionCodec::kInt8;
+  bool operator==(const CompressionSettings&) const = default;
 };
 
 // OK when `settings` can be used to encode; kInvalidArgument naming the bad field otherwise.
@@ -91,6 +96,22 @@ Status DecodeCompressedInto(std::span<const uint8_t> blob, std::span<float> out)
 // Decodes `blob`, which must hold `expected_count` elements, into a new vector (errors as
 // DecodeCompressedInto).
 Result<std::vector<float>> DecodeCompressed(std::span<const uint8_t> blob, size_t expected_count);
+
+// What a blob's header says (PROTOCOL.md): its codec, the codec of top-k's values (kNone for the
+// dense codecs), its block size (0 when its values are not int8) and its element count.
+struct CompressedHeader {
+  CompressionCodec codec = CompressionCodec::kNone;
+  CompressionCodec values = CompressionCodec::kNone;
+  uint32_t block_size = 0;
+  uint32_t count = 0;
+};
+
+// Reads the header of `blob` without checking anything after it (DecodeCompressedInto checks the
+// whole blob). Errors: kMalformed when the blob is shorter than the 8-byte header or its codec id
+// is unknown.
+// Rationale: a receiver checks the codec a message announced and the count before it allocates
+// the values a blob decodes to.
+Result<CompressedHeader> ReadCompressedHeader(std::span<const uint8_t> blob);
 
 // A model's public estimate x̂ (CHOCO-gossip, Koloskova et al. 2019): the model as every requester
 // reconstructs it from the compressed updates the owner sent since a shared start. The owner

@@ -15,6 +15,7 @@
 
 #include "base/param_layout.h"
 #include "base/status.h"
+#include "protocol/compression.h"
 #include "protocol/frame.h"
 
 namespace meshlearn {
@@ -96,6 +97,11 @@ struct GetModel {
   // Optional field 2: ask for the owner's last local update too (Model.update). Sent only when
   // true, so a GetModel without it has the same bytes as before the field existed.
   bool with_update = false;
+  // Optional field 3 (since version 3, kCompressedModelVersion): the codecs other than none that
+  // the requester decodes a Model's blobs from; the responder may answer in one of them
+  // (Model.encoding). Sent only when not empty (with_update is then written too), so a GetModel
+  // without it has the same bytes as before the field existed. Unknown codec numbers are kept.
+  std::vector<CompressionCodec> accepts = {};
   bool operator==(const GetModel&) const = default;
 };
 
@@ -120,6 +126,13 @@ struct Model {
   // Sent only to a GetModel with with_update, by an owner that has one; absent otherwise, and then
   // the message has the same bytes as before the field existed.
   std::optional<FloatArray> update;
+  // Optional field 6 (since version 3, kCompressedModelVersion): how `weights` and `update` travel.
+  // The codec is kNone (raw float32 blobs, the field unwritten: the same bytes as before it
+  // existed), or kFp16 or kInt8, which only a GetModel accepting it gets: each blob frame then holds
+  // that codec's compressed bytes (protocol/compression.h), and the encoder uses block_size. A
+  // decoded Model holds the decoded floats, the codec and, for int8, the blobs' block size; the
+  // other settings keep their defaults.
+  CompressionSettings encoding = {};
   bool operator==(const Model&) const = default;
 };
 

@@ -10,7 +10,7 @@ inline constexpr uint32_t kProtocolMagic = 0x4D4C524E;
 
 // The protocol version this build speaks. Bump when a message gains a field or a type is added,
 // and name the first version of the feature below (PROTOCOL.md, "Versions and compatibility").
-inline constexpr uint16_t kProtocolVersion = 2;
+inline constexpr uint16_t kProtocolVersion = 3;
 
 // The oldest protocol version this build can still talk to.
 // Rationale: a node must refuse, with a clear Error, peers whose messages it cannot interpret,
@@ -24,5 +24,9 @@ inline constexpr uint16_t kMinProtocolVersion = 1;
 
 // Goodbye (type 17).
 inline constexpr uint16_t kGoodbyeVersion = 2;
+
+// Compressed models: GetModel.accepts and Model.encoding, whose blobs hold the compressed bytes of
+// protocol/compression.h (PROTOCOL.md, "Compressed models").
+inline constexpr uint16_t kCompressedModelVersion = 3;
 
 }  // namespace meshlearn

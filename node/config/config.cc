@@ -73,6 +73,13 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
                                      "[security] is configured");
     }
   }
+  if (c.compression.codec != CompressionCodec::kNone &&
+      c.round.ProtocolVersion() < kCompressedModelVersion) {
+    return Status::InvalidArgument(
+        name + ": [compression] codec = \"" + CompressionCodecName(c.compression.codec) +
+        "\" needs protocol version " + std::to_string(kCompressedModelVersion) +
+        ", but [round] max_protocol_version = " + std::to_string(c.round.max_protocol_version));
+  }
   if (c.model.architecture == training::Architecture::kTorchScript &&
       c.model.torchscript_path.empty()) {
     return Status::InvalidArgument(name +
@@ -272,6 +279,30 @@ void KeyWriter::Peers(const char* key, const std::vector<PeerAddress>& peers) {
     DescribePeer(entry, p);
     arrays_ << "\n[[" << Qualified(key) << "]]\n" << entry.Text();
   }
+}
+
+Status CompressionSection::Check(const std::string& file) const {
+  if (codec == CompressionCodec::kTopK) {
+    return Status::InvalidArgument(
+        file +
+        ": [compression] codec = \"topk\" is not supported yet (allowed: none, fp16, int8); "
+        "top-k sends updates against a public estimate, whose exchange is not built");
+  }
+  if (topk_values != CompressionCodec::kFp16 && topk_values != CompressionCodec::kInt8) {
+    return Status::InvalidArgument(file + ": [compression] topk_values = \"" +
+                                   CompressionCodecName(topk_values) +
+                                   "\" is not allowed (allowed: fp16, int8)");
+  }
+  return Status::Ok();
+}
+
+CompressionSettings CompressionSection::Settings() const {
+  CompressionSettings s;
+  s.codec = codec;
+  s.block_size = static_cast<uint32_t>(block_size);
+  s.topk_fraction = topk_fraction;
+  s.topk_values = topk_values;
+  return s;
 }
 
 Status SecuritySection::Check(const std::string& file) const {

@@ -48,6 +48,8 @@
 #include "node/logic/learner.h"
 #include "node/logic/peer_address.h"
 #include "node/logic/state_machine.h"
+#include "protocol/compression.h"
+#include "protocol/version.h"
 #include "similarity/cluster_policy.h"
 #include "similarity/emd.h"
 #include "similarity/metric.h"
@@ -181,6 +183,10 @@ struct RoundSection {
   double linger_s = 5;     // keep serving this long after the last round
   double min_round_s = 0;  // a round lasts at least this long (pacing)
   uint64_t max_message_bytes = 256ull << 20;
+  // The protocol version the node announces, kMinProtocolVersion..kProtocolVersion; 0: this
+  // build's (kProtocolVersion). For interoperability tests only: a lower one makes the node talk
+  // as an older node would (no Goodbye below 2, no compressed models below 3).
+  int max_protocol_version = 0;
 
   bool operator==(const RoundSection&) const = default;
   // The keys of [round].
@@ -192,7 +198,12 @@ struct RoundSection {
     keys.Number("linger_s", s.linger_s, 0, 86400);
     keys.Number("min_round_s", s.min_round_s, 0, 86400);
     keys.Integer("max_message_bytes", s.max_message_bytes, 1024, int64_t{1} << 40);
+    keys.Integer("max_protocol_version", s.max_protocol_version, 0, kProtocolVersion,
+                 Written::kUnlessDefault);
   }
+
+  // The protocol version the node announces (max_protocol_version, or this build's).
+  uint16_t ProtocolVersion() const;
 
   // round_deadline_s: how long a request to a peer may take.
   Clock::duration Deadline() const;
@@ -201,6 +212,32 @@ struct RoundSection {
   RoundConfig Driver(const LearningSection& learning, const TrainingSection& training) const;
   // Serving's settings for a node serving models of `layout` trained on `train_size` samples.
   ServingConfig Serving(const ParamLayout& layout, uint64_t train_size) const;
+};
+
+// [compression] (a scenario's [node.compression]): how the node's model travels to the peers
+// that accept it (PROTOCOL.md, "Compressed models"); peers of protocol version 2 and older always
+// get float32. The codecs are protocol/compression.h's.
+struct CompressionSection {
+  CompressionCodec codec = CompressionCodec::kNone;
+  int block_size = kDefaultInt8BlockSize;  // int8 (and top-k's int8 values): values per scale
+  double topk_fraction = 0.01;             // top-k: the share of coordinates sent, in (0, 1]
+  CompressionCodec topk_values = CompressionCodec::kInt8;  // top-k: how kept values are stored
+
+  bool operator==(const CompressionSection&) const = default;
+  // The keys of [compression].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Choice("codec", s.codec, CompressionCodecNames());
+    keys.Integer("block_size", s.block_size, kMinInt8BlockSize, kMaxInt8BlockSize);
+    keys.Number("topk_fraction", s.topk_fraction, 0, 1, Bound::kOpen);
+    keys.Choice("topk_values", s.topk_values, CompressionCodecNames());
+  }
+  // kInvalidArgument, prefixed with `file`, for codec "topk" (not supported yet: models travel
+  // fp16 or int8; top-k's update chain is not built) and for topk_values other than fp16 and int8.
+  Status Check(const std::string& file) const;
+
+  // The model server's settings.
+  CompressionSettings Settings() const;
 };
 
 // [emd]: the EMD embedding exchange (DESIGN.md "EMD embedding exchange").
@@ -405,6 +442,7 @@ struct NodeConfig {
   SignatureSection signature;
   PrivacySection privacy;  // written only when set
   RoundSection round;
+  CompressionSection compression;  // written only when set
   std::optional<SecuritySection> security;  // absent: plain text (the node warns at start)
   bool operator==(const NodeConfig&) const = default;
 
@@ -435,6 +473,7 @@ struct NodeConfig {
     // LearningSettings) as before the section existed.
     keys.Section("privacy", c.privacy, Written::kUnlessDefault);
     keys.Section("round", c.round);
+    keys.Section("compression", c.compression, Written::kUnlessDefault);
     keys.OptionalSection("security", c.security);
   }
 

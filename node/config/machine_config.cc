@@ -39,6 +39,11 @@ RoundConfig RoundSection::Driver(const LearningSection& learning,
   return r;
 }
 
+uint16_t RoundSection::ProtocolVersion() const {
+  return max_protocol_version == 0 ? kProtocolVersion
+                                   : static_cast<uint16_t>(max_protocol_version);
+}
+
 ServingConfig RoundSection::Serving(const ParamLayout& layout, uint64_t train_size) const {
   return ServingConfig{layout, train_size, Deadline()};
 }
@@ -97,7 +102,9 @@ StateMachineConfig NodeConfig::Machine(const Learner& learner, const NodeFacts& 
   c.id = id;
   c.seed = seed;
   c.membership = Membership(learner, facts);
+  c.protocol_version = round.ProtocolVersion();
   c.serving = round.Serving(learner.Layout(), learner.TrainSize());
+  c.serving.compression = compression.Settings();
   c.rounds = round.Driver(learning, training);
   c.emd = emd.Exchange(learning, round, learner.Layout(), facts.nonce);
   c.signatures = signature.Exchange(learning, round, learner.DataSignature());

@@ -79,6 +79,12 @@ std::optional<uint64_t> Membership::NonceOf(const std::string& peer) const {
   return it->second.nonce;
 }
 
+std::optional<uint16_t> Membership::ProtocolVersionOf(const std::string& peer) const {
+  auto it = hellos_of_.find(peer);
+  if (it == hellos_of_.end()) return std::nullopt;
+  return it->second.protocol_version;
+}
+
 void Membership::SendHello(const Greeting& greeting, TimePoint now, Actions& out) {
   for (const auto& [id, sent] : hellos_) {
     if (sent.peer == greeting.peer && sent.endpoint == greeting.endpoint) return;  // in flight
@@ -325,6 +331,7 @@ void Membership::OnTick(TimePoint now, Actions& out) {
 
 void Membership::Leave(const std::string& reason, TimePoint now, Actions& out) {
   TimePoint deadline = now + std::min<Clock::duration>(config_.hello_deadline, kGoodbyeDeadlineMax);
+  if (node_.requests.protocol_version() < kGoodbyeVersion) return;  // an older node has none
   for (const topology::PeerEntry& p : peers_.Entries()) {
     if (!p.active || p.left) continue;
     auto hello = hellos_of_.find(p.id);

@@ -154,6 +154,9 @@ class Membership {
   bool GoodbyesOutstanding() const { return !goodbyes_.empty(); }
   // The Hello nonce of `peer`, once it is verified.
   std::optional<uint64_t> NonceOf(const std::string& peer) const;
+  // The protocol version `peer` announced in its Hello or HelloAck, once it is verified; a node
+  // uses a feature with it only from that feature's first version on (protocol/version.h).
+  std::optional<uint16_t> ProtocolVersionOf(const std::string& peer) const;
   // The peer table (endpoints, keys, liveness; candidates included).
   const topology::PeerTable& peers() const { return peers_; }
   topology::PeerTable& peers() { return peers_; }

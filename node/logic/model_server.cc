@@ -38,18 +38,30 @@ bool ModelServer::Satisfies(int64_t min_round, bool done) const {
 
 void ModelServer::OnGetModel(InboundId inbound, const Envelope& env, const GetModel& get,
                              TimePoint now, bool done, Actions& out) {
+  const CompressionCodec codec = CodecFor(get);
   if (Satisfies(get.min_round, done) || (HavePublished() && !get.wait)) {
-    out.push_back(ModelReply(inbound, env.request_id, get.min_round, get.wait, get.with_update));
+    out.push_back(
+        ModelReply(inbound, env.request_id, get.min_round, get.wait, get.with_update, codec));
     return;
   }
   held_.push_back(
-      {inbound, env.request_id, get.min_round, now + config_.hold_limit, get.with_update});
+      {inbound, env.request_id, get.min_round, now + config_.hold_limit, get.with_update, codec});
+}
+
+CompressionCodec ModelServer::CodecFor(const GetModel& get) const {
+  const CompressionCodec ours = config_.compression.codec;
+  if (ours == CompressionCodec::kNone) return ours;
+  for (CompressionCodec accepted : get.accepts) {
+    if (accepted == ours) return ours;
+  }
+  return CompressionCodec::kNone;
 }
 
 void ModelServer::AnswerHeld(TimePoint now, bool expire_all, bool done, Actions& out) {
   for (auto it = held_.begin(); it != held_.end();) {
     if (Satisfies(it->min_round, done)) {
-      out.push_back(ModelReply(it->inbound, it->request_id, it->min_round, true, it->with_update));
+      out.push_back(ModelReply(it->inbound, it->request_id, it->min_round, true, it->with_update,
+                               it->codec));
       it = held_.erase(it);
     } else if (expire_all || now >= it->deadline) {
       ++held_requests_expired_;
@@ -67,7 +79,7 @@ void ModelServer::AnswerHeld(TimePoint now, bool expire_all, bool done, Actions&
 }
 
 SendReply ModelServer::ModelReply(InboundId inbound, uint64_t request_id, int64_t min_round,
-                                  bool wait, bool with_update) {
+                                  bool wait, bool with_update, CompressionCodec codec) {
   Kept* chosen = &history_.back();
   if (wait) {
     for (Kept& kept : history_) {
@@ -86,8 +98,10 @@ SendReply ModelServer::ModelReply(InboundId inbound, uint64_t request_id, int64_
   model.score_row = s.score_row;
   model.weights = s.weights;
   if (with_update) model.update = s.update;
+  if (codec != CompressionCodec::kNone) model.encoding = config_.compression;
   SendReply reply = requests_.ReplyTo(inbound, request_id, std::move(model));
-  std::shared_ptr<const EncodedBody>& encoded = chosen->encodings[EncodingKey{with_update}];
+  std::shared_ptr<const EncodedBody>& encoded =
+      chosen->encodings[EncodingKey{with_update, codec}];
   if (!encoded) encoded = std::make_shared<const EncodedBody>(EncodeBody(reply.message.body));
   reply.encoded_body = encoded;
   return reply;

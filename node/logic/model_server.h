@@ -23,8 +23,14 @@
 //   snapshot's encodings go with it when it leaves the history. They share the snapshot's floats,
 //   so they add only their body frames to what the history holds.
 //   Rationale: every sampler of this node asks for the same snapshot in a round; serving it then
-//   costs moving its bytes. An encoding that costs more than a copy (a compressed model) will be
-//   paid once per snapshot too: it becomes another key of the snapshot's encodings.
+//   costs moving its bytes. An encoding that costs more than a copy (a compressed model) is paid
+//   once per snapshot too: the codec is part of the encoding's key.
+// - A GetModel whose accepts lists the node's codec (ServingConfig::compression, fp16 or int8)
+//   is answered in that codec (Model.encoding); any other GetModel (a version-2 requester's, or
+//   one that does not list the codec) gets the float32 model, the bytes it got before version 3.
+//   A compressed encoding adds its blobs (a half or a quarter of the floats) to the history's
+//   memory, outside history_bytes.
+//   Rationale: PROTOCOL.md, "Compressed models": compression is negotiated per request.
 // - With wait = true and no snapshot of round >= min_round, the request is held until one is
 //   published or until its deadline (round_deadline after arrival), then answered
 //   Error(timeout). A node that is early-stopped or done (lingering, finished) answers at once
@@ -51,6 +57,9 @@ struct ServingConfig {
   uint64_t train_size = 0;  // n_i, sent with the model (FedAvg weights)
   Clock::duration hold_limit = std::chrono::seconds(10);  // how long a GetModel may be held
   size_t history_bytes = size_t{16} << 20;  // the kept snapshots' budget (see the specification)
+  // How the model travels to requesters that accept it: codec none, fp16 or int8 (and int8's
+  // block size).
+  CompressionSettings compression = {};
 };
 
 // The fewest snapshots kept, whatever their size.
@@ -98,11 +107,13 @@ class ModelServer {
     int64_t min_round = 0;
     TimePoint deadline;
     bool with_update = false;
+    CompressionCodec codec = CompressionCodec::kNone;  // the codec its reply travels in
   };
 
   // Which encoding of a snapshot's Model body a reply needs.
   struct EncodingKey {
     bool with_update = false;
+    CompressionCodec codec = CompressionCodec::kNone;
     auto operator<=>(const EncodingKey&) const = default;
   };
   // A published snapshot and the encodings of its Model body made so far.
@@ -112,7 +123,9 @@ class ModelServer {
   };
 
   SendReply ModelReply(InboundId inbound, uint64_t request_id, int64_t min_round, bool wait,
-                       bool with_update);
+                       bool with_update, CompressionCodec codec);
+  // The codec a reply to `get` travels in: ours when it accepts it, else none.
+  CompressionCodec CodecFor(const GetModel& get) const;
   bool Satisfies(int64_t min_round, bool done) const;
 
   ServingConfig config_;

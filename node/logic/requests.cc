@@ -12,8 +12,9 @@ constexpr size_t kRejectionLogPeers = 1024;
 
 }  // namespace
 
-RequestBook::RequestBook(std::string self, std::shared_ptr<spdlog::logger> log)
-    : self_(std::move(self)), log_(std::move(log)) {}
+RequestBook::RequestBook(std::string self, std::shared_ptr<spdlog::logger> log,
+                         uint16_t protocol_version)
+    : self_(std::move(self)), log_(std::move(log)), protocol_version_(protocol_version) {}
 
 SendRequest RequestBook::Open(Part owner, const topology::PeerEntry& peer, Body body,
                               TimePoint deadline) {
@@ -38,7 +39,10 @@ std::optional<Part> RequestBook::Close(uint64_t request_id) {
 void RequestBook::Forget(uint64_t request_id) { owners_.erase(request_id); }
 
 Message RequestBook::Reply(uint64_t request_id, Body body) const {
-  return MakeMessage(self_, request_id, std::max<int64_t>(round_, 0), std::move(body));
+  Message message =
+      MakeMessage(self_, request_id, std::max<int64_t>(round_, 0), std::move(body));
+  message.envelope.protocol_version = protocol_version_;
+  return message;
 }
 
 std::vector<Frame> FramesOf(const SendReply& reply) {

@@ -27,6 +27,7 @@
 #include "base/status.h"
 #include "node/logic/actions.h"
 #include "protocol/messages.h"
+#include "protocol/version.h"
 #include "topology/peer_table.h"
 #include "topology/sampler.h"
 
@@ -49,8 +50,10 @@ struct Rejections {
 // Ids, owners and envelopes of one node's requests (see the specification). Not thread-safe.
 class RequestBook {
  public:
-  // The book of node `self`; `log` receives the refusal lines.
-  RequestBook(std::string self, std::shared_ptr<spdlog::logger> log);
+  // The book of node `self`; `log` receives the refusal lines. Every envelope it makes announces
+  // `protocol_version` (kMinProtocolVersion..kProtocolVersion; StateMachineConfig).
+  RequestBook(std::string self, std::shared_ptr<spdlog::logger> log,
+              uint16_t protocol_version = kProtocolVersion);
 
   // A request with a fresh id, owned by `owner`, carrying `body` to `peer` until `deadline`.
   SendRequest Open(Part owner, const topology::PeerEntry& peer, Body body, TimePoint deadline);
@@ -76,12 +79,15 @@ class RequestBook {
   int64_t round() const { return round_; }
   // This node's id.
   const std::string& self() const { return self_; }
+  // The protocol version this node's envelopes announce.
+  uint16_t protocol_version() const { return protocol_version_; }
   // What Reject() refused so far.
   const Rejections& rejections() const { return rejections_; }
 
  private:
   std::string self_;
   std::shared_ptr<spdlog::logger> log_;
+  uint16_t protocol_version_;
   int64_t round_ = -1;
   uint64_t last_id_ = 0;
   std::map<uint64_t, Part> owners_;

@@ -4,6 +4,8 @@
 
 #include <spdlog/fmt/ranges.h>
 
+#include "protocol/version.h"
+
 namespace meshlearn::node {
 
 RoundDriver::RoundDriver(RoundConfig config, uint64_t sampling_seed, NodeServices node,
@@ -95,9 +97,13 @@ void RoundDriver::BeginRound(int64_t round, TimePoint now, Actions& out, bool ma
   phase_ = Phase::kFetching;
   for (const topology::SampledPeer& s : fetch_.sampled) {
     comm_.RecordSampled(s.peer);
-    SendRequest request = node_.requests.Open(
-        Part::kRounds, *peers.Find(s.peer),
-        GetModel{round - 1, config_.sync, config_.fetch_updates}, fetch_.deadline);
+    GetModel get{round - 1, config_.sync, config_.fetch_updates};
+    if (node_.requests.protocol_version() >= kCompressedModelVersion &&
+        membership_.ProtocolVersionOf(s.peer).value_or(0) >= kCompressedModelVersion) {
+      get.accepts.assign(ModelCodecs().begin(), ModelCodecs().end());
+    }
+    SendRequest request =
+        node_.requests.Open(Part::kRounds, *peers.Find(s.peer), std::move(get), fetch_.deadline);
     fetch_.requests[request.request_id] = s.peer;
     out.push_back(std::move(request));
   }

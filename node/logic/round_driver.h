@@ -27,6 +27,12 @@
 // - Scores: the learner scores each model it receives; for metrics scored by an exchange (emd,
 //   centroid) it gets the score the exchange measured (RoundHooks::ExchangedScore) with the model
 //   and never computes it again.
+// - Compressed models: a GetModel to a peer that announced kCompressedModelVersion, from a node
+//   that announces it too, accepts every codec of ModelCodecs() (protocol/codec.h); the peer may
+//   answer in its configured codec, and the learner receives the decoded floats. Other peers get
+//   the GetModel of version 2 and answer float32.
+//   Rationale: each node chooses how it sends ([node.compression]); every node decodes what it
+//   can, and a version-2 peer never sees a field it does not know.
 // - Clustering policies (fetch_updates): GetModel asks for the peer's last local update too, and
 //   the learner receives it in PeerModel::update; when the learner's policy clusters, the
 //   sampler samples within the node's cluster from then on.

@@ -51,6 +51,11 @@ namespace meshlearn::node {
 struct StateMachineConfig {
   std::string id;
   uint64_t seed = 1;  // sampling randomness (mixed with the node id)
+  // The protocol version the node announces in its envelopes, kMinProtocolVersion to
+  // kProtocolVersion; it uses no feature of a later version (protocol/version.h).
+  // Rationale: interoperability tests run a node as an older one would talk ([round]
+  // max_protocol_version), over the real code instead of a mock.
+  uint16_t protocol_version = kProtocolVersion;
   MembershipConfig membership;
   ServingConfig serving;
   RoundConfig rounds;

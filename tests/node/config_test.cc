@@ -99,7 +99,8 @@ TEST(Config, EverySectionRendersAndReadsBackEqual) {
   c.attack.kind = AttackKind::kNoise;
   c.clustering.recluster_every = 0;
   c.signature.max_samples = 64;
-  c.round = {false, 2.5, 5, 0.25, 0.125, 4096};
+  c.round = {false, 2.5, 5, 0.25, 0.125, 4096, 3};
+  c.compression = {CompressionCodec::kFp16, 200, 0.05, CompressionCodec::kFp16};
   c.privacy = {true, 1.1, std::nullopt, 1e-6, 0.5, 8.0, true};
   auto again = ParseNodeConfig(RenderNodeConfig(c), "rendered.toml");
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(c);
@@ -239,6 +240,63 @@ TEST(Config, BadValuesNameKeyValueAndWhatIsAllowed) {
 
   Status type = ParseError(std::string(kMinimal) + "[round]\nsync = \"yes\"\n");
   EXPECT_NE(type.message().find("must be true or false"), std::string::npos) << type.message();
+}
+
+// [compression] (a scenario's [node.compression]): the codec the node serves its model in,
+// read, written back and handed to the model server; what is not allowed is named.
+TEST(Config, CompressionChoosesTheServedCodecAndRefusesTopKForNow) {
+  auto plain = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->compression.codec, CompressionCodec::kNone);
+  EXPECT_EQ(RenderNodeConfig(*plain).find("[compression]"), std::string::npos)
+      << "unwritten when unset: configs render as before the section existed";
+
+  auto int8 = ParseNodeConfig(std::string(kMinimal) +
+                                  "[compression]\ncodec = \"int8\"\nblock_size = 64\n",
+                              "node.toml");
+  ASSERT_TRUE(int8.ok()) << int8.status().ToString();
+  EXPECT_EQ(int8->compression.codec, CompressionCodec::kInt8);
+  EXPECT_EQ(int8->compression.Settings().block_size, 64u);
+  auto again = ParseNodeConfig(RenderNodeConfig(*int8), "rendered.toml");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *int8);
+
+  Status codec = ParseError(std::string(kMinimal) + "[compression]\ncodec = \"zip\"\n");
+  EXPECT_NE(codec.message().find("'compression.codec' = 'zip'"), std::string::npos)
+      << codec.message();
+  EXPECT_NE(codec.message().find("\"int8\""), std::string::npos) << codec.message();
+  Status block = ParseError(std::string(kMinimal) + "[compression]\nblock_size = 32\n");
+  EXPECT_NE(block.message().find("'compression.block_size' = 32 must be in [64, 256]"),
+            std::string::npos)
+      << block.message();
+  Status topk = ParseError(std::string(kMinimal) + "[compression]\ncodec = \"topk\"\n");
+  EXPECT_EQ(topk.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(topk.message().find("not supported yet"), std::string::npos) << topk.message();
+  Status values = ParseError(std::string(kMinimal) + "[compression]\ntopk_values = \"none\"\n");
+  EXPECT_NE(values.message().find("allowed: fp16, int8"), std::string::npos) << values.message();
+}
+
+// [round] max_protocol_version (interoperability tests): the version the node announces; a
+// compressed codec needs version 3.
+TEST(Config, MaxProtocolVersionIsAnnouncedAndCompressionNeedsVersion3) {
+  auto plain = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->round.ProtocolVersion(), kProtocolVersion);
+  auto v2 = ParseNodeConfig(std::string(kMinimal) + "[round]\nmax_protocol_version = 2\n",
+                            "node.toml");
+  ASSERT_TRUE(v2.ok()) << v2.status().ToString();
+  EXPECT_EQ(v2->round.ProtocolVersion(), 2);
+  auto again = ParseNodeConfig(RenderNodeConfig(*v2), "rendered.toml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->round.ProtocolVersion(), 2);
+  Status future = ParseError(std::string(kMinimal) + "[round]\nmax_protocol_version = 4\n");
+  EXPECT_NE(future.message().find("'round.max_protocol_version' = 4 must be in [0, 3]"),
+            std::string::npos)
+      << future.message();
+  Status both = ParseError(std::string(kMinimal) +
+                           "[round]\nmax_protocol_version = 2\n[compression]\ncodec = \"fp16\"\n");
+  EXPECT_EQ(both.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(both.message().find("needs protocol version 3"), std::string::npos) << both.message();
 }
 
 TEST(Config, NonPositiveMetricWithDacNeedsUnscoredZero) {

@@ -236,5 +236,92 @@ TEST(ModelServer, ANewSnapshotIsEncodedAnewAndTheUpdateHasItsOwnEncoding) {
   }
 }
 
+// --- Compressed models (PROTOCOL.md, "Compressed models") ---------------------------------------
+
+// A server of node "me" whose codec is `codec` (int8 in blocks of 64), publishing weights
+// {0.1, -2, 3.3, 127} of round 0.
+struct CompressingServer {
+  explicit CompressingServer(CompressionCodec codec) {
+    ServingConfig config{kLayout, 50, seconds(10)};
+    config.compression.codec = codec;
+    config.compression.block_size = 64;
+    server = std::make_unique<ModelServer>(config, requests);
+    server->Publish(Snapshot{0, weights, false, {{"a", 0.25}}, std::nullopt});
+  }
+  SendReply Serve(const GetModel& get) {
+    Actions out;
+    server->OnGetModel(1, From("a", 7, Ping{}).envelope, get, {}, false, out);
+    return std::get<SendReply>(out.at(0));
+  }
+  RequestBook requests{"me", QuietLogger()};
+  std::unique_ptr<ModelServer> server;
+  FloatArray weights = FloatArray::Own({0.1f, -2.f, 3.3f, 127.f});
+};
+
+GetModel Accepting(std::vector<CompressionCodec> codecs) {
+  GetModel get{0, false};
+  get.accepts = std::move(codecs);
+  return get;
+}
+
+// A version-2 requester sends no accepts: a node whose codec is int8 answers it with exactly the
+// bytes a node without compression sends. A version-3 requester accepting int8 gets an int8 blob,
+// a quarter of the floats' size plus the header and a scale, and decodes it within half a step.
+TEST(ModelServerCompression, Version2RequesterGetsTheSameFloatBytesAndVersion3GetsInt8) {
+  CompressingServer int8(CompressionCodec::kInt8);
+  CompressingServer none(CompressionCodec::kNone);
+  std::vector<Frame> v2_from_int8 = FramesOf(int8.Serve(GetModel{0, false}));
+  std::vector<Frame> v2_from_none = FramesOf(none.Serve(GetModel{0, false}));
+  ASSERT_EQ(v2_from_int8.size(), v2_from_none.size());
+  for (size_t i = 0; i < v2_from_int8.size(); ++i) {
+    EXPECT_EQ(v2_from_int8[i], v2_from_none[i]) << "frame " << i;
+  }
+  EXPECT_EQ(v2_from_int8[2].size(), 4u * sizeof(float));
+  EXPECT_EQ(Received(int8.Serve(GetModel{0, false})).weights, int8.weights);
+
+  SendReply v3 = int8.Serve(Accepting({CompressionCodec::kFp16, CompressionCodec::kInt8}));
+  std::vector<Frame> frames = FramesOf(v3);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[2].size(), 8u + 4u + 4u) << "header, one scale, four int8 values";
+  EXPECT_EQ(frames[2].bytes()[0], static_cast<uint8_t>(CompressionCodec::kInt8));
+  const Model received = Received(v3);
+  EXPECT_EQ(received.encoding.codec, CompressionCodec::kInt8);
+  EXPECT_EQ(received.encoding.block_size, 64u);
+  const float half_step = 127.f / 127.f / 2.f;
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(received.weights.view()[i], int8.weights.view()[i], half_step) << i;
+  }
+  EXPECT_NE(received.weights, int8.weights) << "0.1 and 3.3 are not on the int8 grid";
+}
+
+// A requester that does not accept the node's codec gets float32; a node without a codec sends
+// float32 to everyone.
+TEST(ModelServerCompression, RequesterThatDoesNotAcceptTheCodecGetsFloat32) {
+  CompressingServer int8(CompressionCodec::kInt8);
+  const Model only_fp16 = Received(int8.Serve(Accepting({CompressionCodec::kFp16})));
+  EXPECT_EQ(only_fp16.encoding.codec, CompressionCodec::kNone);
+  EXPECT_EQ(only_fp16.weights, int8.weights);
+  CompressingServer none(CompressionCodec::kNone);
+  const Model plain = Received(none.Serve(Accepting({CompressionCodec::kInt8})));
+  EXPECT_EQ(plain.encoding.codec, CompressionCodec::kNone);
+  EXPECT_EQ(plain.weights, none.weights);
+  CompressingServer fp16(CompressionCodec::kFp16);
+  SendReply half = fp16.Serve(Accepting({CompressionCodec::kFp16, CompressionCodec::kInt8}));
+  EXPECT_EQ(FramesOf(half)[2].size(), 8u + 4u * 2u);
+  EXPECT_EQ(Received(half).encoding.codec, CompressionCodec::kFp16);
+}
+
+// The compressed body is encoded once per snapshot and shared by every requester that accepts
+// it, apart from the float32 body of the others.
+TEST(ModelServerCompression, EachCodecIsEncodedOncePerSnapshot) {
+  CompressingServer int8(CompressionCodec::kInt8);
+  SendReply first = int8.Serve(Accepting({CompressionCodec::kInt8}));
+  SendReply second = int8.Serve(Accepting({CompressionCodec::kFp16, CompressionCodec::kInt8}));
+  SendReply plain = int8.Serve(GetModel{0, false});
+  EXPECT_EQ(first.encoded_body, second.encoded_body);
+  EXPECT_NE(first.encoded_body, plain.encoded_body);
+  EXPECT_EQ(FramesOf(first)[2].data(), FramesOf(second)[2].data());
+}
+
 }  // namespace
 }  // namespace meshlearn::node::testing

@@ -148,6 +148,72 @@ TEST(RoundDriver, ClusterPolicyNodeAsksForPeersUpdatesAndPassesThemToTheLearner)
   }
 }
 
+// A machine of `config` whose peers a and c announce this build's version and b version 2.
+std::unique_ptr<NodeStateMachine> MachineWithAVersion2Peer(StateMachineConfig config) {
+  auto m = MakeMachine(std::move(config));
+  for (const SendRequest& r : All<SendRequest>(m->Start(TimePoint{}))) {
+    Message ack = From(r.peer, r.request_id, AckFor(r.endpoint));
+    if (r.peer == "b") ack.envelope.protocol_version = 2;
+    m->OnReply(r.request_id, ack, TimePoint{});
+  }
+  return m;
+}
+
+// PROTOCOL.md, "Compressed models": a GetModel accepts the model codecs only when both sides
+// announced version 3; a node announcing version 2 ([round] max_protocol_version) asks as one.
+TEST(RoundDriver, GetModelAcceptsCompressionOnlyBetweenVersion3Nodes) {
+  auto config = MachineConfig("me", kPeers);
+  config.rounds.peers_per_round = 3;
+  auto m = MachineWithAVersion2Peer(config);
+  auto fetches = Requests(m->OnComputeDone(Outcome(0), TimePoint{}), MessageType::kGetModel);
+  ASSERT_EQ(fetches.size(), 3u);
+  const std::vector<CompressionCodec> all = {CompressionCodec::kFp16, CompressionCodec::kInt8};
+  for (const SendRequest& r : fetches) {
+    EXPECT_EQ(r.message.envelope.protocol_version, kProtocolVersion);
+    EXPECT_EQ(std::get<GetModel>(r.message.body).accepts,
+              r.peer == "b" ? std::vector<CompressionCodec>{} : all)
+        << r.peer;
+  }
+  // Peer a answers int8: the learner gets the decoded floats.
+  Model int8 = PeerModelAt(0);
+  int8.encoding.codec = CompressionCodec::kInt8;
+  int8.weights = FloatArray::Own({0.1f, 0.2f, 0.3f, 127.f});
+  DecodeOptions options;
+  options.expected_layout = &kLayout;
+  Result<Message> arrived = Decode(Encode(From("a", 1, int8)), options);
+  ASSERT_TRUE(arrived.ok()) << arrived.status().ToString();
+  Actions out;
+  for (const SendRequest& r : fetches) {
+    Actions more = r.peer == "a" ? m->OnReply(r.request_id, *arrived, TimePoint{})
+                                 : m->OnReply(r.request_id, From(r.peer, 2, PeerModelAt(0)), {});
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  auto compute = All<StartCompute>(out);
+  ASSERT_EQ(compute.size(), 1u);
+  for (const PeerModel& p : compute[0].job.peers) {
+    if (p.peer != "a") continue;
+    EXPECT_EQ(p.weights, std::get<Model>(arrived->body).weights);
+    EXPECT_EQ(p.weights.view()[0], 0.f) << "0.1 is below half an int8 step of 127 / 127";
+  }
+
+  config.protocol_version = 2;
+  auto old = MachineWithAVersion2Peer(config);
+  auto old_fetches = Requests(old->OnComputeDone(Outcome(0), TimePoint{}), MessageType::kGetModel);
+  ASSERT_EQ(old_fetches.size(), 3u);
+  for (const SendRequest& r : old_fetches) {
+    EXPECT_EQ(r.message.envelope.protocol_version, 2);
+    EXPECT_TRUE(std::get<GetModel>(r.message.body).accepts.empty()) << r.peer;
+  }
+}
+
+// A node announcing version 1 has no Goodbye, even for peers that do.
+TEST(RoundDriver, NodeAnnouncingVersion1SaysNoGoodbye) {
+  auto config = MachineConfig("me", kPeers);
+  config.protocol_version = 1;
+  auto m = MachineWithAVersion2Peer(config);
+  EXPECT_TRUE(Requests(m->Leave("stopped", TimePoint{}), MessageType::kGoodbye).empty());
+}
+
 TEST(RoundDriver, RoundWaitsForFirstHellosSoMembershipDoesNotDependOnTiming) {
   auto m = MakeMachine(MachineConfig("me", kPeers));
   TimePoint t0{};

@@ -102,14 +102,15 @@ TEST(Fixtures, FixturesOfEveryVersionDecodeToTheSampleMessagesForever) {
   }
 }
 
-// PROTOCOL.md, "Versions and compatibility": this build speaks 2 and still 1; Goodbye is the
-// first feature of version 2.
-TEST(Versions, ThisBuildSpeaksVersion2AndStillVersion1) {
-  EXPECT_EQ(kProtocolVersion, 2);
+// PROTOCOL.md, "Versions and compatibility": this build speaks 3 and still 1; Goodbye is the
+// first feature of version 2, compressed models of version 3.
+TEST(Versions, ThisBuildSpeaksVersion3AndStillVersion1) {
+  EXPECT_EQ(kProtocolVersion, 3);
   EXPECT_EQ(kMinProtocolVersion, 1);
   EXPECT_EQ(kGoodbyeVersion, 2);
+  EXPECT_EQ(kCompressedModelVersion, 3);
   Message ping = MakeMessage("node-0", 1, 0, Ping{1});
-  EXPECT_EQ(ping.envelope.protocol_version, 2);
+  EXPECT_EQ(ping.envelope.protocol_version, 3);
   EXPECT_EQ(ping.envelope.min_version, 1);
   // A version-1 node's envelope (the v1 fixtures) is accepted.
   auto v1 = Decode(testing::ReadFrames("tests/protocol/testdata/v1_Ping.frames"));
@@ -171,7 +172,7 @@ ErrorCode DecodeCode(const std::vector<Frame>& frames, const DecodeOptions& opti
 TEST(OptionalFields, FixturesDecodeToTheirSamplesAndReEncodeToTheSameBytes) {
   for (uint16_t version : testing::FixtureVersions()) {
     std::vector<testing::OptionalFieldSample> samples = testing::OptionalFieldSamples(version);
-    ASSERT_EQ(samples.size(), 2u);
+    ASSERT_EQ(samples.size(), version >= kCompressedModelVersion ? 4u : 2u);
     for (const auto& sample : samples) {
       std::vector<Frame> frames = testing::ReadFrames("tests/protocol/testdata/" + sample.fixture);
       ASSERT_FALSE(frames.empty()) << "missing or short fixture " << sample.fixture;
@@ -247,6 +248,136 @@ TEST(OptionalFields, UpdateFlagAndBlobCountMustAgree) {
   // The flag without its blob, and a second blob without the flag.
   EXPECT_EQ(DecodeCode({with[0], with[1], with[2]}), ErrorCode::kMalformed);
   EXPECT_EQ(DecodeCode({without[0], without[1], without[2], with[3]}), ErrorCode::kMalformed);
+}
+
+// --- Compressed models (version 3: GetModel.accepts, Model.encoding) ----------------------------
+
+// The v3 Model fixture with int8 weights (OptionalFieldSamples).
+Message SampleInt8Model() { return testing::OptionalFieldSamples()[3].message; }
+
+// PROTOCOL.md, "Compressed models": the int8 Model's blob frame holds the compressed bytes of
+// protocol/compression.h, and the body names the codec in field 6 (with field 5 written before).
+TEST(CompressedModels, Int8ModelCarriesTheInt8BlobAndNamesItsCodec) {
+  Message m = SampleInt8Model();
+  std::vector<Frame> frames = Encode(m);
+  ASSERT_EQ(frames.size(), 3u);
+  CompressionSettings int8;
+  int8.codec = CompressionCodec::kInt8;
+  int8.block_size = 64;
+  auto blob = EncodeCompressed(testing::SampleInt8Weights(), int8);
+  ASSERT_TRUE(blob.ok());
+  EXPECT_EQ(frames[2], Frame(*blob));
+  EXPECT_EQ(frames[2].size(), 8u + 4u + 9u) << "header, one scale, nine int8 values";
+  const std::vector<uint8_t> body(frames[1].bytes().begin(), frames[1].bytes().end());
+  ASSERT_GE(body.size(), 3u);
+  EXPECT_EQ(body[0], 0x97) << "an array of 7 fields";
+  EXPECT_EQ(body[body.size() - 2], 0xc2) << "update = false before the encoding";
+  EXPECT_EQ(body.back(), 0x02) << "encoding = 2 (int8)";
+  auto decoded = Decode(frames);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, m);
+}
+
+// Lossy values decode to what the codec gives, within half a quantisation step, update included.
+TEST(CompressedModels, WeightsAndUpdateDecodeToTheCodecsValues) {
+  for (CompressionCodec codec : {CompressionCodec::kFp16, CompressionCodec::kInt8}) {
+    Message m = SampleModelWithUpdate();
+    Model& model = std::get<Model>(m.body);
+    model.encoding.codec = codec;
+    std::vector<Frame> frames = Encode(m);
+    ASSERT_EQ(frames.size(), 4u);
+    auto decoded = Decode(frames);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    const Model& got = std::get<Model>(decoded->body);
+    EXPECT_EQ(got.encoding.codec, codec);
+    auto weights = DecodeCompressed(frames[2].bytes(), 9);
+    auto update = DecodeCompressed(frames[3].bytes(), 9);
+    ASSERT_TRUE(weights.ok() && update.ok());
+    EXPECT_EQ(std::vector<float>(got.weights.view().begin(), got.weights.view().end()), *weights);
+    ASSERT_TRUE(got.update.has_value());
+    EXPECT_EQ(std::vector<float>(got.update->view().begin(), got.update->view().end()), *update);
+    for (size_t i = 0; i < 9; ++i) {
+      EXPECT_NEAR(got.weights.view()[i], SampleWeights()[i], 42.0 / 127 / 2 + 1e-6);
+    }
+  }
+}
+
+// A Model whose floats its codec cannot encode (a NaN) is sent raw, and refused as before.
+TEST(CompressedModels, NonFiniteWeightsTravelRawAndAreRefused) {
+  Message m = SampleInt8Model();
+  std::vector<float> w = testing::SampleInt8Weights();
+  w[2] = std::numeric_limits<float>::quiet_NaN();
+  std::get<Model>(m.body).weights = FloatArray::Own(w);
+  std::vector<Frame> frames = Encode(m);
+  EXPECT_EQ(frames[2].size(), 9u * 4u);
+  EXPECT_EQ(DecodeCode(frames), ErrorCode::kNonFinite);
+}
+
+TEST(CompressedModels, BlobOfAnotherCodecOrCountIsRefusedBeforeTheMerge) {
+  std::vector<Frame> frames = Encode(SampleInt8Model());
+  CompressionSettings fp16;
+  fp16.codec = CompressionCodec::kFp16;
+  // The body says int8, the blob is fp16.
+  std::vector<Frame> other = frames;
+  other[2] = Frame(*EncodeCompressed(testing::SampleInt8Weights(), fp16));
+  ExpectRejected(other, ErrorCode::kMalformed, {"Model.weights", "fp16", "int8"});
+  // Ten values for a layout of nine.
+  CompressionSettings int8;
+  int8.codec = CompressionCodec::kInt8;
+  std::vector<float> ten = testing::SampleInt8Weights();
+  ten.push_back(1.0f);
+  other[2] = Frame(*EncodeCompressed(ten, int8));
+  ExpectRejected(other, ErrorCode::kLayoutMismatch, {"Model.weights", "10", "9"});
+  // A raw float32 blob where int8 is announced.
+  other[2] = BlobOf(FloatArray::Own(testing::SampleInt8Weights()));
+  EXPECT_NE(DecodeCode(other), ErrorCode::kOk);
+  // A NaN scale.
+  other[2] = frames[2];
+  std::vector<uint8_t> bytes(frames[2].bytes().begin(), frames[2].bytes().end());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(bytes.data() + 8, &nan, 4);
+  other[2] = Frame(bytes);
+  ExpectRejected(other, ErrorCode::kNonFinite, {"Model.weights"});
+  // Every truncation of the blob.
+  for (size_t len = 0; len < frames[2].size(); ++len) {
+    other[2] = Frame::CopyOf(frames[2].data(), len);
+    EXPECT_NE(DecodeCode(other), ErrorCode::kOk) << "blob cut to " << len;
+  }
+}
+
+// Top-k carries updates, not models, and unknown codec numbers are no model codec either.
+TEST(CompressedModels, EncodingMustBeAModelCodec) {
+  for (uint8_t bad : {3, 4, 127}) {  // positive fixints: one byte, like the 2 they replace
+    std::vector<Frame> frames = Encode(SampleInt8Model());
+    std::vector<uint8_t> body(frames[1].bytes().begin(), frames[1].bytes().end());
+    body.back() = bad;
+    frames[1] = Frame(body);
+    ExpectRejected(frames, ErrorCode::kMalformed, {"Model.encoding"});
+  }
+}
+
+// A GetModel's accepts list: unknown codecs are kept (a later codec), at most 16 entries, each a
+// uint8.
+TEST(CompressedModels, AcceptsKeepsUnknownCodecsAndIsBounded) {
+  GetModel get{3, true};
+  get.accepts = {CompressionCodec::kInt8, static_cast<CompressionCodec>(9)};
+  auto decoded = Decode(Encode(MakeMessage("a", 1, 0, get)));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(std::get<GetModel>(decoded->body), get);
+  get.accepts.assign(17, CompressionCodec::kFp16);
+  EXPECT_EQ(DecodeCode(Encode(MakeMessage("a", 1, 0, get))), ErrorCode::kTooMany);
+}
+
+// A version-2 requester sends no accepts: its GetModel and the Model it gets keep their v2 bytes.
+TEST(CompressedModels, WithoutTheFieldsMessagesKeepTheirVersion2Bytes) {
+  for (const char* type : {"GetModel", "Model"}) {
+    std::vector<Frame> v2 = testing::ReadFrames(std::string("tests/protocol/testdata/v2_") + type +
+                                                ".frames");
+    std::vector<Frame> v3 = testing::ReadFrames(std::string("tests/protocol/testdata/v3_") + type +
+                                                ".frames");
+    ASSERT_EQ(v2.size(), v3.size());
+    for (size_t i = 1; i < v2.size(); ++i) EXPECT_EQ(v2[i], v3[i]) << type << " frame " << i;
+  }
 }
 
 TEST(Hostile, WrongMagicIsRejected) {

@@ -38,7 +38,7 @@ except ImportError as missing:  # never a pass: the test says why and fails
 # ---- PROTOCOL.md, "Envelope", "Message types", "Error codes", "Limits" -------------------------
 
 MAGIC = 0x4D4C524E
-VERSION = 2
+VERSION = 3
 MIN_VERSION = 1
 TYPES = {
     "Hello": 1, "HelloAck": 2, "PeerList": 3, "GetModel": 4, "Model": 5, "EmbedRequest": 6,
@@ -91,6 +91,23 @@ def floats(frame):
     if len(frame) % 4:
         raise ValueError("blob of %d bytes is not whole float32 values" % len(frame))
     return struct.unpack("<%df" % (len(frame) // 4), frame)
+
+
+# PROTOCOL.md, "Compressed blob encodings": the codec numbers of a blob's header.
+CODECS = {"none": 0, "fp16": 1, "int8": 2, "topk": 3}
+
+
+def int8_values(frame):
+    """(block size, values) of an int8 blob: header, ceil(n/B) float32 scales, n int8 values."""
+    codec, value_codec, block, count = struct.unpack_from("<BBHI", frame, 0)
+    if codec != CODECS["int8"] or value_codec != 0 or not 64 <= block <= 256:
+        raise ValueError("not an int8 blob header: %r" % ((codec, value_codec, block, count),))
+    blocks = (count + block - 1) // block
+    if len(frame) != 8 + 4 * blocks + count:
+        raise ValueError("int8 blob of %d values is %d bytes" % (count, len(frame)))
+    scales = struct.unpack_from("<%df" % blocks, frame, 8)
+    q = struct.unpack_from("<%db" % count, frame, 8 + 4 * blocks)
+    return block, [q[i] * scales[i // block] for i in range(count)], scales
 
 
 def unpack_one(frame, what):
@@ -365,7 +382,8 @@ def main():
                                               ("py-old", old_peer.endpoint, "")],
                             '[learning]\nmetric = "cos_weights"\nsampler = "centroid_cluster"\n'
                             'peers_per_round = 1\n[signature]\nk = 2\nmax_samples = 40\n'
-                            '[emd]\nenabled = true\nmax_samples = 40\n',
+                            '[emd]\nenabled = true\nmax_samples = 40\n'
+                            '[compression]\ncodec = "int8"\n',
                             top='http_port = %d\n' % http_port))
     # The secure node: CURVE, an allowlist binding this script's key to the id "py-client".
     subprocess.run([args.keygen, "--name", "conf-secure", "--out", work + "/keys"], check=True,
@@ -500,6 +518,46 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
           "GetModel with_update from a node without updates: a Model with one blob",
           reply and reply.name)
 
+    # Version 3, "Compressed models": the plain node's [compression] codec is int8. A GetModel
+    # without accepts (a version-2 requester's) gets float32; one accepting int8 gets the same
+    # snapshot as an int8 blob, within half a quantisation step; one accepting only fp16 gets
+    # float32.
+    rid, latest = client.ask("GetModel", [0, False])
+    if check(latest is not None and latest.type == TYPES["Model"], "the latest Model",
+             latest and latest.name):
+        asked = latest.body[0]
+        rid, v2 = client.ask("GetModel", [asked, True], version=2)
+        rid, v3 = client.ask("GetModel", [asked, True, False, [CODECS["fp16"], CODECS["int8"]]])
+        rid, fp16 = client.ask("GetModel", [asked, True, False, [CODECS["fp16"]]])
+        for reply, what in ((v2, "a version-2 GetModel"), (fp16, "a GetModel accepting fp16")):
+            check(reply is not None and reply.type == TYPES["Model"] and len(reply.body) == 5 and
+                  len(reply.frames) == 3 and len(reply.blobs[0]) == 4 * total and
+                  reply.body[0] == asked,
+                  what + " from an int8 node: float32 weights, no encoding field",
+                  reply and (reply.name, len(reply.body), [len(b) for b in reply.blobs]))
+        if check(v3 is not None and v3.type == TYPES["Model"] and len(v3.body) == 7 and
+                 v3.body[5] is False and v3.body[6] == CODECS["int8"] and len(v3.frames) == 3 and
+                 v3.body[0] == asked,
+                 "a GetModel accepting int8: Model.encoding = 2 after update = false",
+                 v3 and (v3.name, v3.body[5:], len(v3.frames))):
+            try:
+                block, values, scales = int8_values(v3.blobs[0])
+            except (ValueError, struct.error) as e:
+                check(False, "the int8 blob follows its encoding", e)
+            else:
+                check(block == 128 and len(values) == total,
+                      "int8 blob of the layout's count in the default blocks of 128",
+                      (block, len(values), total))
+                original = floats(v2.blobs[0]) if v2 is not None else []
+                # Half a step, up to float32 rounding of the product and of the step itself.
+                worst = max((abs(a - b) - (scales[i // block] / 2 * (1 + 1e-5) + 1e-6 * abs(b))
+                             for i, (a, b) in enumerate(zip(values, original))), default=1)
+                check(len(original) == len(values) and worst <= 0,
+                      "int8 values are within half a step of the float32 snapshot", worst)
+                check(len(v3.blobs[0]) < len(v2.blobs[0]) / 3.5,
+                      "the int8 blob is under 1/3.5 of the float32 one",
+                      (len(v3.blobs[0]), len(v2.blobs[0])))
+
     # 6 EmbedRequest -> 7 EmbedReply.
     rid, reply = client.ask("EmbedRequest", [99, 30, layout], [blob(weights)], timeout=60)
     if check(reply is not None and reply.type == TYPES["EmbedReply"], "EmbedRequest -> EmbedReply",
@@ -599,7 +657,7 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
     reply = client.send([envelope(9, "py-client", 7006, version=9, min_version=9), pack([1])])
     if check(reply is not None, "a version-9-only peer is answered"):
         check_error(reply, "unsupported_version", 7006, "version 9..9")
-        check("9..9" in reply.body[1] and "1..2" in reply.body[1],
+        check("9..9" in reply.body[1] and "%d..%d" % (MIN_VERSION, VERSION) in reply.body[1],
               "unsupported_version names both ranges", reply.body[1])
     raw([envelope(200, "py-client", 7007), pack([])], "type 200", "unknown_type", 7007)
     raw([envelope(11, "py-client", 7008), pack([13, "e" * (MAX_STRING_BYTES + 1)])],
@@ -718,8 +776,8 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
     # ---- versions ----------------------------------------------------------------------------
     rid, reply = client.ask("Ping", [11], version=1, min_version=1)
     if check(reply is not None and reply.type == TYPES["Pong"], "a version-1 peer is served"):
-        check(reply.version == 2 and reply.min_version == 1,
-              "the answer says 2, still speaking 1", (reply.version, reply.min_version))
+        check(reply.version == VERSION and reply.min_version == 1,
+              "the answer says %d, still speaking 1" % VERSION, (reply.version, reply.min_version))
     rid, reply = client.ask("Ping", [12], version=7, min_version=2)
     check(reply is not None and reply.type == TYPES["Pong"],
           "a future peer that still speaks 2 is served", reply and reply.name)

@@ -27,7 +27,7 @@ inline std::vector<float> SampleWeights() {
 
 // One message per type of protocol `version`, in type-number order, as a node of that version
 // sends them (its envelopes carry protocol_version = `version`). Version 1 has types 1 to 16,
-// version 2 adds Goodbye (17).
+// version 2 adds Goodbye (17); version 3 adds optional fields only (OptionalFieldSamples).
 inline std::vector<Message> SampleMessages(uint16_t version = kProtocolVersion) {
   Hello hello{"tcp://127.0.0.2:5555", "cnn/10", "cos_weights", "", 0x1234567890abcdefull};
   HelloAck ack;
@@ -151,20 +151,44 @@ struct OptionalFieldSample {
   Message message;
 };
 
-// GetModel with with_update and Model with an update, otherwise the SampleMessages(`version`) of
-// their types. The v<version>_<Type>.frames fixtures keep the messages without the optional fields.
+// Nine floats matching SampleLayout() that int8 with any block size holds exactly: multiples of
+// 0.125 whose largest magnitude is 127 * 0.125, so the block's scale is 0.125.
+inline std::vector<float> SampleInt8Weights() {
+  return {0.5f, -1.25f, 3.0f, 0.125f, -7.5f, 2.0f, 0.0f, 15.875f, -0.125f};
+}
+
+// GetModel with with_update and Model with an update (in that order), otherwise the
+// SampleMessages(`version`) of their types; from version 3 then (kCompressedModelVersion) also GetModel accepting fp16 and int8, and
+// Model with SampleInt8Weights() in int8 blocks of 64. The v<version>_<Type>.frames fixtures keep
+// the messages without the optional fields.
 inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = kProtocolVersion) {
-  std::vector<OptionalFieldSample> samples;
+  std::vector<OptionalFieldSample> samples, compressed_samples;
   std::string prefix = "v" + std::to_string(version) + "_";
+  const bool compressed = version >= kCompressedModelVersion;
   for (Message message : SampleMessages(version)) {
     if (auto* get = std::get_if<GetModel>(&message.body)) {
+      if (compressed) {
+        Message accepting = message;
+        std::get<GetModel>(accepting.body).accepts = {CompressionCodec::kFp16,
+                                                      CompressionCodec::kInt8};
+        compressed_samples.push_back({prefix + "GetModel_accepts.frames", std::move(accepting)});
+      }
       get->with_update = true;
       samples.push_back({prefix + "GetModel_update.frames", std::move(message)});
     } else if (auto* model = std::get_if<Model>(&message.body)) {
+      if (compressed) {
+        Message int8 = message;
+        Model& m = std::get<Model>(int8.body);
+        m.weights = FloatArray::Own(SampleInt8Weights());
+        m.encoding.codec = CompressionCodec::kInt8;
+        m.encoding.block_size = 64;
+        compressed_samples.push_back({prefix + "Model_int8.frames", std::move(int8)});
+      }
       model->update = FloatArray::Own(SampleUpdate());
       samples.push_back({prefix + "Model_update.frames", std::move(message)});
     }
   }
+  for (OptionalFieldSample& sample : compressed_samples) samples.push_back(std::move(sample));
   return samples;
 }
 

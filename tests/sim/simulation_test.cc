@@ -385,6 +385,53 @@ TEST(Simulation, AFinishedNodeSaysGoodbyeAndIsNoLongerSampled) {
   }
 }
 
+// Issue 31: a node that speaks only version 2 and version-3 nodes that send int8 models train
+// together. n3 announces version 2 ([round] max_protocol_version) and so gets float32 models: its
+// traffic is byte for byte what it is in a mesh of version-2 nodes. The others get int8 models
+// from each other, and the bytes counted (rounds.csv, from the frames sent) drop.
+TEST(Simulation, AVersion2NodeAndInt8Version3NodesTrainTogether) {
+  SimMesh mesh("compression", kFour, 6);
+  SimulationOptions options;
+  options.network.round_compute_s = 0.2;
+  for (node::NodeConfig& c : mesh.configs()) c.round.max_protocol_version = 2;
+  mesh.Run("v2", options);
+  for (node::NodeConfig& c : mesh.configs()) {
+    c.round.max_protocol_version = 0;  // this build's version
+    if (c.id == "n3") {
+      c.round.max_protocol_version = 2;
+    } else {
+      c.compression.codec = CompressionCodec::kInt8;
+      c.compression.block_size = 64;
+    }
+  }
+  mesh.Run("mixed", options);
+  double first_loss = 0, last_loss = 0;
+  for (const std::string& id : kFour) {
+    std::string log = ReadText(mesh.NodeDir("mixed", id) + "/node.log");
+    EXPECT_EQ(log.find("rejected"), std::string::npos) << id << "\n" << log;
+    auto rows = Rounds(mesh.NodeDir("mixed", id));
+    auto plain = Rounds(mesh.NodeDir("v2", id));
+    ASSERT_EQ(rows.size(), 7u) << id;
+    ASSERT_EQ(plain.size(), 7u) << id;
+    for (const auto& row : rows) {
+      if (row.round == 0) continue;
+      EXPECT_EQ(row.sampled, 3) << id << " round " << row.round;
+      EXPECT_EQ(row.answered, 3) << id << " round " << row.round << ": every model was accepted";
+    }
+    first_loss += rows.front().test_loss;
+    last_loss += rows.back().test_loss;
+    if (id == "n3") {
+      EXPECT_EQ(rows.back().bytes_in, plain.back().bytes_in)
+          << "the version-2 node receives exactly the bytes of a version-2 mesh";
+      EXPECT_EQ(rows.back().bytes_out, plain.back().bytes_out);
+    } else {
+      EXPECT_LT(rows.back().bytes_in, plain.back().bytes_in) << id << " receives int8 models";
+      EXPECT_LT(rows.back().bytes_out, plain.back().bytes_out) << id << " sends int8 models";
+    }
+  }
+  EXPECT_LT(last_loss, first_loss) << "the mixed mesh did not learn";
+}
+
 // DP-SGD draws its Poisson samples and its noise from the node's seed: a simulated DP run gives the
 // same files whatever the number of threads, and it spends and reports its ε.
 TEST(Simulation, ADifferentiallyPrivateRunIsByteIdenticalWithOneAndTwoThreads) {

@@ -44,5 +44,44 @@ TEST(Report, TheTableSaysHowManyNodesNeverReachedAPeer) {
       << table;
 }
 
+// Issue 31: summary.csv's last column is the mean of the bytes each node sent, as the last row of
+// its rounds.csv counts them (the encoded frames), attackers included.
+TEST(Report, SummaryCsvHasTheMeanBytesSentPerNode) {
+  std::string dir = ::testing::TempDir() + "/report_bytes";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  MethodRun run;
+  run.method.name = "int8";
+  Partition partition;
+  partition.ids = {"0", "1", "2"};
+  partition.clusters = {0, 0, 0};
+  partition.num_clusters = 1;
+  const uint64_t sent[] = {1000, 3000, 0};
+  for (size_t i = 0; i < partition.ids.size(); ++i) {
+    NodeRun n;
+    n.id = partition.ids[i];
+    n.dir = dir + "/node-" + n.id;
+    n.attacker = i == 1;
+    if (i < 2) {  // node 2 never completed a round: it is left out
+      node::RoundRow first, last;
+      first.val_loss = last.val_loss = 1;
+      first.bytes_out = 10;
+      last.round = 1;
+      last.bytes_out = sent[i];
+      n.rounds = {first, last};
+    }
+    run.nodes.push_back(n);
+  }
+  MethodSummary summary = Summarize(run, partition);
+  EXPECT_EQ(summary.bytes_sent_per_node, 2000);
+  ASSERT_TRUE(WriteSummaryCsv(dir + "/summary.csv", {summary}, 1).ok());
+  std::ifstream in(dir + "/summary.csv");
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  EXPECT_EQ(header.substr(header.rfind(',') + 1), "bytes_sent_per_node") << header;
+  EXPECT_EQ(row.substr(row.rfind(',') + 1), "2000") << row;
+}
+
 }  // namespace
 }  // namespace meshlearn::launch

@@ -54,8 +54,8 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   }
   std::vector<double> sum(partition.num_clusters, 0);
   std::vector<int> count(partition.num_clusters, 0);
-  double total = 0, overhead = 0, pss = 0;
-  int measured = 0, in_cluster = 0, samples = 0;
+  double total = 0, overhead = 0, pss = 0, bytes_sent = 0;
+  int measured = 0, in_cluster = 0, samples = 0, sending = 0;
   s.rounds = run.rounds;
   s.first_node_round = run.nodes.empty() ? -1 : INT64_MAX;
   for (const NodeRun& n : run.nodes) {
@@ -68,6 +68,10 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
     s.peak_pss_mib_max = std::max(s.peak_pss_mib_max, n.peak_pss_mib);
     pss += n.peak_pss_mib;
     s.attackers += n.attacker;
+    if (!n.rounds.empty()) {
+      bytes_sent += static_cast<double>(n.rounds.back().bytes_out);
+      ++sending;
+    }
     if (n.rounds.empty() || n.attacker) continue;
     const node::RoundRow* best = &n.rounds.front();
     double busy = 0;
@@ -96,6 +100,7 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   }
   s.mean = measured ? total / measured : NAN;
   s.overhead = measured ? overhead / measured : NAN;
+  s.bytes_sent_per_node = sending ? bytes_sent / sending : 0;
   s.in_cluster = samples ? static_cast<double>(in_cluster) / samples : NAN;
   s.peak_pss_mib_mean = s.nodes ? pss / s.nodes : 0;
   if (run.process_peak_pss_mib > 0) s.peak_pss_mib_max = run.process_peak_pss_mib;
@@ -130,7 +135,7 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
          "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
-         "last_node_round,exchange_s,exchange_rounds,epsilon\n";
+         "last_node_round,exchange_s,exchange_rounds,epsilon,bytes_sent_per_node\n";
   for (const MethodSummary& s : summaries) {
     csv << QuotedCsvField(s.name) << ',' << s.metric;
     for (double v : s.per_cluster) csv << ',' << v;
@@ -148,7 +153,7 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
     if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
     csv << ',';
     if (s.epsilon) csv << *s.epsilon;
-    csv << '\n';
+    csv << ',' << s.bytes_sent_per_node << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }

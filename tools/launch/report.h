@@ -46,6 +46,9 @@ struct MethodSummary {
   std::optional<std::pair<int64_t, int64_t>> exchange_rounds;
   // [privacy]: the largest ε an honest node had spent at its last round; nullopt without DP.
   std::optional<double> epsilon;
+  // Mean over the nodes with a round (attackers included: their bytes cost the network too) of
+  // the bytes each sent, as its last rounds.csv row counts them: the encoded frames (issue 31).
+  double bytes_sent_per_node = 0;
 };
 
 // What the clustering policies (samplers louvain and temperature) found.

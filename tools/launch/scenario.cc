@@ -19,7 +19,8 @@ using node::TableReader;
 // The node config sections a scenario's [node] template and methods may set.
 const std::vector<std::string> kNodeSections = {"model",     "training", "learning",
                                                 "emd",       "attack",   "clustering",
-                                                "signature", "privacy",  "round"};
+                                                "signature", "privacy",  "round",
+                                                "compression"};
 
 constexpr NamedValue<DatasetKind> kDatasetNames[] = {
     {"fashion-mnist", DatasetKind::kFashionMnist},
