@@ -58,7 +58,7 @@ StopSignals::StopSignals(std::function<void()> on_stop, int read_fd, int write_f
       thread_([this] { Run(); }) {}
 
 StopSignals::~StopSignals() {
-  for (int signal : kStopSignals) std::signal(signal, SIG_DFL);
+  for (int signal : kStopSignals) std::signal(signal, SIG_IGN);
   g_signal_pipe.store(-1);
   (void)!::write(write_fd_, &kEndWatching, 1);
   thread_.join();

@@ -19,8 +19,10 @@
 namespace meshlearn {
 
 // Calls `on_stop` on a thread of its own each time the process receives SIGINT or SIGTERM, from
-// Watch() until it is destroyed, which restores the default actions. One instance at a time per
-// process (kUnavailable for a second one, or when the pipe cannot be made).
+// Watch() until it is destroyed, which leaves both signals ignored: a process that is stopping
+// is not killed by a second one (an engine and a rank script may both pass a stop on), which
+// would turn its clean exit into a death by signal. One instance at a time per process
+// (kUnavailable for a second one, or when the pipe cannot be made).
 class StopSignals {
  public:
   static Result<std::unique_ptr<StopSignals>> Watch(std::function<void()> on_stop);
