@@ -428,8 +428,9 @@ Result<FloatArray> UnpackCompressed(const Frame& frame, CompressionCodec codec,
   auto header = ReadCompressedHeader(frame.bytes());
   if (!header.ok()) return header.status().WithContext(what);
   if (header->codec != codec) {
-    return Status::Malformed(std::string(what) + " blob is a " + CompressionCodecName(header->codec) +
-                             " blob, Model.encoding says " + CompressionCodecName(codec));
+    return Status::Malformed(std::string(what) + " blob is a " +
+                             CompressionCodecName(header->codec) + " blob, Model.encoding says " +
+                             CompressionCodecName(codec));
   }
   if (header->count != expected_floats) {
     return Status::LayoutMismatch(std::string(what) + " blob holds " +

@@ -128,9 +128,9 @@ struct Model {
   std::optional<FloatArray> update;
   // Optional field 6 (since version 3, kCompressedModelVersion): how `weights` and `update` travel.
   // The codec is kNone (raw float32 blobs, the field unwritten: the same bytes as before it
-  // existed), or kFp16 or kInt8, which only a GetModel accepting it gets: each blob frame then holds
-  // that codec's compressed bytes (protocol/compression.h), and the encoder uses block_size. A
-  // decoded Model holds the decoded floats, the codec and, for int8, the blobs' block size; the
+  // existed), or kFp16 or kInt8, which only a GetModel accepting it gets: each blob frame then
+  // holds that codec's compressed bytes (protocol/compression.h), and the encoder uses block_size.
+  // A decoded Model holds the decoded floats, the codec and, for int8, the blobs' block size; the
   // other settings keep their defaults.
   CompressionSettings encoding = {};
   bool operator==(const Model&) const = default;

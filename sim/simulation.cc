@@ -485,9 +485,9 @@ class Simulator {
     s.virtual_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(clock_->Now() - TimePoint{}).count();
     s.simulated_seconds = report_.simulated_seconds;
-    s.real_seconds = report_.earlier_real_seconds +
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start_)
-                         .count();
+    s.real_seconds =
+        report_.earlier_real_seconds +
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start_).count();
     s.compute_seconds =
         report_.earlier_compute_seconds + static_cast<double>(compute_ns_.load()) * 1e-9;
     std::ostringstream generator;
@@ -699,8 +699,8 @@ class Simulator {
 
   const SimulationOptions& options_;
   std::chrono::steady_clock::time_point real_start_;  // when this launch's Run() began
-  std::atomic<int64_t> compute_ns_{0};           // written by the workers
-  std::atomic<int64_t> exchange_compute_ns_{0};  // the part in jobs other than rounds
+  std::atomic<int64_t> compute_ns_{0};                // written by the workers
+  std::atomic<int64_t> exchange_compute_ns_{0};       // the part in jobs other than rounds
   int threads_;
   WorkerPool pool_;
   std::shared_ptr<VirtualClock> clock_;

@@ -442,7 +442,7 @@ struct NodeConfig {
   SignatureSection signature;
   PrivacySection privacy;  // written only when set
   RoundSection round;
-  CompressionSection compression;  // written only when set
+  CompressionSection compression;           // written only when set
   std::optional<SecuritySection> security;  // absent: plain text (the node warns at start)
   bool operator==(const NodeConfig&) const = default;
 

@@ -40,8 +40,7 @@ RoundConfig RoundSection::Driver(const LearningSection& learning,
 }
 
 uint16_t RoundSection::ProtocolVersion() const {
-  return max_protocol_version == 0 ? kProtocolVersion
-                                   : static_cast<uint16_t>(max_protocol_version);
+  return max_protocol_version == 0 ? kProtocolVersion : static_cast<uint16_t>(max_protocol_version);
 }
 
 ServingConfig RoundSection::Serving(const ParamLayout& layout, uint64_t train_size) const {

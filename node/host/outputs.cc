@@ -190,11 +190,11 @@ Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_
   const RoundOutcome& o = r.outcome;
   std::ostringstream row;
   row << r.round << ',' << CsvNumber(r.wall_seconds) << ',' << CsvNumber(o.train_loss) << ','
-      << CsvNumber(o.val_loss) << ',' << CsvNumber(o.val_acc) << ',' << CsvNumber(o.test_loss) << ','
-      << CsvNumber(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in << ','
-      << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << CsvNumber(o.train_seconds) << ','
-      << CsvNumber(o.eval_seconds) << ',' << CsvNumber(o.temperature) << ',' << CsvNumber(o.epsilon) << ','
-      << JoinPeers(r.sampled_peers) << '\n';
+      << CsvNumber(o.val_loss) << ',' << CsvNumber(o.val_acc) << ',' << CsvNumber(o.test_loss)
+      << ',' << CsvNumber(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in
+      << ',' << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << CsvNumber(o.train_seconds) << ','
+      << CsvNumber(o.eval_seconds) << ',' << CsvNumber(o.temperature) << ',' << CsvNumber(o.epsilon)
+      << ',' << JoinPeers(r.sampled_peers) << '\n';
   if (buffered_) {
     rounds_text_ += row.str();
     rounds_unwritten_ = true;
@@ -254,7 +254,8 @@ Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
   std::ostringstream csv;
   csv << "peer,distance,related\n";
   for (const SignatureRow& r : rows) {
-    csv << JoinPeers({r.peer}) << ',' << CsvNumber(r.distance) << ',' << (r.related ? 1 : 0) << '\n';
+    csv << JoinPeers({r.peer}) << ',' << CsvNumber(r.distance) << ',' << (r.related ? 1 : 0)
+        << '\n';
   }
   return Replace("signature.csv", csv.str());
 }

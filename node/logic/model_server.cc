@@ -60,8 +60,8 @@ CompressionCodec ModelServer::CodecFor(const GetModel& get) const {
 void ModelServer::AnswerHeld(TimePoint now, bool expire_all, bool done, Actions& out) {
   for (auto it = held_.begin(); it != held_.end();) {
     if (Satisfies(it->min_round, done)) {
-      out.push_back(ModelReply(it->inbound, it->request_id, it->min_round, true, it->with_update,
-                               it->codec));
+      out.push_back(
+          ModelReply(it->inbound, it->request_id, it->min_round, true, it->with_update, it->codec));
       it = held_.erase(it);
     } else if (expire_all || now >= it->deadline) {
       ++held_requests_expired_;
@@ -100,8 +100,7 @@ SendReply ModelServer::ModelReply(InboundId inbound, uint64_t request_id, int64_
   if (with_update) model.update = s.update;
   if (codec != CompressionCodec::kNone) model.encoding = config_.compression;
   SendReply reply = requests_.ReplyTo(inbound, request_id, std::move(model));
-  std::shared_ptr<const EncodedBody>& encoded =
-      chosen->encodings[EncodingKey{with_update, codec}];
+  std::shared_ptr<const EncodedBody>& encoded = chosen->encodings[EncodingKey{with_update, codec}];
   if (!encoded) encoded = std::make_shared<const EncodedBody>(EncodeBody(reply.message.body));
   reply.encoded_body = encoded;
   return reply;

@@ -39,8 +39,7 @@ std::optional<Part> RequestBook::Close(uint64_t request_id) {
 void RequestBook::Forget(uint64_t request_id) { owners_.erase(request_id); }
 
 Message RequestBook::Reply(uint64_t request_id, Body body) const {
-  Message message =
-      MakeMessage(self_, request_id, std::max<int64_t>(round_, 0), std::move(body));
+  Message message = MakeMessage(self_, request_id, std::max<int64_t>(round_, 0), std::move(body));
   message.envelope.protocol_version = protocol_version_;
   return message;
 }

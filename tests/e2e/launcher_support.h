@@ -36,7 +36,8 @@ inline std::string WriteScenario(const std::string& dir, int rounds, double min_
 }
 
 // The cells of `method`'s row of the CSV file at `path` (header row first), by column name.
-inline std::map<std::string, std::string> RowOf(const std::string& path, const std::string& method) {
+inline std::map<std::string, std::string> RowOf(const std::string& path,
+                                                const std::string& method) {
   auto records = ParseCsv(ReadText(path), path);
   EXPECT_TRUE(records.ok()) << records.status().ToString();
   std::map<std::string, std::string> row;

@@ -91,7 +91,8 @@ TEST(NodeBinary, AVersion2NodeAndInt8NodesTrainTogether) {
   }
   for (size_t i = 0; i < ids.size(); ++i) {
     EXPECT_TRUE(ExitedWith(nodes[i].Wait(seconds(120)), 0))
-        << ids[i] << " log:\n" << ReadText(dir + "/" + ids[i] + ".log");
+        << ids[i] << " log:\n"
+        << ReadText(dir + "/" + ids[i] + ".log");
   }
   for (size_t i = 0; i < ids.size(); ++i) {
     std::set<std::string> others;
