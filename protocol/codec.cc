@@ -78,13 +78,44 @@ bool IsModelCodec(CompressionCodec codec) {
   return false;
 }
 
+// Appends `blob` to a chain frame's bytes: its length as a little-endian uint32, then the blob.
+void AppendChainItem(std::span<const uint8_t> blob, std::vector<uint8_t>* out) {
+  const auto length = static_cast<uint32_t>(blob.size());
+  for (int shift = 0; shift < 32; shift += 8) out->push_back(static_cast<uint8_t>(length >> shift));
+  out->insert(out->end(), blob.begin(), blob.end());
+}
+
+// The chain frame of a top-k Model (PROTOCOL.md "Top-k update chains"): the base as a codec-none
+// blob when there is one, then the updates; empty when the base cannot be encoded (not finite).
+std::optional<std::vector<uint8_t>> ChainFrame(const EstimateChain& chain) {
+  std::vector<uint8_t> bytes;
+  if (chain.base) {
+    auto base = EncodeCompressed(chain.base->view(), CompressionSettings{});
+    if (!base.ok()) return std::nullopt;
+    AppendChainItem(*base, &bytes);
+  }
+  for (const std::vector<uint8_t>& update : chain.updates) AppendChainItem(update, &bytes);
+  return bytes;
+}
+
 // Encodes `m`'s weights (and update) with m.encoding into `out`; false when the encoding is none,
-// not a model codec, or cannot encode the values (a NaN or Inf).
+// not a model codec, or cannot encode the values (a NaN or Inf). Top-k sends its chain for the
+// weights and the update as int8.
 bool CompressModelBlobs(const Model& m, std::vector<Frame>* out) {
   if (!IsModelCodec(m.encoding.codec)) return false;
-  for (const FloatArray* floats : {&m.weights, m.update ? &*m.update : nullptr}) {
+  const FloatArray* dense = &m.weights;
+  CompressionSettings dense_settings = m.encoding;
+  if (m.encoding.codec == CompressionCodec::kTopK) {
+    if (!m.chain) return false;
+    auto chain = ChainFrame(*m.chain);
+    if (!chain) return false;
+    out->emplace_back(std::move(*chain));
+    dense = nullptr;
+    dense_settings.codec = CompressionCodec::kInt8;
+  }
+  for (const FloatArray* floats : {dense, m.update ? &*m.update : nullptr}) {
     if (floats == nullptr) continue;
-    auto blob = EncodeCompressed(floats->view(), m.encoding);
+    auto blob = EncodeCompressed(floats->view(), dense_settings);
     if (!blob.ok()) return false;
     out->emplace_back(std::move(*blob));
   }
@@ -107,14 +138,21 @@ struct BodyPacker {
     // Rationale: the optional trailing field is written only when set, so a message without it
     // keeps its version-1 bytes and fixtures (PROTOCOL.md, "Optional trailing fields").
     // Field 3 (accepts) needs field 2 written before it.
-    const bool has_accepts = !m.accepts.empty();
-    pk.pack_array(has_accepts ? 4 : m.with_update ? 3 : 2);
+    // Field 4 (estimate) needs fields 2 and 3 written before it.
+    const bool has_estimate = m.estimate.has_value();
+    const bool has_accepts = !m.accepts.empty() || has_estimate;
+    pk.pack_array(has_estimate ? 5 : has_accepts ? 4 : m.with_update ? 3 : 2);
     pk.pack_int64(m.min_round);
     pk.pack(m.wait);
     if (m.with_update || has_accepts) pk.pack(m.with_update);
     if (has_accepts) {
       pk.pack_array(static_cast<uint32_t>(m.accepts.size()));
       for (CompressionCodec codec : m.accepts) pk.pack_uint8(static_cast<uint8_t>(codec));
+    }
+    if (has_estimate) {
+      pk.pack_array(2);
+      pk.pack_int64(m.estimate->start_round);
+      pk.pack_int64(m.estimate->round);
     }
   }
   void operator()(const Model& m) {
@@ -126,7 +164,8 @@ struct BodyPacker {
       model_blobs.push_back(BlobOf(m.weights));
       if (m.update) model_blobs.push_back(BlobOf(*m.update));
     }
-    pk.pack_array(compressed ? 7 : m.update ? 6 : 5);
+    const bool chained = compressed && m.encoding.codec == CompressionCodec::kTopK;
+    pk.pack_array(chained ? 8 : compressed ? 7 : m.update ? 6 : 5);
     pk.pack_int64(m.round);
     pk.pack_uint64(m.train_size);
     pk.pack(m.early_stopped);
@@ -139,6 +178,14 @@ struct BodyPacker {
     }
     if (m.update || compressed) pk.pack(m.update.has_value());
     if (compressed) pk.pack_uint8(static_cast<uint8_t>(m.encoding.codec));
+    if (chained) {
+      pk.pack_array(5);
+      pk.pack_int64(m.chain->start_round);
+      pk.pack_int64(m.chain->from_round);
+      pk.pack_int64(m.chain->to_round);
+      pk.pack_uint32(m.chain->checksum);
+      pk.pack(m.chain->base.has_value());
+    }
     for (Frame& blob : model_blobs) blobs.push_back(std::move(blob));
   }
   void operator()(const EmbedRequest& m) {
@@ -459,6 +506,71 @@ Result<FloatArray> UnpackModelBlob(const Frame& frame, CompressionCodec encoding
   return UnpackCompressed(frame, encoding, expected_floats, what, block_size);
 }
 
+// Reads a top-k Model's chain: field `index` of `f`, [start_round, from_round, to_round,
+// checksum, has_base], and the chain frame `frame` of length-prefixed blobs (PROTOCOL.md "Top-k
+// update chains"): the base, a codec-none blob of `expected_floats` finite values, when has_base,
+// then top-k blobs of `expected_floats` values. The updates' contents are checked when applied
+// (PublicEstimate::Apply); here their framing, headers and counts.
+Result<EstimateChain> UnpackChain(const Fields& f, uint32_t index, const Frame& frame,
+                                  uint64_t expected_floats) {
+  ASSIGN_ELEMENT(c, f.at(index), "chain", -1, 5, &f);
+  EstimateChain chain;
+  bool has_base = false;
+  uint64_t checksum = 0;
+  MESHLEARN_RETURN_IF_ERROR(c.Int(0, "start_round", &chain.start_round));
+  MESHLEARN_RETURN_IF_ERROR(c.Int(1, "from_round", &chain.from_round));
+  MESHLEARN_RETURN_IF_ERROR(c.Int(2, "to_round", &chain.to_round));
+  MESHLEARN_RETURN_IF_ERROR(c.Uint(3, "checksum", UINT32_MAX, &checksum));
+  MESHLEARN_RETURN_IF_ERROR(c.Bool(4, "has_base", &has_base));
+  chain.checksum = static_cast<uint32_t>(checksum);
+  if (chain.from_round > chain.to_round) {
+    return Status::Malformed("Model.chain: from_round " + std::to_string(chain.from_round) +
+                             " is after to_round " + std::to_string(chain.to_round));
+  }
+  std::span<const uint8_t> rest = frame.bytes();
+  for (size_t item = 0; !rest.empty(); ++item) {
+    const std::string what = "Model.chain item " + std::to_string(item);
+    if (rest.size() < 4) return Status::Malformed(what + ": fewer than 4 bytes for its length");
+    const uint32_t length = static_cast<uint32_t>(rest[0]) | (static_cast<uint32_t>(rest[1]) << 8) |
+                            (static_cast<uint32_t>(rest[2]) << 16) |
+                            (static_cast<uint32_t>(rest[3]) << 24);
+    rest = rest.subspan(4);
+    if (length > rest.size()) {
+      return Status::Malformed(what + ": length " + std::to_string(length) + " but " +
+                               std::to_string(rest.size()) + " bytes are left");
+    }
+    const std::span<const uint8_t> blob = rest.first(length);
+    rest = rest.subspan(length);
+    auto header = ReadCompressedHeader(blob);
+    if (!header.ok()) return header.status().WithContext(what);
+    const bool is_base = has_base && item == 0;
+    const CompressionCodec want = is_base ? CompressionCodec::kNone : CompressionCodec::kTopK;
+    if (header->codec != want) {
+      return Status::Malformed(what + " is a " + CompressionCodecName(header->codec) +
+                               " blob; allowed: " + CompressionCodecName(want));
+    }
+    if (header->count != expected_floats) {
+      return Status::LayoutMismatch(what + " holds " + std::to_string(header->count) +
+                                    " values, the layout needs " + std::to_string(expected_floats));
+    }
+    if (is_base) {
+      auto base = DecodeCompressed(blob, expected_floats);
+      if (!base.ok()) return base.status().WithContext(what);
+      chain.base = FloatArray::Own(std::move(*base));
+    } else {
+      chain.updates.emplace_back(blob.begin(), blob.end());
+    }
+  }
+  if (has_base && !chain.base) return Status::Malformed("Model.chain: has_base without a base");
+  const uint64_t rounds = static_cast<uint64_t>(chain.to_round - chain.from_round);
+  if (chain.updates.size() > rounds) {
+    return Status::Malformed("Model.chain: " + std::to_string(chain.updates.size()) +
+                             " updates for rounds " + std::to_string(chain.from_round) + " to " +
+                             std::to_string(chain.to_round));
+  }
+  return chain;
+}
+
 Status CheckLayout(const ParamLayout& layout, const DecodeOptions& options) {
   if (options.expected_layout == nullptr) return Status::Ok();
   return layout.Matches(*options.expected_layout);
@@ -582,6 +694,13 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
           m.accepts[i] = static_cast<CompressionCodec>(codec);  // unknown codecs are kept
         }
       }
+      if (f.size() > 4) {
+        ASSIGN_ELEMENT(held, f.at(4), "estimate", -1, 2, &f);
+        HeldEstimate estimate;
+        MESHLEARN_RETURN_IF_ERROR(held.Int(0, "start_round", &estimate.start_round));
+        MESHLEARN_RETURN_IF_ERROR(held.Int(1, "round", &estimate.round));
+        m.estimate = estimate;
+      }
       return Body(std::move(m));
     }
     case MessageType::kModel: {
@@ -609,27 +728,40 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
         MESHLEARN_RETURN_IF_ERROR(f.Uint(6, "encoding", UINT8_MAX, &codec));
         m.encoding.codec = static_cast<CompressionCodec>(codec);
         if (m.encoding.codec != CompressionCodec::kNone && !IsModelCodec(m.encoding.codec)) {
-          return Status::Malformed("Model.encoding = " + std::to_string(codec) +
-                                   " is not a codec of models (allowed: 0 none, 1 fp16, 2 int8)");
+          return Status::Malformed(
+              "Model.encoding = " + std::to_string(codec) +
+              " is not a codec of models (allowed: 0 none, 1 fp16, 2 int8, 3 topk)");
         }
+      }
+      const bool chained = m.encoding.codec == CompressionCodec::kTopK;
+      if (chained && f.size() < 8) {
+        return Status::Malformed("Model.encoding = 3 (topk) needs field 7, the chain");
       }
       if (blobs.size() != (has_update ? 2u : 1u)) {
         return Status::Malformed("Model has " + std::to_string(blobs.size()) +
                                  " blob frames, its update flag needs " + (has_update ? "2" : "1"));
       }
+      const uint64_t floats = m.layout.total_floats();
       uint32_t block_size = 0;
-      auto weights = UnpackModelBlob(blobs[0], m.encoding.codec, m.layout.total_floats(),
-                                     "Model.weights", &block_size);
-      if (!weights.ok()) return weights.status();
-      m.weights = std::move(*weights);
+      if (chained) {
+        auto chain = UnpackChain(f, 7, blobs[0], floats);
+        if (!chain.ok()) return chain.status();
+        m.chain = std::move(*chain);
+      } else {
+        auto weights =
+            UnpackModelBlob(blobs[0], m.encoding.codec, floats, "Model.weights", &block_size);
+        if (!weights.ok()) return weights.status();
+        m.weights = std::move(*weights);
+      }
       if (has_update) {
-        uint32_t update_block_size = 0;
-        auto update = UnpackModelBlob(blobs[1], m.encoding.codec, m.layout.total_floats(),
-                                      "Model.update", &update_block_size);
+        const CompressionCodec update_codec = chained ? CompressionCodec::kInt8 : m.encoding.codec;
+        auto update = UnpackModelBlob(blobs[1], update_codec, floats, "Model.update", &block_size);
         if (!update.ok()) return update.status();
         m.update = std::move(*update);
       }
-      if (m.encoding.codec == CompressionCodec::kInt8) m.encoding.block_size = block_size;
+      if (m.encoding.codec == CompressionCodec::kInt8 || (chained && has_update)) {
+        m.encoding.block_size = block_size;
+      }
       return Body(std::move(m));
     }
     case MessageType::kEmbedRequest: {
@@ -828,8 +960,8 @@ Result<Envelope> ParseEnvelope(const Frame& frame, const Limits& limits) {
 }  // namespace
 
 std::span<const CompressionCodec> ModelCodecs() {
-  static constexpr CompressionCodec kModelCodecs[] = {CompressionCodec::kFp16,
-                                                      CompressionCodec::kInt8};
+  static constexpr CompressionCodec kModelCodecs[] = {
+      CompressionCodec::kFp16, CompressionCodec::kInt8, CompressionCodec::kTopK};
   return kModelCodecs;
 }
 

@@ -25,9 +25,9 @@ struct DecodeOptions {
   const ParamLayout* expected_layout = nullptr;
 };
 
-// The codecs this build decodes a Model's blobs from besides none (fp16 and int8), in the order a
-// GetModel lists them in accepts (PROTOCOL.md, "Compressed models").
-// Rationale: top-k carries updates against a public estimate, never a whole model.
+// The codecs this build decodes a Model's blobs from besides none (fp16, int8 and topk), in the
+// order a GetModel lists them in accepts (PROTOCOL.md, "Compressed models"). A top-k Model carries
+// a chain of updates of the owner's public estimate (Model.chain), never a whole model.
 std::span<const CompressionCodec> ModelCodecs();
 
 // Encodes `message` into its frames: envelope, body, then blob frames (weights/embeddings are

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "base/crc32.h"
 #include "base/float_array.h"
 
 namespace meshlearn {
@@ -557,6 +558,12 @@ Result<std::vector<float>> DecodeCompressed(std::span<const uint8_t> blob, size_
   std::vector<float> values(expected_count);
   MESHLEARN_RETURN_IF_ERROR(DecodeCompressedInto(blob, values));
   return values;
+}
+
+uint32_t EstimateChecksum(std::span<const float> values) {
+  static_assert(std::endian::native == std::endian::little, "float32 bytes are little-endian");
+  return Crc32(std::string_view(reinterpret_cast<const char*>(values.data()),
+                                values.size() * sizeof(float)));
 }
 
 PublicEstimate::PublicEstimate(std::vector<float> start)

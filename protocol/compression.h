@@ -5,7 +5,8 @@
 //
 // The byte layout of every codec is specified in protocol/PROTOCOL.md, "Compressed blob encodings
 // (version 3)". A version-3 Model carries its weights (and update) in fp16 or int8 blobs
-// (protocol/codec.h, Model.encoding); top-k updates do not travel yet.
+// (protocol/codec.h, Model.encoding); a top-k Model carries a chain of top-k updates of the owner's
+// public estimate (Model.chain, node/logic/public_estimates.h).
 //
 // Rules:
 // 1. A blob is self-describing: a small header names the codec, its parameters and the element
@@ -112,6 +113,10 @@ struct CompressedHeader {
 // Rationale: a receiver checks the codec a message announced and the count before it allocates
 // the values a blob decodes to.
 Result<CompressedHeader> ReadCompressedHeader(std::span<const uint8_t> blob);
+
+// The checksum of an estimate (EstimateChain::checksum): the CRC-32 (base/crc32.h) of its values'
+// little-endian float32 bytes. The same on every machine.
+uint32_t EstimateChecksum(std::span<const float> values);
 
 // A model's public estimate x̂ (CHOCO-gossip, Koloskova et al. 2019): the model as every requester
 // reconstructs it from the compressed updates the owner sent since a shared start. The owner

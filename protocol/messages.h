@@ -90,6 +90,16 @@ struct PeerList {
 };
 
 // A request for the responder's published model snapshot.
+// The public estimate x̂ of a responder's model that a requester holds (top-k, PROTOCOL.md "Top-k
+// update chains"): the lineage and the round of the last update applied.
+struct HeldEstimate {
+  // The round the responder's estimate started from; -1: the shared initial model, before round 0.
+  int64_t start_round = -1;
+  // The snapshot round whose update was applied last; start_round when none was.
+  int64_t round = -1;
+  bool operator==(const HeldEstimate&) const = default;
+};
+
 struct GetModel {
   static constexpr MessageType kType = MessageType::kGetModel;
   int64_t min_round = 0;  // the oldest snapshot round the requester accepts
@@ -102,6 +112,10 @@ struct GetModel {
   // (Model.encoding). Sent only when not empty (with_update is then written too), so a GetModel
   // without it has the same bytes as before the field existed. Unknown codec numbers are kept.
   std::vector<CompressionCodec> accepts = {};
+  // Optional field 4 (since version 3): the estimate of the responder's model the requester holds,
+  // for a top-k reply (Model.chain). Written only when set; fields 2 and 3 are then written too.
+  // A responder answers in top-k only to a GetModel that lists kTopK in accepts and sets this.
+  std::optional<HeldEstimate> estimate = std::nullopt;
   bool operator==(const GetModel&) const = default;
 };
 
@@ -110,6 +124,24 @@ struct PeerScore {
   std::string peer;
   double score = 0;
   bool operator==(const PeerScore&) const = default;
+};
+
+// A top-k reply's chain (Model field 7 and blob frame 2; PROTOCOL.md "Top-k update chains"): what
+// turns the requester's estimate of the owner's model into the owner's estimate at `to_round`.
+struct EstimateChain {
+  int64_t start_round = -1;  // the owner's estimate lineage (HeldEstimate::start_round)
+  // The estimate's round the updates apply to: the requester's held round, or base's round.
+  int64_t from_round = -1;
+  int64_t to_round = -1;  // the estimate's round after the last update
+  // CRC-32 of x̂'s float32 bytes at to_round (EstimateChecksum): the requester checks its result.
+  uint32_t checksum = 0;
+  // The estimate at from_round whole, when the requester's copy cannot be used (another lineage,
+  // or older than the owner keeps updates for); decoded values, checked finite.
+  std::optional<FloatArray> base;
+  // The top-k update blobs of the rounds after from_round, oldest first; each checked when
+  // applied (PublicEstimate::Apply), their headers and counts when decoded.
+  std::vector<std::vector<uint8_t>> updates;
+  bool operator==(const EstimateChain&) const = default;
 };
 
 // A published model snapshot. The weights travel as one blob frame.
@@ -128,11 +160,15 @@ struct Model {
   std::optional<FloatArray> update;
   // Optional field 6 (since version 3, kCompressedModelVersion): how `weights` and `update` travel.
   // The codec is kNone (raw float32 blobs, the field unwritten: the same bytes as before it
-  // existed), or kFp16 or kInt8, which only a GetModel accepting it gets: each blob frame then
-  // holds that codec's compressed bytes (protocol/compression.h), and the encoder uses block_size.
+  // existed), or kFp16, kInt8 or kTopK, which only a GetModel accepting it gets: each blob frame
+  // then holds that codec's compressed bytes (protocol/compression.h), and the encoder uses
+  // block_size; with kTopK, `chain` replaces the weights and the update travels as int8.
   // A decoded Model holds the decoded floats, the codec and, for int8, the blobs' block size; the
   // other settings keep their defaults.
   CompressionSettings encoding = {};
+  // Field 7 and blob frame 2 when encoding.codec is kTopK: the chain that rebuilds the owner's
+  // public estimate, which replaces `weights` (left empty); the update then travels as int8.
+  std::optional<EstimateChain> chain;
   bool operator==(const Model&) const = default;
 };
 

@@ -282,12 +282,6 @@ void KeyWriter::Peers(const char* key, const std::vector<PeerAddress>& peers) {
 }
 
 Status CompressionSection::Check(const std::string& file) const {
-  if (codec == CompressionCodec::kTopK) {
-    return Status::InvalidArgument(
-        file +
-        ": [compression] codec = \"topk\" is not supported yet (allowed: none, fp16, int8); "
-        "top-k sends updates against a public estimate, whose exchange is not built");
-  }
   if (topk_values != CompressionCodec::kFp16 && topk_values != CompressionCodec::kInt8) {
     return Status::InvalidArgument(file + ": [compression] topk_values = \"" +
                                    CompressionCodecName(topk_values) +

@@ -222,6 +222,9 @@ struct CompressionSection {
   int block_size = kDefaultInt8BlockSize;  // int8 (and top-k's int8 values): values per scale
   double topk_fraction = 0.01;             // top-k: the share of coordinates sent, in (0, 1]
   CompressionCodec topk_values = CompressionCodec::kInt8;  // top-k: how kept values are stored
+  // The most peers whose public estimates the node keeps to decode their top-k replies; 0: the
+  // node does not accept topk (its peers send it float32 instead).
+  int peer_estimates = 64;
 
   bool operator==(const CompressionSection&) const = default;
   // The keys of [compression].
@@ -231,9 +234,9 @@ struct CompressionSection {
     keys.Integer("block_size", s.block_size, kMinInt8BlockSize, kMaxInt8BlockSize);
     keys.Number("topk_fraction", s.topk_fraction, 0, 1, Bound::kOpen);
     keys.Choice("topk_values", s.topk_values, CompressionCodecNames());
+    keys.Integer("peer_estimates", s.peer_estimates, 0, 100000);
   }
-  // kInvalidArgument, prefixed with `file`, for codec "topk" (not supported yet: models travel
-  // fp16 or int8; top-k's update chain is not built) and for topk_values other than fp16 and int8.
+  // kInvalidArgument, prefixed with `file`, for topk_values other than fp16 and int8.
   Status Check(const std::string& file) const;
 
   // The model server's settings.

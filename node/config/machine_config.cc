@@ -105,6 +105,15 @@ StateMachineConfig NodeConfig::Machine(const Learner& learner, const NodeFacts& 
   c.serving = round.Serving(learner.Layout(), learner.TrainSize());
   c.serving.compression = compression.Settings();
   c.rounds = round.Driver(learning, training);
+  if (c.protocol_version >= kCompressedModelVersion &&
+      (compression.codec == CompressionCodec::kTopK || compression.peer_estimates > 0)) {
+    // Top-k lineages start at the shared initial model: the learner has neither trained nor
+    // restored a checkpoint yet, so its weights are still that model.
+    FloatArray initial = FloatArray::Own(learner.Snapshot().weights);
+    c.serving.shared_initial = initial;
+    c.rounds.shared_initial = initial;
+    c.rounds.peer_estimates = static_cast<size_t>(compression.peer_estimates);
+  }
   c.emd = emd.Exchange(learning, round, learner.Layout(), facts.nonce);
   c.signatures = signature.Exchange(learning, round, learner.DataSignature());
   return c;

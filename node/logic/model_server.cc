@@ -13,7 +13,12 @@ size_t FloatBytes(const Snapshot& s) {
 }  // namespace
 
 ModelServer::ModelServer(ServingConfig config, RequestBook& requests)
-    : config_(std::move(config)), requests_(requests) {}
+    : config_(std::move(config)), requests_(requests) {
+  if (config_.compression.codec == CompressionCodec::kTopK) {
+    const std::span<const float> initial = config_.shared_initial.view();
+    estimate_.emplace(config_.compression, std::vector<float>(initial.begin(), initial.end()));
+  }
+}
 
 void ModelServer::Publish(Snapshot snapshot) {
   history_bytes_ += FloatBytes(snapshot);
@@ -22,6 +27,16 @@ void ModelServer::Publish(Snapshot snapshot) {
     history_bytes_ -= FloatBytes(history_.front().snapshot);
     history_.pop_front();
   }
+  if (estimate_) {
+    const Snapshot& newest = history_.back().snapshot;
+    estimate_->Publish(newest.round, newest.weights.view(), history_.front().snapshot.round);
+  }
+}
+
+void ModelServer::PublishResumed(Snapshot snapshot) {
+  if (estimate_) estimate_->Restart(snapshot.round, snapshot.weights.view());
+  history_bytes_ += FloatBytes(snapshot);
+  history_.push_back(Kept{std::move(snapshot), {}});
 }
 
 FloatArray ModelServer::RoundZeroWeights() const {
@@ -39,18 +54,21 @@ bool ModelServer::Satisfies(int64_t min_round, bool done) const {
 void ModelServer::OnGetModel(InboundId inbound, const Envelope& env, const GetModel& get,
                              TimePoint now, bool done, Actions& out) {
   const CompressionCodec codec = CodecFor(get);
+  const HeldEstimate estimate = get.estimate.value_or(HeldEstimate{});
   if (Satisfies(get.min_round, done) || (HavePublished() && !get.wait)) {
-    out.push_back(
-        ModelReply(inbound, env.request_id, get.min_round, get.wait, get.with_update, codec));
+    out.push_back(ModelReply(inbound, env.request_id, get.min_round, get.wait, get.with_update,
+                             codec, estimate));
     return;
   }
-  held_.push_back(
-      {inbound, env.request_id, get.min_round, now + config_.hold_limit, get.with_update, codec});
+  held_.push_back({inbound, env.request_id, get.min_round, now + config_.hold_limit,
+                   get.with_update, codec, estimate});
 }
 
 CompressionCodec ModelServer::CodecFor(const GetModel& get) const {
   const CompressionCodec ours = config_.compression.codec;
   if (ours == CompressionCodec::kNone) return ours;
+  // Rationale: a top-k chain needs the estimate the requester holds.
+  if (ours == CompressionCodec::kTopK && !get.estimate) return CompressionCodec::kNone;
   for (CompressionCodec accepted : get.accepts) {
     if (accepted == ours) return ours;
   }
@@ -60,8 +78,8 @@ CompressionCodec ModelServer::CodecFor(const GetModel& get) const {
 void ModelServer::AnswerHeld(TimePoint now, bool expire_all, bool done, Actions& out) {
   for (auto it = held_.begin(); it != held_.end();) {
     if (Satisfies(it->min_round, done)) {
-      out.push_back(
-          ModelReply(it->inbound, it->request_id, it->min_round, true, it->with_update, it->codec));
+      out.push_back(ModelReply(it->inbound, it->request_id, it->min_round, true, it->with_update,
+                               it->codec, it->estimate));
       it = held_.erase(it);
     } else if (expire_all || now >= it->deadline) {
       ++held_requests_expired_;
@@ -79,7 +97,8 @@ void ModelServer::AnswerHeld(TimePoint now, bool expire_all, bool done, Actions&
 }
 
 SendReply ModelServer::ModelReply(InboundId inbound, uint64_t request_id, int64_t min_round,
-                                  bool wait, bool with_update, CompressionCodec codec) {
+                                  bool wait, bool with_update, CompressionCodec codec,
+                                  const HeldEstimate& estimate) {
   Kept* chosen = &history_.back();
   if (wait) {
     for (Kept& kept : history_) {
@@ -98,9 +117,19 @@ SendReply ModelServer::ModelReply(InboundId inbound, uint64_t request_id, int64_
   model.score_row = s.score_row;
   model.weights = s.weights;
   if (with_update) model.update = s.update;
+  EncodingKey key{with_update, codec};
+  if (codec == CompressionCodec::kTopK) {
+    auto chain = estimate_->ChainTo(s.round, estimate);
+    if (chain.ok()) {
+      key.chain_from = chain->base ? kFromBase : chain->from_round;
+      model.chain = std::move(*chain);
+    } else {
+      key.codec = codec = CompressionCodec::kNone;  // not expected: every kept round is chained
+    }
+  }
   if (codec != CompressionCodec::kNone) model.encoding = config_.compression;
   SendReply reply = requests_.ReplyTo(inbound, request_id, std::move(model));
-  std::shared_ptr<const EncodedBody>& encoded = chosen->encodings[EncodingKey{with_update, codec}];
+  std::shared_ptr<const EncodedBody>& encoded = chosen->encodings[key];
   if (!encoded) encoded = std::make_shared<const EncodedBody>(EncodeBody(reply.message.body));
   reply.encoded_body = encoded;
   return reply;

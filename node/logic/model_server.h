@@ -31,6 +31,12 @@
 //   A compressed encoding adds its blobs (a half or a quarter of the floats) to the history's
 //   memory, outside history_bytes.
 //   Rationale: PROTOCOL.md, "Compressed models": compression is negotiated per request.
+// - With codec topk the node keeps a public estimate of its model (EstimateOwner,
+//   node/logic/public_estimates.h): every published snapshot becomes a top-k update of it. A
+//   GetModel that accepts topk and says which estimate it holds (GetModel.estimate) gets the
+//   chain from that estimate to the chosen snapshot's round (Model.chain); any other gets the
+//   float32 model. A resumed node starts a new lineage at the snapshot it resumes with
+//   (PublishResumed). Chain replies are encoded once per snapshot and starting round.
 // - With wait = true and no snapshot of round >= min_round, the request is held until one is
 //   published or until its deadline (round_deadline after arrival), then answered
 //   Error(timeout). A node that is early-stopped or done (lingering, finished) answers at once
@@ -46,6 +52,7 @@
 #include "base/float_array.h"
 #include "base/param_layout.h"
 #include "node/logic/actions.h"
+#include "node/logic/public_estimates.h"
 #include "node/logic/requests.h"
 #include "protocol/codec.h"
 
@@ -57,9 +64,11 @@ struct ServingConfig {
   uint64_t train_size = 0;  // n_i, sent with the model (FedAvg weights)
   Clock::duration hold_limit = std::chrono::seconds(10);  // how long a GetModel may be held
   size_t history_bytes = size_t{16} << 20;  // the kept snapshots' budget (see the specification)
-  // How the model travels to requesters that accept it: codec none, fp16 or int8 (and int8's
-  // block size).
+  // How the model travels to requesters that accept it: codec none, fp16, int8 or topk (and the
+  // codec's parameters).
   CompressionSettings compression = {};
+  // topk: the shared initial model, where the public estimate's first lineage starts.
+  FloatArray shared_initial;
 };
 
 // The fewest snapshots kept, whatever their size.
@@ -82,6 +91,9 @@ class ModelServer {
 
   // Publishes `snapshot` (the newest); the oldest beyond the kept history is dropped.
   void Publish(Snapshot snapshot);
+  // Publishes the snapshot a resumed node serves first; with topk, its public estimate starts a
+  // new lineage there.
+  void PublishResumed(Snapshot snapshot);
   // A GetModel from `env.sender`: answered now, or held (see the specification). `done`: the
   // node has finished its rounds, so its model never changes again.
   void OnGetModel(InboundId inbound, const Envelope& env, const GetModel& get, TimePoint now,
@@ -108,14 +120,18 @@ class ModelServer {
     TimePoint deadline;
     bool with_update = false;
     CompressionCodec codec = CompressionCodec::kNone;  // the codec its reply travels in
+    HeldEstimate estimate;  // topk: what the requester holds of our estimate
   };
 
   // Which encoding of a snapshot's Model body a reply needs.
   struct EncodingKey {
     bool with_update = false;
     CompressionCodec codec = CompressionCodec::kNone;
+    // topk: the round the chain starts from; kFromBase when it carries the base whole.
+    int64_t chain_from = 0;
     auto operator<=>(const EncodingKey&) const = default;
   };
+  static constexpr int64_t kFromBase = INT64_MIN;
   // A published snapshot and the encodings of its Model body made so far.
   struct Kept {
     Snapshot snapshot;
@@ -123,7 +139,7 @@ class ModelServer {
   };
 
   SendReply ModelReply(InboundId inbound, uint64_t request_id, int64_t min_round, bool wait,
-                       bool with_update, CompressionCodec codec);
+                       bool with_update, CompressionCodec codec, const HeldEstimate& estimate);
   // The codec a reply to `get` travels in: ours when it accepts it, else none.
   CompressionCodec CodecFor(const GetModel& get) const;
   bool Satisfies(int64_t min_round, bool done) const;
@@ -133,6 +149,7 @@ class ModelServer {
   std::deque<Kept> history_;  // oldest first
   size_t history_bytes_ = 0;  // the floats of history_'s weights and updates, in bytes
   std::vector<Held> held_;
+  std::optional<EstimateOwner> estimate_;  // topk only
   uint64_t held_requests_expired_ = 0;
 };
 

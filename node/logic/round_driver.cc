@@ -15,7 +15,11 @@ RoundDriver::RoundDriver(RoundConfig config, uint64_t sampling_seed, NodeService
       membership_(membership),
       server_(server),
       hooks_(hooks),
-      rng_(sampling_seed) {}
+      rng_(sampling_seed) {
+  if (config_.peer_estimates > 0 && config_.shared_initial.size() > 0) {
+    estimates_.emplace(config_.shared_initial, config_.peer_estimates);
+  }
+}
 
 Status RoundDriver::Restore(int64_t round, double wall_seconds,
                             const std::vector<topology::CommRow>& comm,
@@ -33,7 +37,7 @@ Status RoundDriver::Restore(int64_t round, double wall_seconds,
   resumed_wall_ = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, wall_seconds)));
   node_.requests.set_round(round);
-  Publish(round, std::move(weights), stopped);
+  server_.PublishResumed(SnapshotOf(round, std::move(weights), stopped, std::nullopt));
   return Status::Ok();
 }
 
@@ -100,7 +104,10 @@ void RoundDriver::BeginRound(int64_t round, TimePoint now, Actions& out, bool ma
     GetModel get{round - 1, config_.sync, config_.fetch_updates};
     if (node_.requests.protocol_version() >= kCompressedModelVersion &&
         membership_.ProtocolVersionOf(s.peer).value_or(0) >= kCompressedModelVersion) {
-      get.accepts.assign(ModelCodecs().begin(), ModelCodecs().end());
+      for (CompressionCodec codec : ModelCodecs()) {
+        if (codec != CompressionCodec::kTopK || estimates_) get.accepts.push_back(codec);
+      }
+      if (estimates_) get.estimate = estimates_->Held(s.peer);
     }
     SendRequest request =
         node_.requests.Open(Part::kRounds, *peers.Find(s.peer), std::move(get), fetch_.deadline);
@@ -138,9 +145,14 @@ void RoundDriver::OnReply(uint64_t request_id, const Result<Message>& reply, con
   std::string peer = it->second;
   fetch_.requests.erase(it);
   const auto* model = failure.ok() ? std::get_if<Model>(&reply->body) : nullptr;
-  if (model) {
-    AcceptModel(peer, *model);
-  } else {
+  Status accepted = model ? AcceptModel(peer, *model) : Status::Ok();
+  if (model && !accepted.ok()) {
+    // Rationale: a chain that does not fit our copy of the peer's estimate (the peer restarted)
+    // costs this round's model only; the copy is dropped, so the next reply carries the base.
+    ++counters_.missed_deadlines;
+    node_.log.info("round {}: peer {}'s model could not be used ({}); skipped this round",
+                   fetch_.round, peer, accepted.ToString());
+  } else if (!model) {
     Status why =
         failure.ok() ? Status::Malformed("GetModel was not answered with a Model") : failure;
     ++counters_.missed_deadlines;
@@ -154,18 +166,26 @@ void RoundDriver::OnReply(uint64_t request_id, const Result<Message>& reply, con
   if (fetch_.requests.empty()) FinishFetch(out);
 }
 
-void RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
+Status RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
+  FloatArray weights = model.weights;
+  if (model.chain) {
+    if (!estimates_) return Status::Malformed("a top-k Model answered a GetModel without topk");
+    auto rebuilt = estimates_->Apply(peer, *model.chain);
+    if (!rebuilt.ok()) return rebuilt.status();
+    weights = std::move(*rebuilt);
+  }
   membership_.peers().RecordSuccess(peer);
   (void)comm_.RecordAnswered(peer);
   double probability = 0;
   for (const topology::SampledPeer& s : fetch_.sampled) {
     if (s.peer == peer) probability = s.probability;
   }
-  fetch_.answered.push_back({peer, model.weights, model.train_size, probability,
+  fetch_.answered.push_back({peer, std::move(weights), model.train_size, probability,
                              hooks_.ExchangedScore(peer), model.update});
   topology::ScoreRow row;
   for (const PeerScore& s : model.score_row) row.push_back({s.peer, s.score});
   fetch_.rows[peer] = std::move(row);
+  return Status::Ok();
 }
 
 void RoundDriver::OnComputeDone(const Result<RoundOutcome>& result, TimePoint now, Actions& out) {
@@ -236,6 +256,11 @@ void RoundDriver::OnComputeDone(const Result<RoundOutcome>& result, TimePoint no
 
 void RoundDriver::Publish(int64_t round, FloatArray weights, bool stopped,
                           std::optional<FloatArray> update) {
+  server_.Publish(SnapshotOf(round, std::move(weights), stopped, std::move(update)));
+}
+
+Snapshot RoundDriver::SnapshotOf(int64_t round, FloatArray weights, bool stopped,
+                                 std::optional<FloatArray> update) const {
   Snapshot snapshot;
   snapshot.round = round;
   snapshot.weights = std::move(weights);
@@ -244,7 +269,7 @@ void RoundDriver::Publish(int64_t round, FloatArray weights, bool stopped,
   for (const topology::ScoreEntry& e : node_.sampler.Scores()) {
     snapshot.score_row.push_back({e.peer, e.score});
   }
-  server_.Publish(std::move(snapshot));
+  return snapshot;
 }
 
 void RoundDriver::OnTick(TimePoint now, Actions& out) {

@@ -33,6 +33,11 @@
 //   the GetModel of version 2 and answer float32.
 //   Rationale: each node chooses how it sends ([node.compression]); every node decodes what it
 //   can, and a version-2 peer never sees a field it does not know.
+//   Top-k: with RoundConfig::peer_estimates > 0 the node also accepts topk and says which estimate
+//   of the peer's model it holds (GetModel.estimate); a top-k reply's chain is applied to that
+//   estimate (PeerEstimates) and the learner receives the rebuilt estimate. A chain that cannot
+//   be applied skips the peer for the round (logged and counted as a missed model), and its next
+//   reply carries the estimate whole.
 // - Clustering policies (fetch_updates): GetModel asks for the peer's last local update too, and
 //   the learner receives it in PeerModel::update; when the learner's policy clusters, the
 //   sampler samples within the node's cluster from then on.
@@ -76,6 +81,11 @@ struct RoundConfig {
   // After `linger`, a finished node waits at most this much longer for an exchange in flight.
   Clock::duration exchange_linger = std::chrono::seconds(40);
   Clock::duration min_round = Clock::duration::zero();  // a round lasts at least this long
+  // Top-k replies: the shared initial model, where every peer's first estimate lineage starts,
+  // and the most peers whose estimates are kept (PeerEstimates, node/logic/public_estimates.h).
+  // With 0 (or no initial model) the node does not accept topk.
+  FloatArray shared_initial;
+  size_t peer_estimates = 0;
 };
 
 // What the round driver asks of the node's exchanges (the state machine's router implements it).
@@ -173,7 +183,11 @@ class RoundDriver {
   void FinishFetch(Actions& out);
   void Publish(int64_t round, FloatArray weights, bool stopped,
                std::optional<FloatArray> update = std::nullopt);
-  void AcceptModel(const std::string& peer, const Model& model);
+  // Takes `peer`'s reply into this round's fetch; an error when its weights cannot be used (a
+  // top-k chain that does not apply).
+  Status AcceptModel(const std::string& peer, const Model& model);
+  Snapshot SnapshotOf(int64_t round, FloatArray weights, bool stopped,
+                      std::optional<FloatArray> update) const;
 
   RoundConfig config_;
   NodeServices node_;
@@ -197,6 +211,7 @@ class RoundDriver {
   TimePoint next_round_at_{};           // kPacing: when the next round may begin
   std::optional<int64_t> hold_before_;  // HoldBefore()
   Fetch fetch_;
+  std::optional<PeerEstimates> estimates_;  // accepting topk
 };
 
 }  // namespace meshlearn::node

@@ -244,16 +244,15 @@ TEST(Config, BadValuesNameKeyValueAndWhatIsAllowed) {
 
 // [compression] (a scenario's [node.compression]): the codec the node serves its model in,
 // read, written back and handed to the model server; what is not allowed is named.
-TEST(Config, CompressionChoosesTheServedCodecAndRefusesTopKForNow) {
+TEST(Config, CompressionChoosesTheServedCodecAndTopKSettings) {
   auto plain = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->compression.codec, CompressionCodec::kNone);
   EXPECT_EQ(RenderNodeConfig(*plain).find("[compression]"), std::string::npos)
       << "unwritten when unset: configs render as before the section existed";
 
-  auto int8 = ParseNodeConfig(std::string(kMinimal) +
-                                  "[compression]\ncodec = \"int8\"\nblock_size = 64\n",
-                              "node.toml");
+  auto int8 = ParseNodeConfig(
+      std::string(kMinimal) + "[compression]\ncodec = \"int8\"\nblock_size = 64\n", "node.toml");
   ASSERT_TRUE(int8.ok()) << int8.status().ToString();
   EXPECT_EQ(int8->compression.codec, CompressionCodec::kInt8);
   EXPECT_EQ(int8->compression.Settings().block_size, 64u);
@@ -269,9 +268,23 @@ TEST(Config, CompressionChoosesTheServedCodecAndRefusesTopKForNow) {
   EXPECT_NE(block.message().find("'compression.block_size' = 32 must be in [64, 256]"),
             std::string::npos)
       << block.message();
-  Status topk = ParseError(std::string(kMinimal) + "[compression]\ncodec = \"topk\"\n");
-  EXPECT_EQ(topk.code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(topk.message().find("not supported yet"), std::string::npos) << topk.message();
+  auto topk = ParseNodeConfig(std::string(kMinimal) +
+                                  "[compression]\ncodec = \"topk\"\ntopk_fraction = 0.05\n"
+                                  "topk_values = \"fp16\"\npeer_estimates = 8\n",
+                              "node.toml");
+  ASSERT_TRUE(topk.ok()) << topk.status().ToString();
+  EXPECT_EQ(topk->compression.Settings().codec, CompressionCodec::kTopK);
+  EXPECT_EQ(topk->compression.Settings().topk_fraction, 0.05);
+  EXPECT_EQ(topk->compression.Settings().topk_values, CompressionCodec::kFp16);
+  EXPECT_EQ(topk->compression.peer_estimates, 8);
+  auto topk_again = ParseNodeConfig(RenderNodeConfig(*topk), "rendered.toml");
+  ASSERT_TRUE(topk_again.ok()) << topk_again.status().ToString();
+  EXPECT_EQ(*topk_again, *topk);
+  Status fraction = ParseError(std::string(kMinimal) + "[compression]\ntopk_fraction = 0\n");
+  EXPECT_EQ(fraction.code(), ErrorCode::kInvalidArgument);
+  Status estimates = ParseError(std::string(kMinimal) + "[compression]\npeer_estimates = -1\n");
+  EXPECT_NE(estimates.message().find("'compression.peer_estimates' = -1"), std::string::npos)
+      << estimates.message();
   Status values = ParseError(std::string(kMinimal) + "[compression]\ntopk_values = \"none\"\n");
   EXPECT_NE(values.message().find("allowed: fp16, int8"), std::string::npos) << values.message();
 }
@@ -282,8 +295,8 @@ TEST(Config, MaxProtocolVersionIsAnnouncedAndCompressionNeedsVersion3) {
   auto plain = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->round.ProtocolVersion(), kProtocolVersion);
-  auto v2 = ParseNodeConfig(std::string(kMinimal) + "[round]\nmax_protocol_version = 2\n",
-                            "node.toml");
+  auto v2 =
+      ParseNodeConfig(std::string(kMinimal) + "[round]\nmax_protocol_version = 2\n", "node.toml");
   ASSERT_TRUE(v2.ok()) << v2.status().ToString();
   EXPECT_EQ(v2->round.ProtocolVersion(), 2);
   auto again = ParseNodeConfig(RenderNodeConfig(*v2), "rendered.toml");

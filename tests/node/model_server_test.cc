@@ -245,6 +245,8 @@ struct CompressingServer {
     ServingConfig config{kLayout, 50, seconds(10)};
     config.compression.codec = codec;
     config.compression.block_size = 64;
+    config.compression.topk_fraction = 0.5;
+    config.shared_initial = FloatArray::Own({0.f, 0.f, 0.f, 0.f});
     server = std::make_unique<ModelServer>(config, requests);
     server->Publish(Snapshot{0, weights, false, {{"a", 0.25}}, std::nullopt});
   }
@@ -321,6 +323,37 @@ TEST(ModelServerCompression, EachCodecIsEncodedOncePerSnapshot) {
   EXPECT_EQ(first.encoded_body, second.encoded_body);
   EXPECT_NE(first.encoded_body, plain.encoded_body);
   EXPECT_EQ(FramesOf(first)[2].data(), FramesOf(second)[2].data());
+}
+
+// Top-k (PROTOCOL.md "Top-k update chains"): a requester that accepts topk and says what it holds
+// gets the chain from there, encoded once per snapshot and starting round; one that does not say
+// gets float32. The chain rebuilds the owner's estimate, which holds the largest half of the
+// change from the shared initial model.
+TEST(ModelServerCompression, TopKRequestersGetTheChainFromWhatTheyHold) {
+  CompressingServer topk(CompressionCodec::kTopK);
+  GetModel get =
+      Accepting({CompressionCodec::kFp16, CompressionCodec::kInt8, CompressionCodec::kTopK});
+  const Model no_estimate = Received(topk.Serve(get));
+  EXPECT_EQ(no_estimate.encoding.codec, CompressionCodec::kNone);
+  EXPECT_EQ(no_estimate.weights, topk.weights);
+  get.estimate = HeldEstimate{};
+  SendReply first = topk.Serve(get);
+  SendReply second = topk.Serve(get);
+  EXPECT_EQ(first.encoded_body, second.encoded_body);
+  const Model chained = Received(first);
+  EXPECT_EQ(chained.encoding.codec, CompressionCodec::kTopK);
+  ASSERT_TRUE(chained.chain.has_value());
+  EXPECT_FALSE(chained.chain->base);
+  EXPECT_EQ(chained.chain->updates.size(), 1u);
+  PeerEstimates requester(FloatArray::Own({0.f, 0.f, 0.f, 0.f}), 4);
+  auto estimate = requester.Apply("me", *chained.chain);
+  ASSERT_TRUE(estimate.ok()) << estimate.status().ToString();
+  EXPECT_EQ(estimate->view()[0], 0.f) << "0.1 is among the smaller half";
+  EXPECT_NEAR(estimate->view()[3], 127.f, 1e-4);
+  get.estimate = HeldEstimate{7, 3};  // another lineage: the base whole
+  const Model based = Received(topk.Serve(get));
+  ASSERT_TRUE(based.chain && based.chain->base);
+  EXPECT_EQ(*based.chain->base, FloatArray::Own({0.f, 0.f, 0.f, 0.f}));
 }
 
 }  // namespace

@@ -172,7 +172,7 @@ ErrorCode DecodeCode(const std::vector<Frame>& frames, const DecodeOptions& opti
 TEST(OptionalFields, FixturesDecodeToTheirSamplesAndReEncodeToTheSameBytes) {
   for (uint16_t version : testing::FixtureVersions()) {
     std::vector<testing::OptionalFieldSample> samples = testing::OptionalFieldSamples(version);
-    ASSERT_EQ(samples.size(), version >= kCompressedModelVersion ? 4u : 2u);
+    ASSERT_EQ(samples.size(), version >= kCompressedModelVersion ? 6u : 2u);
     for (const auto& sample : samples) {
       std::vector<Frame> frames = testing::ReadFrames("tests/protocol/testdata/" + sample.fixture);
       ASSERT_FALSE(frames.empty()) << "missing or short fixture " << sample.fixture;
@@ -252,8 +252,17 @@ TEST(OptionalFields, UpdateFlagAndBlobCountMustAgree) {
 
 // --- Compressed models (version 3: GetModel.accepts, Model.encoding) ----------------------------
 
+// The v3 sample of fixture `fixture` (OptionalFieldSamples).
+Message OptionalSample(const std::string& fixture) {
+  for (const testing::OptionalFieldSample& sample : testing::OptionalFieldSamples()) {
+    if (sample.fixture == "v3_" + fixture) return sample.message;
+  }
+  ADD_FAILURE() << "no sample " << fixture;
+  return {};
+}
+
 // The v3 Model fixture with int8 weights (OptionalFieldSamples).
-Message SampleInt8Model() { return testing::OptionalFieldSamples()[3].message; }
+Message SampleInt8Model() { return OptionalSample("Model_int8.frames"); }
 
 // PROTOCOL.md, "Compressed models": the int8 Model's blob frame holds the compressed bytes of
 // protocol/compression.h, and the body names the codec in field 6 (with field 5 written before).
@@ -276,6 +285,65 @@ TEST(CompressedModels, Int8ModelCarriesTheInt8BlobAndNamesItsCodec) {
   auto decoded = Decode(frames);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(*decoded, m);
+}
+
+// PROTOCOL.md, "Top-k update chains": a top-k Model's frame 2 holds the length-prefixed base and
+// updates, field 7 the chain's rounds and checksum; a GetModel's field 4 the estimate held.
+TEST(CompressedModels, TopKModelCarriesItsChainAndGetModelItsEstimate) {
+  Message m = OptionalSample("Model_topk.frames");
+  std::vector<Frame> frames = Encode(m);
+  ASSERT_EQ(frames.size(), 3u);
+  const EstimateChain& chain = *std::get<Model>(m.body).chain;
+  const size_t base_bytes = 8 + 9 * sizeof(float);
+  size_t expected = 4 + base_bytes;
+  for (const auto& update : chain.updates) expected += 4 + update.size();
+  EXPECT_EQ(frames[2].size(), expected);
+  EXPECT_EQ(frames[2].bytes()[0], base_bytes) << "the base's length, little-endian";
+  EXPECT_EQ(frames[2].bytes()[4], static_cast<uint8_t>(CompressionCodec::kNone));
+  EXPECT_EQ(frames[1].bytes()[0], 0x98) << "an array of 8 fields";
+  auto decoded = Decode(frames);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, m);
+  PublicEstimate estimate(testing::SampleWeights());
+  for (const auto& update : std::get<Model>(decoded->body).chain->updates) {
+    ASSERT_TRUE(estimate.Apply(update).ok());
+  }
+  EXPECT_EQ(EstimateChecksum(estimate.values()), chain.checksum);
+  EXPECT_EQ(estimate.values()[2], 5.0f) << "the largest changes arrived";
+
+  Message get = OptionalSample("GetModel_estimate.frames");
+  auto get_decoded = Decode(Encode(get));
+  ASSERT_TRUE(get_decoded.ok());
+  EXPECT_EQ(std::get<GetModel>(get_decoded->body).estimate, (HeldEstimate{-1, 9}));
+}
+
+// A damaged chain is refused with the code of what is wrong, before anything is applied.
+TEST(CompressedModels, ADamagedChainIsRefusedWithItsCode) {
+  Message m = OptionalSample("Model_topk.frames");
+  std::vector<Frame> frames = Encode(m);
+  auto with_chain_frame = [&](std::vector<uint8_t> bytes) {
+    return DecodeCode({frames[0], frames[1], Frame(std::move(bytes))});
+  };
+  const std::vector<uint8_t> good(frames[2].bytes().begin(), frames[2].bytes().end());
+  std::vector<uint8_t> truncated(good.begin(), good.end() - 1);
+  EXPECT_EQ(with_chain_frame(truncated), ErrorCode::kMalformed) << "the last length overruns";
+  std::vector<uint8_t> short_length(good.begin(), good.begin() + 2);
+  EXPECT_EQ(with_chain_frame(short_length), ErrorCode::kMalformed);
+  std::vector<uint8_t> no_base(good.begin() + 4 + 8 + 36, good.end());
+  EXPECT_EQ(with_chain_frame(no_base), ErrorCode::kMalformed) << "has_base, but a topk blob first";
+  std::vector<uint8_t> nan_base = good;
+  nan_base[4 + 8] = 0x00, nan_base[4 + 9] = 0x00, nan_base[4 + 10] = 0xc0, nan_base[4 + 11] = 0x7f;
+  EXPECT_EQ(with_chain_frame(nan_base), ErrorCode::kNonFinite);
+  std::vector<uint8_t> wrong_count = good;
+  wrong_count[4 + 8 + 36 + 4 + 4] = 8;  // the first update says 8 values, the layout has 9
+  EXPECT_EQ(with_chain_frame(wrong_count), ErrorCode::kLayoutMismatch);
+  Model too_many = std::get<Model>(m.body);
+  too_many.chain->to_round = too_many.chain->from_round + 1;
+  EXPECT_EQ(DecodeCode(Encode(MakeMessage("node-1", 3, 13, too_many))), ErrorCode::kMalformed)
+      << "two updates for one round";
+  Model backwards = std::get<Model>(m.body);
+  backwards.chain->from_round = backwards.chain->to_round + 1;
+  EXPECT_EQ(DecodeCode(Encode(MakeMessage("node-1", 3, 13, backwards))), ErrorCode::kMalformed);
 }
 
 // Lossy values decode to what the codec gives, within half a quantisation step, update included.
@@ -371,10 +439,10 @@ TEST(CompressedModels, AcceptsKeepsUnknownCodecsAndIsBounded) {
 // A version-2 requester sends no accepts: its GetModel and the Model it gets keep their v2 bytes.
 TEST(CompressedModels, WithoutTheFieldsMessagesKeepTheirVersion2Bytes) {
   for (const char* type : {"GetModel", "Model"}) {
-    std::vector<Frame> v2 = testing::ReadFrames(std::string("tests/protocol/testdata/v2_") + type +
-                                                ".frames");
-    std::vector<Frame> v3 = testing::ReadFrames(std::string("tests/protocol/testdata/v3_") + type +
-                                                ".frames");
+    std::vector<Frame> v2 =
+        testing::ReadFrames(std::string("tests/protocol/testdata/v2_") + type + ".frames");
+    std::vector<Frame> v3 =
+        testing::ReadFrames(std::string("tests/protocol/testdata/v3_") + type + ".frames");
     ASSERT_EQ(v2.size(), v3.size());
     for (size_t i = 1; i < v2.size(); ++i) EXPECT_EQ(v2[i], v3[i]) << type << " frame " << i;
   }

@@ -157,10 +157,30 @@ inline std::vector<float> SampleInt8Weights() {
   return {0.5f, -1.25f, 3.0f, 0.125f, -7.5f, 2.0f, 0.0f, 15.875f, -0.125f};
 }
 
+// A top-k chain over SampleLayout(): lineage 4, from round 10 to 12, with the base whole
+// (SampleWeights()) and two updates keeping 2 of the 9 values (int8 in blocks of 64), the checksum
+// that of the estimate they lead to.
+inline EstimateChain SampleChain() {
+  CompressionSettings topk;
+  topk.codec = CompressionCodec::kTopK;
+  topk.topk_fraction = 0.25;
+  topk.block_size = 64;
+  PublicEstimate estimate(SampleWeights());
+  EstimateChain chain{4, 10, 12, 0, FloatArray::Own(SampleWeights()), {}};
+  for (const std::vector<float>& model :
+       {std::vector<float>{0.5f, -1.25f, 3.0f, 1e-3f, -7.5f, 2.0f, 0.0f, 40.0f, -0.125f},
+        std::vector<float>{0.5f, -1.25f, 5.0f, 1e-3f, -7.5f, 2.0f, 0.5f, 40.0f, -0.125f}}) {
+    chain.updates.push_back(*estimate.EncodeUpdate(model, topk));
+  }
+  chain.checksum = EstimateChecksum(estimate.values());
+  return chain;
+}
+
 // GetModel with with_update and Model with an update (in that order), otherwise the
-// SampleMessages(`version`) of their types; from version 3 then (kCompressedModelVersion) also GetModel accepting fp16 and int8, and
-// Model with SampleInt8Weights() in int8 blocks of 64. The v<version>_<Type>.frames fixtures keep
-// the messages without the optional fields.
+// SampleMessages(`version`) of their types; from version 3 then (kCompressedModelVersion) also
+// GetModel accepting fp16 and int8, Model with SampleInt8Weights() in int8 blocks of 64, GetModel
+// accepting topk too with its estimate, and Model with SampleChain(). The v<version>_<Type>.frames
+// fixtures keep the messages without the optional fields.
 inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = kProtocolVersion) {
   std::vector<OptionalFieldSample> samples, compressed_samples;
   std::string prefix = "v" + std::to_string(version) + "_";
@@ -171,7 +191,11 @@ inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = 
         Message accepting = message;
         std::get<GetModel>(accepting.body).accepts = {CompressionCodec::kFp16,
                                                       CompressionCodec::kInt8};
-        compressed_samples.push_back({prefix + "GetModel_accepts.frames", std::move(accepting)});
+        compressed_samples.push_back({prefix + "GetModel_accepts.frames", accepting});
+        GetModel& estimate = std::get<GetModel>(accepting.body);
+        estimate.accepts.push_back(CompressionCodec::kTopK);
+        estimate.estimate = HeldEstimate{-1, 9};
+        compressed_samples.push_back({prefix + "GetModel_estimate.frames", std::move(accepting)});
       }
       get->with_update = true;
       samples.push_back({prefix + "GetModel_update.frames", std::move(message)});
@@ -182,7 +206,13 @@ inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = 
         m.weights = FloatArray::Own(SampleInt8Weights());
         m.encoding.codec = CompressionCodec::kInt8;
         m.encoding.block_size = 64;
-        compressed_samples.push_back({prefix + "Model_int8.frames", std::move(int8)});
+        compressed_samples.push_back({prefix + "Model_int8.frames", int8});
+        Model& topk = std::get<Model>(int8.body);
+        topk.weights = FloatArray();
+        topk.encoding = CompressionSettings{};  // a decoded top-k Model without update: defaults
+        topk.encoding.codec = CompressionCodec::kTopK;
+        topk.chain = SampleChain();
+        compressed_samples.push_back({prefix + "Model_topk.frames", std::move(int8)});
       }
       model->update = FloatArray::Own(SampleUpdate());
       samples.push_back({prefix + "Model_update.frames", std::move(message)});
