@@ -7,6 +7,8 @@
 //                    [--engine local|slurm|mpirun [--slurm-batch] [--hostfile FILE]
 //                    [--bind ADDRESS] [-- ENGINE ARGS...]]
 //   meshlearn-launch report RUN_DIR
+//   meshlearn-launch bytes-to-target RUN_DIR... --baseline RUN_DIR... --out DIR [--points P]
+//                    (tools/launch/bytes_to_target.h)
 //   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
 //
 // The command line becomes a launch::RunRequest, which launch::Run::Execute runs
@@ -27,6 +29,7 @@
 #include "process/process_limits.h"
 #include "tools/cli_exit.h"
 #include "tools/dashboard/live_dashboard.h"
+#include "tools/launch/bytes_to_target.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/run.h"
 #include "tools/launch/run_report.h"
@@ -68,6 +71,8 @@ launch::WatcherFactory LiveDashboardOn(std::string bind, uint16_t port) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "report")
     return launch::ReportCommand(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "bytes-to-target")
+    return launch::BytesToTargetCommand(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "serve") {
     return dashboard::ServeCommand(argc - 1, argv + 1);
   }

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/host/outputs.h"
+#include "tests/tools/run_folder_support.h"
 #include "tools/dashboard/dashboard_model.h"
 #include "tools/dashboard/live_dashboard.h"
 #include "tools/launch/manifest.h"
@@ -19,22 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// Node `id` of the method folder `method_dir` wrote rounds 0..`last` (none when last < 0).
-void WriteRounds(const std::string& method_dir, const std::string& id, int last) {
-  auto outputs = node::NodeOutputs::Open(NodeDir(method_dir, id), -1);
-  ASSERT_TRUE(outputs.ok()) << outputs.status().ToString();
-  for (int r = 0; r <= last; ++r) {
-    node::RoundRecord record;
-    record.round = r;
-    record.wall_seconds = r + 1.0;
-    record.outcome.val_loss = 10.0 - r;
-    record.outcome.test_loss = 5.0 - r;
-    record.sampled = 1;
-    record.answered = 1;
-    ASSERT_TRUE(outputs->AppendRound(record, 100, 100).ok());
-  }
-}
+using testing::FolderOf;
+using testing::WriteRounds;
 
 // A run folder of three nodes and three methods, as a launch leaves it:
 // - "complete": every node ran rounds 0-2;
@@ -113,29 +99,6 @@ TEST(RunReader, ReportAndDashboardShowTheSameMethodsRowsAndStatuses) {
   EXPECT_EQ(board_rows, report_rows);
   EXPECT_EQ(report_rows[0], (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(report_rows[2], (std::vector<int64_t>{1, 1, 1}));
-}
-
-// A complete run folder `tag` of scenario "one" holding `methods` (nodes 0-2 ran rounds 0-1)
-// over `clusters_csv`.
-std::string FolderOf(const std::string& tag, const std::vector<std::string>& methods,
-                     const std::string& clusters_csv) {
-  std::string dir = ::testing::TempDir() + "/run_reader_" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + tag;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ofstream(PathIn(dir, kClustersFile)) << clusters_csv;
-  Manifest manifest;
-  manifest.scenario_name = "one";
-  manifest.status = kComplete;
-  for (const std::string& name : methods) {
-    for (const std::string id : {"0", "1", "2"}) WriteRounds(MethodDir(dir, name), id, 1);
-    MethodRecord record;
-    record.name = name;
-    record.status = kComplete;
-    manifest.methods.push_back(record);
-  }
-  std::ofstream(PathIn(dir, kManifestFile)) << RenderManifest(manifest);
-  return dir;
 }
 
 // Methods of one scenario run into separate folders (one per method, as long runs are) read as

@@ -141,7 +141,10 @@ MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
     auto config = text.ok() ? node::ParseNodeConfig(*text, config_path)
                             : Result<node::NodeConfig>(text.status());
     n.attacker = config.ok() && config->attack.kind != node::AttackKind::kNone;
-    if (config.ok()) run.rounds = std::max(run.rounds, config->training.rounds);
+    if (config.ok()) {
+      run.rounds = std::max(run.rounds, config->training.rounds);
+      n.compression = config->compression;
+    }
     auto rows = node::ReadRoundsCsv(PathIn(n.dir, kRoundsFile));
     if (rows.ok()) n.rounds = std::move(*rows);
     std::ifstream exit_file(PathIn(n.dir, kExitStatusFile));
@@ -191,6 +194,7 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   // Names and order: summary.csv's, else the manifest's, else natural order of the folders.
   std::optional<Manifest> manifest = ReadManifestOf(root);
   if (manifest && !manifest->scenario_name.empty()) folder.title = manifest->scenario_name;
+  if (manifest) folder.seed = manifest->seed;
   auto named = SummaryMethodNames(PathIn(dir, kSummaryFile));
   if (!named.ok()) return named.status();
   if (named->empty() && manifest) {

@@ -13,6 +13,7 @@
 //
 // Each file may also appear as "<name>.tmp" while it is written (base/atomic_file.h).
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -85,9 +86,9 @@ bool WrittenByMeshlearn(const std::string& relative, const std::set<std::string>
 bool FolderOfMeshlearn(const std::string& relative, const std::set<std::string>& method_folders);
 
 // The method `name` whose folder is `dir`, read back from disk: every node of `partition` with its
-// rounds.csv, whether it attacked and the run's last round (node.toml), and a failure when its
-// exit_status (engine runs) is not 0 or it left no rounds.csv. The wall time is the slowest node's
-// last wall_s; peak memory is not known (0).
+// rounds.csv, whether it attacked, its compression and the run's last round (node.toml), and a
+// failure when its exit_status (engine runs) is not 0 or it left no rounds.csv. The wall time is
+// the slowest node's last wall_s; peak memory is not known (0).
 MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
                         const Partition& partition);
 
@@ -97,6 +98,7 @@ struct RunFolder {
   Partition partition;             // ids and clusters (shard paths are not read)
   std::vector<MethodRun> runs;     // one per method folder, nodes' rounds read
   std::vector<std::string> notes;  // what could not be known and what was assumed instead
+  std::optional<uint64_t> seed;    // the run's seed (manifest.toml); nullopt without a manifest
 };
 
 // Reads the run folder `dir`, whoever made it: a launch (local or engine) or nodes started by
@@ -107,7 +109,8 @@ struct RunFolder {
 // - Nodes and clusters come from clusters.csv (node,cluster; ids in natural order); without it,
 //   every node found is in cluster 0 (a note says so).
 // - A node is failed when its exit_status (engine runs) is not 0, or it left no rounds.csv; an
-//   attacker when its node.toml has an [attack] kind. Peak memory is not known (0).
+//   attacker when its node.toml has an [attack] kind; its compression is its node.toml's. Peak
+//   memory is not known (0).
 // - A method's real and simulated seconds are those its manifest.toml records for it once it
 //   ended; without that record, its real seconds are its slowest node's last wall_s. A method
 //   the manifest records as interrupted is read as interrupted.

@@ -98,6 +98,9 @@ struct NodeRun {
   std::vector<node::RoundRow> rounds;  // rounds.csv as far as it got
   double peak_pss_mib = 0;             // process mode: peak proportional set size
   uint16_t http_port = 0;              // where it serves /status and its page; 0: nowhere
+  // How it sent its model ([compression] of its node.toml); nullopt when that file is missing or
+  // does not parse (a run read back from its folder) or was not read (a run under way).
+  std::optional<node::CompressionSection> compression;
 };
 
 // What one method produced.
