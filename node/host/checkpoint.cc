@@ -134,6 +134,70 @@ void UnpackState(const msgpack::object* items, Checkpoint& c) {
   c.machine.rng_state = items[6].as<std::string>();
 }
 
+// The top-k estimates (format 2's optional 10th body item): [owner, peers], owner nil or
+// [start_round, base_round, base, estimate, [[round, blob, checksum]...]], peers
+// [[peer, start_round, round, values]...], most recently used first.
+void PackEstimates(Packer& pk, const EstimatesState& e) {
+  pk.pack_array(2);
+  if (e.owner) {
+    const EstimateOwnerState& o = *e.owner;
+    pk.pack_array(5);
+    pk.pack(o.start_round);
+    pk.pack(o.base_round);
+    PackFloats(pk, o.base);
+    PackFloats(pk, o.estimate);
+    pk.pack_array(static_cast<uint32_t>(o.updates.size()));
+    for (const KeptUpdate& u : o.updates) {
+      pk.pack_array(3);
+      pk.pack(u.round);
+      pk.pack_bin(static_cast<uint32_t>(u.blob.size()));
+      pk.pack_bin_body(reinterpret_cast<const char*>(u.blob.data()),
+                       static_cast<uint32_t>(u.blob.size()));
+      pk.pack(u.checksum);
+    }
+  } else {
+    pk.pack_nil();
+  }
+  pk.pack_array(static_cast<uint32_t>(e.peers.size()));
+  for (const PeerEstimateState& p : e.peers) {
+    pk.pack_array(4);
+    pk.pack(p.peer);
+    pk.pack(p.held.start_round);
+    pk.pack(p.held.round);
+    PackFloats(pk, p.values);
+  }
+}
+
+// Reads PackEstimates' item; throws msgpack::type_error on a wrong shape.
+EstimatesState UnpackEstimates(const msgpack::object& o) {
+  EstimatesState e;
+  const msgpack::object* items = Array(o, 2);
+  if (items[0].type != msgpack::type::NIL) {
+    const msgpack::object* owner = Array(items[0], 5);
+    EstimateOwnerState state;
+    state.start_round = owner[0].as<int64_t>();
+    state.base_round = owner[1].as<int64_t>();
+    state.base = UnpackFloats(owner[2]);
+    state.estimate = UnpackFloats(owner[3]);
+    const msgpack::object* updates = Array(owner[4], 0);
+    for (uint32_t i = 0; i < owner[4].via.array.size; ++i) {
+      const msgpack::object* u = Array(updates[i], 3);
+      if (u[1].type != msgpack::type::BIN) throw msgpack::type_error();
+      const auto* bytes = reinterpret_cast<const uint8_t*>(u[1].via.bin.ptr);
+      state.updates.push_back(
+          {u[0].as<int64_t>(), {bytes, bytes + u[1].via.bin.size}, u[2].as<uint32_t>()});
+    }
+    e.owner = std::move(state);
+  }
+  const msgpack::object* peers = Array(items[1], 0);
+  for (uint32_t i = 0; i < items[1].via.array.size; ++i) {
+    const msgpack::object* p = Array(peers[i], 4);
+    e.peers.push_back(
+        {p[0].as<std::string>(), {p[1].as<int64_t>(), p[2].as<int64_t>()}, UnpackFloats(p[3])});
+  }
+  return e;
+}
+
 // "key = value" lines of a LearningSettings() text by "section.key".
 std::map<std::string, std::string> SettingLines(const std::string& settings) {
   std::map<std::string, std::string> keys;
@@ -219,7 +283,11 @@ std::string DescribeIdentityDifference(const CheckpointIdentity& stored,
 std::string EncodeCheckpoint(const Checkpoint& c) {
   msgpack::sbuffer body;
   Packer pk(body);
-  pk.pack_array(9);
+  // The 10th item, the top-k estimates, was appended later and is written only when there are
+  // any; readers accept 9 or more items.
+  const EstimatesState& estimates = c.machine.estimates;
+  const bool has_estimates = estimates.owner || !estimates.peers.empty();
+  pk.pack_array(has_estimates ? 10 : 9);
   const CheckpointIdentity identity = c.identity.value_or(CheckpointIdentity{});
   pk.pack_array(4);
   pk.pack(identity.node_id);
@@ -228,6 +296,7 @@ std::string EncodeCheckpoint(const Checkpoint& c) {
   pk.pack(identity.settings);
   pk.pack(c.machine.wall_seconds);
   PackState(pk, c);
+  if (has_estimates) PackEstimates(pk, estimates);
 
   msgpack::sbuffer file;
   Packer outer(file);
@@ -278,6 +347,7 @@ Result<Checkpoint> DecodeCheckpoint(const std::string& bytes, const std::string&
                                     id[2].as<uint64_t>(), id[3].as<std::string>()};
     UnpackState(items + 2, c);
     c.machine.wall_seconds = items[1].as<double>();
+    if (inner.get().via.array.size > 9) c.machine.estimates = UnpackEstimates(items[9]);
     return c;
   } catch (const std::exception& e) {
     return Status::Malformed(name + ": corrupt checkpoint (" + e.what() + ")" + fix);

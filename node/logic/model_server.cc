@@ -29,14 +29,28 @@ void ModelServer::Publish(Snapshot snapshot) {
   }
   if (estimate_) {
     const Snapshot& newest = history_.back().snapshot;
-    estimate_->Publish(newest.round, newest.weights.view(), history_.front().snapshot.round);
+    estimate_->Publish(newest.round, newest.weights.view());
   }
 }
 
-void ModelServer::PublishResumed(Snapshot snapshot) {
-  if (estimate_) estimate_->Restart(snapshot.round, snapshot.weights.view());
+void ModelServer::PublishResumed(Snapshot snapshot,
+                                 const std::optional<EstimateOwnerState>& state) {
+  // The checkpointed estimate goes on where it was when it belongs to this very snapshot; else
+  // a new lineage starts here.
+  const auto newest = [](const EstimateOwnerState& e) {
+    return e.updates.empty() ? e.base_round : e.updates.back().round;
+  };
+  if (estimate_ &&
+      (!state || newest(*state) != snapshot.round || !estimate_->Restore(*state).ok())) {
+    estimate_->Restart(snapshot.round, snapshot.weights.view());
+  }
   history_bytes_ += FloatBytes(snapshot);
   history_.push_back(Kept{std::move(snapshot), {}});
+}
+
+std::optional<EstimateOwnerState> ModelServer::ExportEstimate() const {
+  if (!estimate_) return std::nullopt;
+  return estimate_->Export();
 }
 
 FloatArray ModelServer::RoundZeroWeights() const {

@@ -36,7 +36,8 @@
 //   GetModel that accepts topk and says which estimate it holds (GetModel.estimate) gets the
 //   chain from that estimate to the chosen snapshot's round (Model.chain); any other gets the
 //   float32 model. A resumed node starts a new lineage at the snapshot it resumes with
-//   (PublishResumed). Chain replies are encoded once per snapshot and starting round.
+//   (PublishResumed) unless its checkpoint kept the estimate. Chain replies are encoded once per
+//   snapshot and starting round.
 // - With wait = true and no snapshot of round >= min_round, the request is held until one is
 //   published or until its deadline (round_deadline after arrival), then answered
 //   Error(timeout). A node that is early-stopped or done (lingering, finished) answers at once
@@ -91,9 +92,12 @@ class ModelServer {
 
   // Publishes `snapshot` (the newest); the oldest beyond the kept history is dropped.
   void Publish(Snapshot snapshot);
-  // Publishes the snapshot a resumed node serves first; with topk, its public estimate starts a
-  // new lineage there.
-  void PublishResumed(Snapshot snapshot);
+  // Publishes the snapshot a resumed node serves first. With topk, the public estimate goes on
+  // from `estimate` (the checkpointed ExportEstimate()) when that ends at this snapshot's round;
+  // otherwise a new lineage starts at the snapshot.
+  void PublishResumed(Snapshot snapshot, const std::optional<EstimateOwnerState>& estimate);
+  // The public estimate's state for a checkpoint; nullopt unless the codec is topk.
+  std::optional<EstimateOwnerState> ExportEstimate() const;
   // A GetModel from `env.sender`: answered now, or held (see the specification). `done`: the
   // node has finished its rounds, so its model never changes again.
   void OnGetModel(InboundId inbound, const Envelope& env, const GetModel& get, TimePoint now,

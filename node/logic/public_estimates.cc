@@ -30,10 +30,9 @@ void EstimateOwner::Restart(int64_t round, std::span<const float> model) {
   update_bytes_ = 0;
 }
 
-void EstimateOwner::Publish(int64_t round, std::span<const float> model, int64_t keep_from) {
-  const int64_t newest = updates_.empty() ? base_round_ : updates_.back().round;
-  auto blob = round > newest ? estimate_.EncodeUpdate(model, settings_)
-                             : Status::InvalidArgument("rounds must increase");
+void EstimateOwner::Publish(int64_t round, std::span<const float> model) {
+  auto blob = round > newest_round() ? estimate_.EncodeUpdate(model, settings_)
+                                     : Status::InvalidArgument("rounds must increase");
   if (!blob.ok()) {
     Restart(round, model);
     return;
@@ -41,7 +40,7 @@ void EstimateOwner::Publish(int64_t round, std::span<const float> model, int64_t
   update_bytes_ += blob->size();
   updates_.push_back({round, std::move(*blob), EstimateChecksum(estimate_.values())});
   const size_t budget = estimate_.values().size() * sizeof(float);
-  while (update_bytes_ > budget && updates_.front().round < keep_from) {
+  while (update_bytes_ > budget && updates_.size() > 1) {
     Kept& oldest = updates_.front();
     // The owner applied these very bytes to the same estimate, so the base gets the same bits.
     if (!base_.Apply(oldest.blob).ok()) {
@@ -87,6 +86,47 @@ Result<EstimateChain> EstimateOwner::ChainTo(int64_t to_round, const HeldEstimat
   }
   for (size_t i = begin; i < end; ++i) chain.updates.push_back(updates_[i].blob);
   return chain;
+}
+
+EstimateOwnerState EstimateOwner::Export() const {
+  EstimateOwnerState state;
+  state.start_round = start_round_;
+  state.base_round = base_round_;
+  state.base.assign(base_.values().begin(), base_.values().end());
+  state.estimate.assign(estimate_.values().begin(), estimate_.values().end());
+  state.updates.assign(updates_.begin(), updates_.end());
+  return state;
+}
+
+Status EstimateOwner::Restore(const EstimateOwnerState& state) {
+  const size_t size = estimate_.values().size();
+  if (state.base.size() != size || state.estimate.size() != size) {
+    return Status::LayoutMismatch("checkpointed top-k estimate of " +
+                                  std::to_string(state.estimate.size()) +
+                                  " values for a model of " + std::to_string(size));
+  }
+  int64_t previous = state.base_round;
+  for (const KeptUpdate& update : state.updates) {
+    if (update.round <= previous) {
+      return Status::Malformed("checkpointed top-k updates: round " + std::to_string(update.round) +
+                               " after round " + std::to_string(previous));
+    }
+    previous = update.round;
+  }
+  const uint32_t newest =
+      state.updates.empty() ? EstimateChecksum(state.base) : state.updates.back().checksum;
+  if (EstimateChecksum(state.estimate) != newest) {
+    return Status::Malformed("checkpointed top-k estimate does not match its newest checksum");
+  }
+  start_round_ = state.start_round;
+  base_round_ = state.base_round;
+  base_ = PublicEstimate(state.base);
+  base_checksum_ = EstimateChecksum(state.base);
+  estimate_ = PublicEstimate(state.estimate);
+  updates_.assign(state.updates.begin(), state.updates.end());
+  update_bytes_ = 0;
+  for (const KeptUpdate& update : updates_) update_bytes_ += update.blob.size();
+  return Status::Ok();
 }
 
 PeerEstimates::PeerEstimates(FloatArray shared_initial, size_t capacity)
@@ -136,6 +176,34 @@ Result<FloatArray> PeerEstimates::Apply(const std::string& peer, const EstimateC
     recency_.pop_back();
   }
   return values;
+}
+
+std::vector<PeerEstimateState> PeerEstimates::Export() const {
+  std::vector<PeerEstimateState> peers;
+  for (const std::string& peer : recency_) {
+    const Entry& entry = entries_.at(peer);
+    peers.push_back(
+        {peer, entry.held, {entry.estimate.values().begin(), entry.estimate.values().end()}});
+  }
+  return peers;
+}
+
+Status PeerEstimates::Restore(const std::vector<PeerEstimateState>& peers) {
+  for (const PeerEstimateState& p : peers) {
+    if (p.values.size() != shared_initial_.size()) {
+      return Status::LayoutMismatch("checkpointed top-k estimate of peer " + p.peer + ": " +
+                                    std::to_string(p.values.size()) + " values for a model of " +
+                                    std::to_string(shared_initial_.size()));
+    }
+  }
+  entries_.clear();
+  recency_.clear();
+  for (const PeerEstimateState& p : peers) {
+    if (entries_.size() == capacity_ || entries_.count(p.peer)) continue;
+    recency_.push_back(p.peer);
+    entries_.emplace(p.peer, Entry{p.held, PublicEstimate(p.values), std::prev(recency_.end())});
+  }
+  return Status::Ok();
 }
 
 }  // namespace meshlearn::node

@@ -14,10 +14,13 @@
 //   Rationale: CHOCO-gossip (Koloskova et al. 2019): what top-k leaves out stays in x − x̂ and is
 //   sent later (error feedback), and every requester that applies the same blobs holds the same
 //   x̂ bit for bit, so one chain serves every requester that is at the same round.
-// - Kept updates: the newest, while their bytes total at most one float32 copy of the model, and
-//   always those after `keep_from` (the oldest round a reply may still target). Older ones are
-//   folded into the base, the estimate just before the oldest kept update.
-//   Rationale: a longer chain costs a requester more than the estimate whole.
+// - Kept updates: the newest, while their bytes total at most one float32 copy of the model (and
+//   always the newest one). Older ones are folded into the base, the estimate just before the
+//   oldest kept update. A reply for a round older than the base cannot be chained (ChainTo:
+//   kNotFound); the model server then sends float32.
+//   Rationale: a longer chain costs a requester more than the estimate whole; and a rule that
+//   depends on nothing but the updates folds the same way in a resumed run as in one never
+//   stopped.
 // - The chain to round t for a requester holding (s, h): when s is the lineage and h is the base's
 //   round or a kept update's, with h <= t, the updates of the rounds in (h, t]; otherwise the base
 //   whole and the updates of the rounds in (base round, t]. With the checksum of x̂ at t.
@@ -30,11 +33,15 @@
 //   drops the peer's copy, so that the next request gets the base, and returns the error: the
 //   merge never sees a half-applied or mismatched estimate.
 //   Requester memory: two float vectors of the model's size per kept peer.
+// - Both sides export their whole state for a checkpoint and restore it, so that a resumed node
+//   goes on with the same lineage and the same copies (a resumed run gives the bytes of a run
+//   never stopped).
 
 #include <cstdint>
 #include <deque>
 #include <list>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +52,41 @@
 
 namespace meshlearn::node {
 
+// One kept update of an owner's estimate: its round, its top-k blob, and the checksum of the
+// estimate after it.
+struct KeptUpdate {
+  int64_t round = 0;
+  std::vector<uint8_t> blob;
+  uint32_t checksum = 0;
+  bool operator==(const KeptUpdate&) const = default;
+};
+
+// An EstimateOwner's state, for checkpoints.
+struct EstimateOwnerState {
+  int64_t start_round = -1;
+  int64_t base_round = -1;
+  std::vector<float> base;
+  std::vector<float> estimate;
+  std::vector<KeptUpdate> updates;  // oldest first
+  bool operator==(const EstimateOwnerState&) const = default;
+};
+
+// One peer's estimate kept by a requester, for checkpoints.
+struct PeerEstimateState {
+  std::string peer;
+  HeldEstimate held;
+  std::vector<float> values;
+  bool operator==(const PeerEstimateState&) const = default;
+};
+
+// The top-k state of a node for checkpoints: its own estimate (with codec topk) and the peers'
+// estimates it keeps, most recently used first.
+struct EstimatesState {
+  std::optional<EstimateOwnerState> owner;
+  std::vector<PeerEstimateState> peers;
+  bool operator==(const EstimatesState&) const = default;
+};
+
 // The owner's side (see the specification). Not thread-safe.
 class EstimateOwner {
  public:
@@ -54,9 +96,8 @@ class EstimateOwner {
 
   // Starts a new lineage at `round` from `model` (the model served after a resume).
   void Restart(int64_t round, std::span<const float> model);
-  // Publishes round `round`'s model (see the specification); updates of rounds >= keep_from are
-  // never folded.
-  void Publish(int64_t round, std::span<const float> model, int64_t keep_from);
+  // Publishes round `round`'s model (see the specification).
+  void Publish(int64_t round, std::span<const float> model);
   // The chain to published round `to_round` for a requester holding `held`; kNotFound when
   // `to_round` is neither the base's round nor a kept update's.
   Result<EstimateChain> ChainTo(int64_t to_round, const HeldEstimate& held) const;
@@ -67,13 +108,18 @@ class EstimateOwner {
   int64_t base_round() const { return base_round_; }
   // The number of kept updates.
   size_t kept_updates() const { return updates_.size(); }
+  // The round of the newest update, or the base's round when none is kept.
+  int64_t newest_round() const { return updates_.empty() ? base_round_ : updates_.back().round; }
+
+  // The whole state, for a checkpoint.
+  EstimateOwnerState Export() const;
+  // Restores an exported state. kLayoutMismatch when its vectors do not have the model's size,
+  // kMalformed when an update's checksum or round order is inconsistent; the owner is unchanged
+  // then.
+  Status Restore(const EstimateOwnerState& state);
 
  private:
-  struct Kept {
-    int64_t round = 0;
-    std::vector<uint8_t> blob;
-    uint32_t checksum = 0;  // of x̂ after this update
-  };
+  using Kept = KeptUpdate;
 
   CompressionSettings settings_;
   int64_t start_round_ = -1;
@@ -101,6 +147,13 @@ class PeerEstimates {
   Result<FloatArray> Apply(const std::string& peer, const EstimateChain& chain);
   // The number of peers whose estimates are kept.
   size_t size() const { return entries_.size(); }
+
+  // The kept estimates, most recently used first, for a checkpoint.
+  std::vector<PeerEstimateState> Export() const;
+  // Restores exported estimates (replacing any kept); the first `capacity` are kept.
+  // kLayoutMismatch when one does not have the shared initial model's size; nothing is restored
+  // then.
+  Status Restore(const std::vector<PeerEstimateState>& peers);
 
  private:
   struct Entry {

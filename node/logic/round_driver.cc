@@ -23,7 +23,11 @@ RoundDriver::RoundDriver(RoundConfig config, uint64_t sampling_seed, NodeService
 
 Status RoundDriver::Restore(int64_t round, double wall_seconds,
                             const std::vector<topology::CommRow>& comm,
-                            const std::string& rng_state, FloatArray weights, bool stopped) {
+                            const std::string& rng_state, FloatArray weights, bool stopped,
+                            const EstimatesState& estimates) {
+  if (estimates_) {
+    MESHLEARN_RETURN_IF_ERROR(estimates_->Restore(estimates.peers).WithContext("checkpoint"));
+  }
   auto counters = topology::CommCounters::FromRows(comm);
   if (!counters.ok()) return counters.status().WithContext("checkpoint counters");
   comm_ = std::move(*counters);
@@ -37,8 +41,16 @@ Status RoundDriver::Restore(int64_t round, double wall_seconds,
   resumed_wall_ = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, wall_seconds)));
   node_.requests.set_round(round);
-  server_.PublishResumed(SnapshotOf(round, std::move(weights), stopped, std::nullopt));
+  server_.PublishResumed(SnapshotOf(round, std::move(weights), stopped, std::nullopt),
+                         estimates.owner);
   return Status::Ok();
+}
+
+EstimatesState RoundDriver::ExportEstimates() const {
+  EstimatesState state;
+  state.owner = server_.ExportEstimate();
+  if (estimates_) state.peers = estimates_->Export();
+  return state;
 }
 
 std::string RoundDriver::RngState() const {

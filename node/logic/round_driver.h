@@ -125,8 +125,13 @@ class RoundDriver {
   // restored first. kInvalidArgument when the counters or the generator state do not parse.
   // Rationale for `wall_seconds`: wall_s goes on from the checkpointed round's, so that it stays
   // monotonic across a restart (the time the node was down does not count).
+  // `estimates`: the top-k estimates of the checkpoint (ExportEstimates()); a peer estimate of
+  // the wrong size is refused with kLayoutMismatch.
   Status Restore(int64_t round, double wall_seconds, const std::vector<topology::CommRow>& comm,
-                 const std::string& rng_state, FloatArray weights, bool stopped);
+                 const std::string& rng_state, FloatArray weights, bool stopped,
+                 const EstimatesState& estimates);
+  // The top-k estimates, the node's own and its peers', for a checkpoint.
+  EstimatesState ExportEstimates() const;
   // Starts at `now`: round 0, the round after the restored one, or lingering.
   void Start(TimePoint now, Actions& out);
   // Rounds from `round` on never begin: the driver waits after round - 1 (still serving) until

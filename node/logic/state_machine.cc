@@ -24,7 +24,7 @@ Status NodeStateMachine::Resume(const MachineState& state, FloatArray weights, b
   MESHLEARN_RETURN_IF_ERROR(sampler_->Restore(state.sampler).WithContext("checkpoint sampler"));
   membership_.Restore(state.peers);
   return driver_.Restore(state.round, state.wall_seconds, state.comm, state.rng_state,
-                         std::move(weights), stopped);
+                         std::move(weights), stopped, state.estimates);
 }
 
 Actions NodeStateMachine::Start(TimePoint now) {
@@ -170,6 +170,7 @@ MachineState NodeStateMachine::ExportState() const {
   state.comm = driver_.comm().Rows();
   state.peers = membership_.Export();
   state.rng_state = driver_.RngState();
+  state.estimates = driver_.ExportEstimates();
   return state;
 }
 

@@ -71,6 +71,7 @@ struct MachineState {
   std::vector<topology::CommRow> comm;
   std::vector<PeerAddress> peers;
   std::string rng_state;
+  EstimatesState estimates;  // top-k: the node's public estimate and its copies of its peers'
 };
 
 // Counters for /status and /metrics.

@@ -71,6 +71,25 @@ TEST(Checkpoint, WriteThenReadGivesTheSameState) {
   EXPECT_EQ(read->machine.peers, Sample().machine.peers);  // with their CURVE keys
 }
 
+// Top-k (node/logic/public_estimates.h): the node's public estimate with its kept updates and its
+// copies of peers' estimates are kept; a checkpoint without any has the bytes it had before.
+TEST(Checkpoint, TopKEstimatesAreKeptAndOnlyWrittenWhenThereAreAny) {
+  Checkpoint c = Sample();
+  const size_t plain = EncodeCheckpoint(c).size();
+  c.machine.estimates.owner =
+      EstimateOwnerState{4, 5, {1.f, 2.f, 3.f}, {1.5f, 2.f, 3.f}, {{6, {3, 1, 0, 0}, 0xdeadbeef}}};
+  c.machine.estimates.peers = {{"b", {-1, 6}, {0.f, 1.f, 2.f}}, {"a", {4, 5}, {7.f, 8.f, 9.f}}};
+  auto read = DecodeCheckpoint(EncodeCheckpoint(c), "ckpt");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->machine.estimates, c.machine.estimates);
+  auto without = DecodeCheckpoint(EncodeCheckpoint(Sample()), "ckpt");
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->machine.estimates, EstimatesState{});
+  EXPECT_GT(EncodeCheckpoint(c).size(), plain);
+  c.machine.estimates = {};
+  EXPECT_EQ(EncodeCheckpoint(c).size(), plain);
+}
+
 TEST(Checkpoint, TheIdentityAndWallTimeAreKept) {
   auto read = DecodeCheckpoint(EncodeCheckpoint(Sample()), "ckpt");
   ASSERT_TRUE(read.ok()) << read.status().ToString();

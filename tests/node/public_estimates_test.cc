@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -52,6 +53,22 @@ EstimateChain OverTheWire(const EstimateChain& chain) {
   return *std::get<Model>(decoded->body).chain;
 }
 
+// Publishes the models of rounds [first, last); `requester` pulls peer "a" after each round r with
+// pulls(r).
+void PublishRounds(EstimateOwner& owner, PeerEstimates& requester,
+                   const std::vector<float>& initial, int64_t first, int64_t last,
+                   const std::function<bool(int64_t)>& pulls) {
+  for (int64_t round = first; round < last; ++round) {
+    owner.Publish(round, ModelOfRound(initial, round));
+    if (!pulls(round)) continue;
+    auto chain = owner.ChainTo(round, requester.Held("a"));
+    ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+    ASSERT_TRUE(requester.Apply("a", *chain).ok()) << "round " << round;
+  }
+}
+
+bool Always(int64_t) { return true; }
+
 double Distance(std::span<const float> a, std::span<const float> b) {
   double sum = 0;
   for (size_t i = 0; i < a.size(); ++i) sum += (a[i] - b[i]) * (a[i] - b[i]);
@@ -68,7 +85,7 @@ TEST(PublicEstimates, ARequesterOfEveryRoundHoldsTheOwnersEstimateBitForBit) {
   std::vector<float> model;
   for (int64_t round = 0; round < 30; ++round) {
     model = ModelOfRound(initial, std::min<int64_t>(round, 5));  // stops changing after round 5
-    owner.Publish(round, model, round);
+    owner.Publish(round, model);
     auto chain = owner.ChainTo(round, requester.Held("a"));
     ASSERT_TRUE(chain.ok()) << chain.status().ToString();
     EXPECT_FALSE(chain->base) << "round " << round << ": the requester holds the previous round";
@@ -93,7 +110,7 @@ TEST(PublicEstimates, ARequesterThatSkippedRoundsGetsTheUpdatesItMissed) {
   PeerEstimates requester(FloatArray::Own(initial), 8);
   PeerEstimates every_round(FloatArray::Own(initial), 8);
   for (int64_t round = 0; round < 10; ++round) {
-    owner.Publish(round, ModelOfRound(initial, round), round);
+    owner.Publish(round, ModelOfRound(initial, round));
     ASSERT_TRUE(every_round.Apply("a", *owner.ChainTo(round, every_round.Held("a"))).ok());
     if (round == 2 || round == 9) {
       auto chain = owner.ChainTo(round, requester.Held("a"));
@@ -115,17 +132,14 @@ TEST(PublicEstimates, ARequesterThatSkippedRoundsGetsTheUpdatesItMissed) {
   EXPECT_EQ(owner.ChainTo(10, requester.Held("a")).status().code(), ErrorCode::kNotFound);
 }
 
-// The owner keeps at most one float32 model's bytes of updates beyond the rounds still served;
-// older updates are folded into the base, and a requester further behind gets the base whole plus
+// The owner keeps at most one float32 model's bytes of updates; older updates are folded into the
+// base, and a requester further behind gets the base whole plus
 // the kept updates, and still ends with the owner's estimate.
 TEST(PublicEstimates, OldUpdatesFoldIntoTheBaseAndFarBehindRequestersGetIt) {
   const std::vector<float> initial = Gaussian(3);
   EstimateOwner owner(TopK(0.3), initial);  // about 600 bytes per update, 4,000 per model
   PeerEstimates current(FloatArray::Own(initial), 8);
-  for (int64_t round = 0; round < 20; ++round) {
-    owner.Publish(round, ModelOfRound(initial, round), round);
-    ASSERT_TRUE(current.Apply("a", *owner.ChainTo(round, current.Held("a"))).ok());
-  }
+  PublishRounds(owner, current, initial, 0, 20, Always);
   EXPECT_GT(owner.base_round(), -1) << "20 updates of 30% do not fit one model's bytes";
   EXPECT_LT(owner.kept_updates(), 20u);
   PeerEstimates behind(FloatArray::Own(initial), 8);
@@ -146,12 +160,9 @@ TEST(PublicEstimates, ANewLineageOrAnotherInitialModelIsDetected) {
   const std::vector<float> initial = Gaussian(4);
   EstimateOwner owner(TopK(0.1), initial);
   PeerEstimates requester(FloatArray::Own(initial), 8);
-  for (int64_t round = 0; round < 3; ++round) {
-    owner.Publish(round, ModelOfRound(initial, round), round);
-    ASSERT_TRUE(requester.Apply("a", *owner.ChainTo(round, requester.Held("a"))).ok());
-  }
+  PublishRounds(owner, requester, initial, 0, 3, Always);
   owner.Restart(3, ModelOfRound(initial, 3));
-  owner.Publish(4, ModelOfRound(initial, 4), 4);
+  owner.Publish(4, ModelOfRound(initial, 4));
   auto chain = owner.ChainTo(4, requester.Held("a"));
   ASSERT_TRUE(chain.ok());
   EXPECT_TRUE(chain->base) << "the requester holds lineage -1, the owner is at lineage 3";
@@ -160,12 +171,12 @@ TEST(PublicEstimates, ANewLineageOrAnotherInitialModelIsDetected) {
 
   PeerEstimates stranger(FloatArray::Own(Gaussian(5)), 8);  // another shared initial model
   EstimateOwner fresh(TopK(0.1), initial);
-  fresh.Publish(0, ModelOfRound(initial, 0), 0);
+  fresh.Publish(0, ModelOfRound(initial, 0));
   auto mismatched = stranger.Apply("a", *fresh.ChainTo(0, stranger.Held("a")));
   EXPECT_EQ(mismatched.status().code(), ErrorCode::kMalformed) << mismatched.status().ToString();
   EXPECT_NE(mismatched.status().message().find("checksum"), std::string::npos);
   EXPECT_EQ(stranger.Held("a"), HeldEstimate{});
-  fresh.Publish(1, ModelOfRound(initial, 1), 1);
+  fresh.Publish(1, ModelOfRound(initial, 1));
   auto wrong_start = stranger.Apply("a", *fresh.ChainTo(1, HeldEstimate{-1, 0}));
   EXPECT_EQ(wrong_start.status().code(), ErrorCode::kInvalidArgument)
       << "a chain from round 0 for a requester that holds nothing";
@@ -176,7 +187,7 @@ TEST(PublicEstimates, ANewLineageOrAnotherInitialModelIsDetected) {
 TEST(PublicEstimates, ADamagedUpdateIsRefusedAndOnlyTheRecentPeersAreKept) {
   const std::vector<float> initial = Gaussian(6);
   EstimateOwner owner(TopK(0.1), initial);
-  owner.Publish(0, ModelOfRound(initial, 0), 0);
+  owner.Publish(0, ModelOfRound(initial, 0));
   PeerEstimates requester(FloatArray::Own(initial), 2);
   EstimateChain chain = *owner.ChainTo(0, requester.Held("a"));
   chain.updates[0].resize(chain.updates[0].size() - 1);
@@ -189,6 +200,40 @@ TEST(PublicEstimates, ADamagedUpdateIsRefusedAndOnlyTheRecentPeersAreKept) {
   EXPECT_EQ(requester.Held("b"), HeldEstimate{}) << "b was used least recently";
   EXPECT_EQ(requester.Held("a"), (HeldEstimate{-1, 0}));
   EXPECT_EQ(requester.Held("c"), (HeldEstimate{-1, 0}));
+}
+
+// A checkpoint keeps both sides whole: an owner and a requester restored from their exports go on
+// exactly as the originals, and a state of another model's size is refused.
+TEST(PublicEstimates, ExportedStatesRestoreToTheSameChainsAndEstimates) {
+  const std::vector<float> initial = Gaussian(7);
+  EstimateOwner owner(TopK(0.3), initial);
+  PeerEstimates requester(FloatArray::Own(initial), 8);
+  PublishRounds(owner, requester, initial, 0, 12, [](int64_t round) { return round % 3 == 0; });
+  EstimateOwner restored_owner(TopK(0.3), initial);
+  ASSERT_TRUE(restored_owner.Restore(owner.Export()).ok());
+  EXPECT_EQ(restored_owner.Export(), owner.Export());
+  PeerEstimates restored(FloatArray::Own(initial), 8);
+  ASSERT_TRUE(restored.Restore(requester.Export()).ok());
+  EXPECT_EQ(restored.Held("a"), requester.Held("a"));
+  owner.Publish(12, ModelOfRound(initial, 12));
+  restored_owner.Publish(12, ModelOfRound(initial, 12));
+  EXPECT_EQ(*restored_owner.ChainTo(12, restored.Held("a")),
+            *owner.ChainTo(12, requester.Held("a")));
+  auto a = requester.Apply("a", *owner.ChainTo(12, requester.Held("a")));
+  auto b = restored.Apply("a", *restored_owner.ChainTo(12, restored.Held("a")));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+
+  EstimateOwnerState wrong = owner.Export();
+  wrong.estimate.pop_back();
+  EXPECT_EQ(restored_owner.Restore(wrong).code(), ErrorCode::kLayoutMismatch);
+  wrong = owner.Export();
+  wrong.estimate[0] += 1;
+  EXPECT_EQ(restored_owner.Restore(wrong).code(), ErrorCode::kMalformed) << "checksum";
+  std::vector<PeerEstimateState> short_peer = requester.Export();
+  short_peer[0].values.resize(3);
+  EXPECT_EQ(restored.Restore(short_peer).code(), ErrorCode::kLayoutMismatch);
+  EXPECT_EQ(restored.Held("a"), requester.Held("a")) << "nothing restored";
 }
 
 }  // namespace

@@ -254,22 +254,32 @@ TEST(Simulation, AnOutageOfAnUnknownNodeIsRefusedBeforeTheStart) {
 
 // Snapshots: a run stopped at its barriers and resumed gives the same files as one that was never
 // stopped, byte for byte (sim/simulation.h, "Snapshots").
-TEST(Simulation, AResumedRunGivesTheOutputsOfARunNeverStopped) {
-  SimMesh mesh("resume", kFour, 9, 2);
+// With top-k gossip too: the checkpoints keep the public estimates, so a resumed mesh goes on with
+// the same lineages and copies and sends the same bytes.
+class ResumedRun : public ::testing::TestWithParam<CompressionCodec> {};
+
+TEST_P(ResumedRun, GivesTheOutputsOfARunNeverStopped) {
+  SimMesh mesh(std::string("resume_") + CompressionCodecName(GetParam()), kFour, 9, 2);
+  for (node::NodeConfig& c : mesh.configs()) {
+    c.compression.codec = GetParam();
+    c.compression.topk_fraction = 0.3;
+  }
   SimulationOptions options;
   options.seed = 3;
   options.network.latency_s = 0.01;
   options.network.loss = 0.05;  // the generator's state crosses the snapshots
   options.network.round_compute_s = 0.1;
   options.snapshot_every = 3;
-  options.snapshot_dir = ::testing::TempDir() + "/sim_resume/whole-snapshot";
+  const std::string snapshots =
+      ::testing::TempDir() + "/sim_resume_" + CompressionCodecName(GetParam());
+  options.snapshot_dir = snapshots + "/whole-snapshot";
   SimulationReport whole = mesh.Run("whole", options);
   EXPECT_FALSE(whole.interrupted);
   EXPECT_EQ(whole.snapshot_round, 6);
 
   std::atomic<bool> stop{true};  // SIGTERM from the start: each run stops at its next barrier
   options.interrupt = &stop;
-  options.snapshot_dir = ::testing::TempDir() + "/sim_resume/stopped-snapshot";
+  options.snapshot_dir = snapshots + "/stopped-snapshot";
   SimulationReport first = mesh.Run("stopped", options);
   EXPECT_TRUE(first.interrupted);
   EXPECT_EQ(first.snapshot_round, 3);
@@ -296,6 +306,42 @@ TEST(Simulation, AResumedRunGivesTheOutputsOfARunNeverStopped) {
     ExpectSameNodeFiles(mesh, "whole", "stopped", id);
   }
 }
+// A snapshot barrier restarts every node from its checkpoint (new connections, Hellos: a few more
+// bytes). With top-k the checkpoints keep the public estimates, so no requester needs a peer's
+// estimate whole after a barrier: barriers cost a top-k mesh exactly the bytes they cost a
+// float32 mesh.
+TEST(Simulation, SnapshotBarriersCostTopKNoMoreBytesThanFloat32) {
+  std::map<std::string, std::vector<int64_t>> extra;  // per codec: bytes added by the barriers
+  for (CompressionCodec codec : {CompressionCodec::kNone, CompressionCodec::kTopK}) {
+    const std::string name = CompressionCodecName(codec);
+    SimMesh mesh("barrier_bytes_" + name, kFour, 9, 2);
+    for (node::NodeConfig& c : mesh.configs()) {
+      c.compression.codec = codec;
+      c.compression.topk_fraction = 0.3;
+    }
+    SimulationOptions options;
+    options.network.round_compute_s = 0.1;
+    mesh.Run("plain", options);
+    options.snapshot_every = 3;
+    options.snapshot_dir = ::testing::TempDir() + "/sim_barrier_bytes_" + name + "/snapshot";
+    mesh.Run("barriers", options);
+    for (const std::string& id : mesh.ids()) {
+      auto plain = Rounds(mesh.NodeDir("plain", id));
+      auto barriers = Rounds(mesh.NodeDir("barriers", id));
+      ASSERT_EQ(plain.size(), barriers.size()) << name << " " << id;
+      for (size_t r = 0; r < plain.size(); ++r) {
+        extra[name].push_back(static_cast<int64_t>(barriers[r].bytes_out) -
+                              static_cast<int64_t>(plain[r].bytes_out));
+      }
+    }
+  }
+  EXPECT_EQ(extra["topk"], extra["none"]);
+  EXPECT_GT(extra["none"].back(), 0) << "the barriers cost something";
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, ResumedRun,
+                         ::testing::Values(CompressionCodec::kNone, CompressionCodec::kTopK),
+                         [](const auto& info) { return CompressionCodecName(info.param); });
 
 // A snapshot's spent seconds read back; a snapshot written before they existed reads as "not
 // known", and a damaged value is refused by line.
