@@ -206,6 +206,44 @@ TEST(RoundDriver, GetModelAcceptsCompressionOnlyBetweenVersion3Nodes) {
   }
 }
 
+// Top-k (PROTOCOL.md "Top-k update chains"): a node that keeps peer estimates accepts topk and
+// says what it holds; a peer's chain is applied to that estimate, and a node that sends top-k
+// itself gives the learner x̂_j + (x_i − x̂_i), CHOCO's consensus (round_driver.h).
+TEST(RoundDriver, TopKRepliesAreRebuiltAndCorrectedByTheNodesOwnLag) {
+  const std::vector<float> initial = {0.f, 0.f, 0.f, 0.f};
+  auto config = MachineConfig("me", kPeers);
+  config.rounds.peers_per_round = 1;
+  config.rounds.shared_initial = FloatArray::Own(initial);
+  config.rounds.peer_estimates = 4;
+  config.serving.shared_initial = FloatArray::Own(initial);
+  config.serving.compression.codec = CompressionCodec::kTopK;
+  config.serving.compression.topk_fraction = 0.5;                    // 2 of the 4 values
+  config.serving.compression.topk_values = CompressionCodec::kFp16;  // exact for these values
+  auto m = AdmittedMachine(config);
+  auto fetches = Requests(m->OnComputeDone(Outcome(0), TimePoint{}), MessageType::kGetModel);
+  ASSERT_EQ(fetches.size(), 1u);
+  const GetModel& get = std::get<GetModel>(fetches[0].message.body);
+  EXPECT_EQ(get.accepts,
+            (std::vector<CompressionCodec>{CompressionCodec::kFp16, CompressionCodec::kInt8,
+                                           CompressionCodec::kTopK}));
+  EXPECT_EQ(get.estimate, HeldEstimate{});
+
+  // The peer's estimate after its round 0: the largest half of {8, -4, 0.5, 2}.
+  EstimateOwner peer(config.serving.compression, initial);
+  peer.Publish(0, std::vector<float>{8.f, -4.f, 0.5f, 2.f});
+  Model reply = PeerModelAt(0);
+  reply.weights = FloatArray();
+  reply.encoding.codec = CompressionCodec::kTopK;
+  reply.chain = *peer.ChainTo(0, get.estimate.value());
+  auto compute = All<StartCompute>(
+      m->OnReply(fetches[0].request_id, From(fetches[0].peer, 1, reply), TimePoint{}));
+  ASSERT_EQ(compute.size(), 1u);
+  ASSERT_EQ(compute[0].job.peers.size(), 1u);
+  // Our round 0 published {1, 2, 3, 0}; our own estimate kept its largest half, {0, 2, 3, 0}, so
+  // our lag is {1, 0, 0, 0}; the peer's estimate is {8, -4, 0, 0}.
+  EXPECT_EQ(compute[0].job.peers[0].weights, FloatArray::Own({9.f, -4.f, 0.f, 0.f}));
+}
+
 // A node announcing version 1 has no Goodbye, even for peers that do.
 TEST(RoundDriver, NodeAnnouncingVersion1SaysNoGoodbye) {
   auto config = MachineConfig("me", kPeers);
