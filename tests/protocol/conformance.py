@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import urllib.request
+import zlib
 
 try:
     import msgpack
@@ -108,6 +109,54 @@ def int8_values(frame):
     scales = struct.unpack_from("<%df" % blocks, frame, 8)
     q = struct.unpack_from("<%db" % count, frame, 8 + 4 * blocks)
     return block, [q[i] * scales[i // block] for i in range(count)], scales
+
+
+def f32(x):
+    """`x` rounded to float32 (a sum or product of two float32 values in double precision,
+    rounded once, is the float32 operation's result)."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def topk_update(blob, count):
+    """The `count` values a top-k blob with int8 values decodes to (PROTOCOL.md, "Compressed blob
+    encodings"): header, k, ceil(k/B) scales, k int8 values, then k LEB128 index gaps."""
+    codec, value_codec, block, n = struct.unpack_from("<BBHI", blob, 0)
+    (k,) = struct.unpack_from("<I", blob, 8)
+    if codec != CODECS["topk"] or value_codec != CODECS["int8"] or n != count or k > n:
+        raise ValueError("not a top-k int8 blob of %d values: %r" % (count, (codec, value_codec, n, k)))
+    blocks = (k + block - 1) // block
+    scales = struct.unpack_from("<%df" % blocks, blob, 12)
+    q = struct.unpack_from("<%db" % k, blob, 12 + 4 * blocks)
+    at, index, indices = 12 + 4 * blocks + k, -1, []
+    for j in range(k):
+        gap, shift = 0, 0
+        while True:
+            byte = blob[at]
+            at += 1
+            gap |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        index = gap if j == 0 else index + gap
+        indices.append(index)
+    if at != len(blob) or indices[-1] >= n:
+        raise ValueError("top-k indices do not end the blob exactly")
+    values = [0.0] * n
+    for j, i in enumerate(indices):
+        values[i] = f32(q[j] * scales[j // block])
+    return values
+
+
+def chain_items(frame):
+    """The blobs of a top-k Model's chain frame: each a uint32 length and that many bytes."""
+    items, at = [], 0
+    while at < len(frame):
+        (length,) = struct.unpack_from("<I", frame, at)
+        items.append(frame[at + 4:at + 4 + length])
+        if at + 4 + length > len(frame):
+            raise ValueError("chain item overruns the frame")
+        at += 4 + length
+    return items
 
 
 def unpack_one(frame, what):
@@ -398,7 +447,8 @@ def main():
                             work + "/secure",
                             [("py-client", silent_endpoint, client_public.decode())],
                             '[security]\nsecret_key_file = "%s/keys/conf-secure.key"\n'
-                            'allowed_keys_file = "%s/keys/allowed_keys"\n' % (work, work)))
+                            'allowed_keys_file = "%s/keys/allowed_keys"\n'
+                            '[compression]\ncodec = "topk"\ntopk_fraction = 0.1\n' % (work, work)))
     plain = start_node(args.node, work + "/plain.toml", work + "/plain.log")
     secure = start_node(args.node, work + "/secure.toml", work + "/secure.log")
     try:
@@ -770,6 +820,40 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
         check(reply is not None and reply.type == TYPES["HelloAck"] and
               Z85_KEY.match(reply.body[3]), "the key's own id is greeted, with the node's key",
               reply and reply.body)
+        # "Top-k update chains": the secure node sends topk. Asked from an estimate it does not
+        # have (lineage 999), it answers with the base whole and its updates; this script
+        # rebuilds the estimate in float32 and checks the chain's CRC-32.
+        rid, reply = secure_client.ask("GetModel", [0, True, False, [CODECS["topk"]], [999, 0]],
+                                       timeout=60)
+        if check(reply is not None and reply.type == TYPES["Model"] and len(reply.body) == 8 and
+                 reply.body[6] == CODECS["topk"] and len(reply.frames) == 3,
+                 "a GetModel accepting topk with an estimate: Model.encoding = 3 and its chain",
+                 reply and (reply.name, reply.body[5:] if reply.body else None)):
+            start, first, last, checksum, has_base = reply.body[7]
+            count = sum(math.prod(t[1]) for t in reply.body[3])
+            try:
+                items = chain_items(reply.blobs[0])
+                base = items[0]
+                codec, _, _, n = struct.unpack_from("<BBHI", base, 0)
+                estimate = list(floats(base[8:]))
+                check(has_base and start == first and codec == CODECS["none"] and n == count and
+                      len(estimate) == count, "the chain starts with the base whole",
+                      (has_base, start, first, codec, n, count))
+                for update in items[1:]:
+                    estimate = [f32(a + b) for a, b in zip(estimate, topk_update(update, count))]
+                check(len(items) - 1 == last - first,
+                      "one update per round after the base", (len(items), first, last))
+                check(zlib.crc32(blob(estimate)) == checksum,
+                      "the rebuilt estimate matches the chain's CRC-32",
+                      (zlib.crc32(blob(estimate)), checksum))
+                rid, again = secure_client.ask("GetModel",
+                                               [0, False, False, [CODECS["topk"]], [start, last]])
+                check(again is not None and again.type == TYPES["Model"] and
+                      again.body[7][4] is False and again.body[7][1] == last,
+                      "holding the estimate, the next reply chains from it without the base",
+                      again and again.body[7])
+            except (ValueError, struct.error, IndexError) as e:
+                check(False, "the top-k chain follows PROTOCOL.md", e)
     check(set(SENT_CODES) <= seen_codes, "every error code a node sends was provoked",
           sorted(set(SENT_CODES) - seen_codes))
 
