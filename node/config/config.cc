@@ -80,6 +80,13 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
         "\" needs protocol version " + std::to_string(kCompressedModelVersion) +
         ", but [round] max_protocol_version = " + std::to_string(c.round.max_protocol_version));
   }
+  if (c.compression.embeddings != CompressionCodec::kNone &&
+      c.round.ProtocolVersion() < kCompressedEmbeddingVersion) {
+    return Status::InvalidArgument(
+        name + ": [compression] embeddings = \"" + CompressionCodecName(c.compression.embeddings) +
+        "\" needs protocol version " + std::to_string(kCompressedEmbeddingVersion) +
+        ", but [round] max_protocol_version = " + std::to_string(c.round.max_protocol_version));
+  }
   if (c.model.architecture == training::Architecture::kTorchScript &&
       c.model.torchscript_path.empty()) {
     return Status::InvalidArgument(name +
@@ -288,6 +295,12 @@ Status CompressionSection::Check(const std::string& file) const {
         ": [compression] codec = \"topk\" is not supported yet (allowed: none, fp16, int8); "
         "top-k sends updates against a public estimate, whose exchange is not built");
   }
+  if (embeddings == CompressionCodec::kTopK) {
+    return Status::InvalidArgument(
+        file +
+        ": [compression] embeddings = \"topk\" is not allowed (allowed: none, fp16, int8); "
+        "embeddings travel once per pair, whole");
+  }
   if (topk_values != CompressionCodec::kFp16 && topk_values != CompressionCodec::kInt8) {
     return Status::InvalidArgument(file + ": [compression] topk_values = \"" +
                                    CompressionCodecName(topk_values) +
@@ -302,6 +315,12 @@ CompressionSettings CompressionSection::Settings() const {
   s.block_size = static_cast<uint32_t>(block_size);
   s.topk_fraction = topk_fraction;
   s.topk_values = topk_values;
+  return s;
+}
+
+CompressionSettings CompressionSection::EmbeddingSettings() const {
+  CompressionSettings s = Settings();
+  s.codec = embeddings;
   return s;
 }
 

@@ -106,6 +106,7 @@ StateMachineConfig NodeConfig::Machine(const Learner& learner, const NodeFacts& 
   c.serving.compression = compression.Settings();
   c.rounds = round.Driver(learning, training);
   c.emd = emd.Exchange(learning, round, learner.Layout(), facts.nonce);
+  c.emd.embeddings = compression.EmbeddingSettings();
   c.signatures = signature.Exchange(learning, round, learner.DataSignature());
   return c;
 }

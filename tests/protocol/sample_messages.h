@@ -157,14 +157,25 @@ inline std::vector<float> SampleInt8Weights() {
   return {0.5f, -1.25f, 3.0f, 0.125f, -7.5f, 2.0f, 0.0f, 15.875f, -0.125f};
 }
 
+// SampleInt8Weights() as int8 in blocks of 64, the encoding of the compressed samples.
+inline CompressionSettings SampleInt8Encoding() {
+  CompressionSettings int8;
+  int8.codec = CompressionCodec::kInt8;
+  int8.block_size = 64;
+  return int8;
+}
+
 // GetModel with with_update and Model with an update (in that order), otherwise the
-// SampleMessages(`version`) of their types; from version 3 then (kCompressedModelVersion) also GetModel accepting fp16 and int8, and
-// Model with SampleInt8Weights() in int8 blocks of 64. The v<version>_<Type>.frames fixtures keep
-// the messages without the optional fields.
+// SampleMessages(`version`) of their types; from version 3 then (kCompressedModelVersion,
+// kCompressedEmbeddingVersion) also, in this order, GetModel accepting fp16 and int8, Model with
+// SampleInt8Weights() in int8 blocks of 64, EmbedRequest accepting fp16 and int8, and EmbedReply
+// and WitnessRows with SampleInt8Weights() in int8 blocks of 64. The v<version>_<Type>.frames
+// fixtures keep the messages without the optional fields.
 inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = kProtocolVersion) {
   std::vector<OptionalFieldSample> samples, compressed_samples;
   std::string prefix = "v" + std::to_string(version) + "_";
   const bool compressed = version >= kCompressedModelVersion;
+  const bool embeddings = version >= kCompressedEmbeddingVersion;
   for (Message message : SampleMessages(version)) {
     if (auto* get = std::get_if<GetModel>(&message.body)) {
       if (compressed) {
@@ -180,12 +191,22 @@ inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = 
         Message int8 = message;
         Model& m = std::get<Model>(int8.body);
         m.weights = FloatArray::Own(SampleInt8Weights());
-        m.encoding.codec = CompressionCodec::kInt8;
-        m.encoding.block_size = 64;
+        m.encoding = SampleInt8Encoding();
         compressed_samples.push_back({prefix + "Model_int8.frames", std::move(int8)});
       }
       model->update = FloatArray::Own(SampleUpdate());
       samples.push_back({prefix + "Model_update.frames", std::move(message)});
+    } else if (auto* embed = std::get_if<EmbedRequest>(&message.body); embed && embeddings) {
+      embed->accepts = {CompressionCodec::kFp16, CompressionCodec::kInt8};
+      compressed_samples.push_back({prefix + "EmbedRequest_accepts.frames", std::move(message)});
+    } else if (auto* reply = std::get_if<EmbedReply>(&message.body); reply && embeddings) {
+      reply->embeddings = FloatArray::Own(SampleInt8Weights());
+      reply->encoding = SampleInt8Encoding();
+      compressed_samples.push_back({prefix + "EmbedReply_int8.frames", std::move(message)});
+    } else if (auto* rows = std::get_if<WitnessRows>(&message.body); rows && embeddings) {
+      rows->embeddings = FloatArray::Own(SampleInt8Weights());
+      rows->encoding = SampleInt8Encoding();
+      compressed_samples.push_back({prefix + "WitnessRows_int8.frames", std::move(message)});
     }
   }
   for (OptionalFieldSample& sample : compressed_samples) samples.push_back(std::move(sample));
