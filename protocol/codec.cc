@@ -710,9 +710,13 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "projection_seed", UINT64_MAX, &m.projection_seed));
       MESHLEARN_RETURN_IF_ERROR(f.Count(1, "max_samples", limits.max_embed_rows, &max_samples));
       m.max_samples = static_cast<uint32_t>(max_samples);
-      MESHLEARN_RETURN_IF_ERROR(UnpackModelWeights(f, 2, blobs[0], options, "EmbedRequest.weights",
-                                                   &m.layout, &m.weights));
+      // The fields (layout, accepts) before the blob (PROTOCOL.md, "Which code wins").
+      MESHLEARN_RETURN_IF_ERROR(UnpackLayout(f, 2, limits, &m.layout));
+      MESHLEARN_RETURN_IF_ERROR(CheckLayout(m.layout, options));
       MESHLEARN_RETURN_IF_ERROR(UnpackCodecs(f, 3, "accepts", &m.accepts));
+      auto weights = UnpackWeights(blobs[0], m.layout.total_floats(), "EmbedRequest.weights");
+      if (!weights.ok()) return weights.status();
+      m.weights = std::move(*weights);
       return Body(std::move(m));
     }
     case MessageType::kEmbedReply: {

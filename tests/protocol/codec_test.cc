@@ -448,6 +448,11 @@ TEST(CompressedEmbeddings, EmbedRequestAcceptsIsAnOptionalFourthFieldAndBounded)
   EXPECT_EQ(*decoded, m);
   std::get<EmbedRequest>(m.body).accepts.assign(17, CompressionCodec::kInt8);
   ExpectRejected(Encode(m), ErrorCode::kTooMany, {"EmbedRequest.accepts", "16"});
+  // The field is checked before the blob (PROTOCOL.md, "Which code wins"): with a blob one float
+  // short too, the code is still too_many.
+  std::vector<Frame> both = Encode(m);
+  both[2] = Frame::CopyOf(both[2].data(), both[2].size() - 4);
+  EXPECT_EQ(DecodeCode(both), ErrorCode::kTooMany);
   // A codec number above 255.
   std::vector<uint8_t> wide = body;
   wide.back() = 0xcd;  // uint16 0x0102 replaces the int8 entry
