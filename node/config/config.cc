@@ -3,6 +3,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <toml++/toml.h>
 
@@ -73,18 +74,16 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
                                      "[security] is configured");
     }
   }
-  if (c.compression.codec != CompressionCodec::kNone &&
-      c.round.ProtocolVersion() < kCompressedModelVersion) {
+  // Each compressed codec needs the version of its feature (PROTOCOL.md, "Compressed models",
+  // "Compressed embeddings").
+  const std::tuple<const char*, CompressionCodec, uint16_t> codecs[] = {
+      {"codec", c.compression.codec, kCompressedModelVersion},
+      {"embeddings", c.compression.embeddings, kCompressedEmbeddingVersion}};
+  for (const auto& [key, codec, version] : codecs) {
+    if (codec == CompressionCodec::kNone || c.round.ProtocolVersion() >= version) continue;
     return Status::InvalidArgument(
-        name + ": [compression] codec = \"" + CompressionCodecName(c.compression.codec) +
-        "\" needs protocol version " + std::to_string(kCompressedModelVersion) +
-        ", but [round] max_protocol_version = " + std::to_string(c.round.max_protocol_version));
-  }
-  if (c.compression.embeddings != CompressionCodec::kNone &&
-      c.round.ProtocolVersion() < kCompressedEmbeddingVersion) {
-    return Status::InvalidArgument(
-        name + ": [compression] embeddings = \"" + CompressionCodecName(c.compression.embeddings) +
-        "\" needs protocol version " + std::to_string(kCompressedEmbeddingVersion) +
+        name + ": [compression] " + key + " = \"" + CompressionCodecName(codec) +
+        "\" needs protocol version " + std::to_string(version) +
         ", but [round] max_protocol_version = " + std::to_string(c.round.max_protocol_version));
   }
   if (c.model.architecture == training::Architecture::kTorchScript &&

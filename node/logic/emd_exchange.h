@@ -45,7 +45,8 @@
 //   announced kCompressedEmbeddingVersion, from a node that announces it too, accepts every codec
 //   of EmbeddingCodecs(); the responder answers in its own codec (`embeddings`) when the request
 //   accepts it, else float32. In witness mode each side sends its rows in its own codec to a
-//   witness that announced that version, float32 to any other. The requester and the witness
+//   witness whose Hello or HelloAck announced that version, float32 to any other (a responder
+//   may not have heard the requester's witness greet yet). The requester and the witness
 //   measure the decoded floats; ref_i is always measured on the node's own float32 rows.
 //   Rationale: a node chooses how it sends, not what it receives (as for models); a version-2 peer
 //   never sees a new field and gets float32 byte for byte.
