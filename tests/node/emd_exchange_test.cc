@@ -5,10 +5,13 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <random>
 #include <set>
 
 #include "protocol/codec.h"
 #include "protocol/version.h"
+#include "similarity/emd.h"
+#include "similarity/emd_decision.h"
 #include "similarity/projection.h"
 #include "tests/node/machine_test_support.h"
 
@@ -176,6 +179,64 @@ TEST(EmdExchange, ResponderCompressesItsRowsOnlyForARequestThatAcceptsItsCodec) 
   for (size_t i = 0; i < 6; ++i) {
     EXPECT_NEAR(reply.embeddings.view()[i], rows.values.view()[i], 6.0 / 127 / 2 + 1e-6) << i;
   }
+}
+
+// `rows` points in `cols` dimensions around the direction that is 1 on every third coordinate
+// from `cluster` (0, 1 or 2) and 0 elsewhere, with Gaussian noise: projected rows of a node whose
+// data come from that cluster.
+std::vector<float> ClusterRows(int cluster, size_t rows, size_t cols, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> noise(0.0f, 0.6f);
+  std::vector<float> values(rows * cols);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) {
+      values[r * cols + c] = (c % 3 == static_cast<size_t>(cluster) ? 1.0f : 0.0f) + noise(rng);
+    }
+  }
+  return values;
+}
+
+// PROTOCOL.md, "Compressed embeddings", "What is measured": the requester measures the decoded
+// rows. On rows of three clusters, the EMDs measured from int8 rows that crossed the wire stay
+// within 2% of the float32 ones, and the automatic rule (similarity/emd_decision.h) decides
+// every peer as it does from float32.
+TEST(EmdExchange, Int8RowsGiveTheAutomaticRuleTheDecisionsOfFloat32) {
+  constexpr size_t kRows = 60, kCols = 24;
+  auto solver = similarity::MakeEmdSolver({});
+  ASSERT_TRUE(solver.ok()) << solver.status().ToString();
+  const std::vector<float> train = ClusterRows(0, kRows, kCols, 1);
+  const std::vector<float> validation = ClusterRows(0, kRows, kCols, 2);
+  const auto emd = [&](const std::vector<float>& rows) {
+    auto d = (*solver)->Distance({train, kRows, kCols}, {rows, kRows, kCols});
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return d.ok() ? *d : 0.0;
+  };
+  const double reference = emd(validation);
+  std::vector<double> float32, int8;
+  for (int peer = 0; peer < 6; ++peer) {
+    const std::vector<float> rows = ClusterRows(peer % 3, kRows, kCols, 10 + peer);
+    EmbedReply reply;
+    reply.rows = kRows;
+    reply.cols = kCols;
+    reply.embeddings = FloatArray::Own(rows);
+    reply.encoding.codec = CompressionCodec::kInt8;
+    const Message arrived = OverTheWire(From("p", 1, reply));
+    const FloatArray& decoded = std::get<EmbedReply>(arrived.body).embeddings;
+    ASSERT_NE(std::vector<float>(decoded.view().begin(), decoded.view().end()), rows)
+        << "int8 is lossy: the decoded rows differ";
+    float32.push_back(emd(rows) / reference);
+    int8.push_back(emd(std::vector<float>(decoded.view().begin(), decoded.view().end())) /
+                   reference);
+    EXPECT_NEAR(int8.back(), float32.back(), 0.02 * float32.back()) << "peer " << peer;
+  }
+  const double threshold32 = similarity::AutomaticThreshold(float32);
+  const double threshold8 = similarity::AutomaticThreshold(int8);
+  int accepted = 0;
+  for (size_t peer = 0; peer < float32.size(); ++peer) {
+    EXPECT_EQ(int8[peer] < threshold8, float32[peer] < threshold32) << "peer " << peer;
+    accepted += float32[peer] < threshold32;
+  }
+  EXPECT_EQ(accepted, 2) << "the two peers of the node's own cluster";
 }
 
 TEST(EmdExchange, MutualAcceptanceMakesTheEdgeAndTheClusterSamplerUsesOnlyIt) {
