@@ -2,6 +2,7 @@
 
 #include <msgpack.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -122,6 +123,31 @@ bool CompressModelBlobs(const Model& m, std::vector<Frame>* out) {
   return true;
 }
 
+// True when `codec` may carry projected embeddings (EmbedReply.encoding, WitnessRows.encoding):
+// one of EmbeddingCodecs(). None is the field left unwritten.
+bool IsEmbeddingCodec(CompressionCodec codec) {
+  const auto codecs = EmbeddingCodecs();
+  return std::find(codecs.begin(), codecs.end(), codec) != codecs.end();
+}
+
+// The blob frame of `embeddings` travelling as `encoding`, and whether it holds a compressed blob:
+// the codec's blob when it is an embedding codec that can encode the values, else the raw float32
+// blob (a NaN or Inf, which the receiver refuses anyway, travels raw).
+std::pair<Frame, bool> EmbeddingBlob(const FloatArray& embeddings,
+                                     const CompressionSettings& encoding) {
+  if (IsEmbeddingCodec(encoding.codec)) {
+    auto blob = EncodeCompressed(embeddings.view(), encoding);
+    if (blob.ok()) return {Frame(std::move(*blob)), true};
+  }
+  return {BlobOf(embeddings), false};
+}
+
+// Writes the codec list `codecs` (an `accepts` field) as an array of uint8.
+void PackCodecs(Packer& pk, std::span<const CompressionCodec> codecs) {
+  pk.pack_array(static_cast<uint32_t>(codecs.size()));
+  for (CompressionCodec codec : codecs) pk.pack_uint8(static_cast<uint8_t>(codec));
+}
+
 struct BodyPacker {
   msgpack::sbuffer& buffer;
   Packer& pk;
@@ -189,17 +215,21 @@ struct BodyPacker {
     for (Frame& blob : model_blobs) blobs.push_back(std::move(blob));
   }
   void operator()(const EmbedRequest& m) {
-    pk.pack_array(3);
+    // Field 3 (accepts) is written only when set: without it the bytes are version 2's.
+    pk.pack_array(m.accepts.empty() ? 3 : 4);
     pk.pack_uint64(m.projection_seed);
     pk.pack_uint32(m.max_samples);
     PackLayout(pk, m.layout);
+    if (!m.accepts.empty()) PackCodecs(pk, m.accepts);
     blobs.push_back(BlobOf(m.weights));
   }
   void operator()(const EmbedReply& m) {
-    pk.pack_array(2);
+    auto [blob, compressed] = EmbeddingBlob(m.embeddings, m.encoding);
+    pk.pack_array(compressed ? 3 : 2);
     pk.pack_uint32(m.rows);
     pk.pack_uint32(m.cols);
-    blobs.push_back(BlobOf(m.embeddings));
+    if (compressed) pk.pack_uint8(static_cast<uint8_t>(m.encoding.codec));
+    blobs.push_back(std::move(blob));
   }
   void operator()(const EmdDecision& m) {
     pk.pack_array(m.accepts ? 4 : 3);
@@ -218,14 +248,16 @@ struct BodyPacker {
     blobs.push_back(BlobOf(m.weights));
   }
   void operator()(const WitnessRows& m) {
-    pk.pack_array(6);
+    auto [blob, compressed] = EmbeddingBlob(m.embeddings, m.encoding);
+    pk.pack_array(compressed ? 7 : 6);
     pk.pack_uint64(m.session);
     pk.pack(m.requester);
     pk.pack(m.responder);
     pk.pack_uint8(static_cast<uint8_t>(m.side));
     pk.pack_uint32(m.rows);
     pk.pack_uint32(m.cols);
-    blobs.push_back(BlobOf(m.embeddings));
+    if (compressed) pk.pack_uint8(static_cast<uint8_t>(m.encoding.codec));
+    blobs.push_back(std::move(blob));
   }
   void operator()(const WitnessResult& m) {
     pk.pack_array(2);
@@ -476,8 +508,8 @@ Result<FloatArray> UnpackCompressed(const Frame& frame, CompressionCodec codec,
   if (!header.ok()) return header.status().WithContext(what);
   if (header->codec != codec) {
     return Status::Malformed(std::string(what) + " blob is a " +
-                             CompressionCodecName(header->codec) + " blob, Model.encoding says " +
-                             CompressionCodecName(codec));
+                             CompressionCodecName(header->codec) +
+                             " blob, the encoding field says " + CompressionCodecName(codec));
   }
   if (header->count != expected_floats) {
     return Status::LayoutMismatch(std::string(what) + " blob holds " +
@@ -599,14 +631,53 @@ Status UnpackModelWeights(const Fields& f, uint32_t index, const Frame& blob,
   return Status::Ok();
 }
 
-// Reads fields `first` (rows) and `first + 1` (cols) and the blob of projected embeddings.
+// Reads the optional codec list in field `i` of `f` (accepts; absent: empty): at most
+// kMaxAcceptedCodecs uint8 codec numbers, unknown ones kept.
+Status UnpackCodecs(const Fields& f, uint32_t i, const char* field,
+                    std::vector<CompressionCodec>* out) {
+  if (f.size() <= i) return Status::Ok();
+  const msgpack::object* items;
+  uint32_t count;
+  MESHLEARN_RETURN_IF_ERROR(f.List(i, field, kMaxAcceptedCodecs, &items, &count));
+  const std::string list = f.Name(field);
+  ASSIGN_FIELDS(codecs, f.at(i), list.c_str(), 0);
+  out->resize(count);
+  for (uint32_t k = 0; k < count; ++k) {
+    uint64_t codec;
+    MESHLEARN_RETURN_IF_ERROR(codecs.Uint(k, std::to_string(k).c_str(), UINT8_MAX, &codec));
+    (*out)[k] = static_cast<CompressionCodec>(codec);
+  }
+  return Status::Ok();
+}
+
+// Reads fields `first` (rows) and `first + 1` (cols) and the blob of projected embeddings. With
+// `encoding`, field `first + 2` is the optional encoding (absent: none; not an embedding codec:
+// malformed) and the blob travels in it; its block size is kept for int8.
 Status UnpackEmbeddings(const Fields& f, uint32_t first, const Frame& blob, const Limits& limits,
-                        const char* what, uint32_t* rows_out, uint32_t* cols_out, FloatArray* out) {
+                        const char* what, uint32_t* rows_out, uint32_t* cols_out, FloatArray* out,
+                        CompressionSettings* encoding = nullptr) {
   uint64_t rows, cols;
   MESHLEARN_RETURN_IF_ERROR(f.Count(first, "rows", limits.max_embed_rows, &rows));
   MESHLEARN_RETURN_IF_ERROR(f.Count(first + 1, "cols", limits.max_embed_cols, &cols));
-  auto embeddings = UnpackWeights(blob, rows * cols, what);
+  CompressionCodec codec = CompressionCodec::kNone;
+  if (encoding != nullptr && f.size() > first + 2) {
+    uint64_t number;
+    MESHLEARN_RETURN_IF_ERROR(f.Uint(first + 2, "encoding", UINT8_MAX, &number));
+    codec = static_cast<CompressionCodec>(number);
+    if (codec != CompressionCodec::kNone && !IsEmbeddingCodec(codec)) {
+      return Status::Malformed(f.Name("encoding") + " = " + std::to_string(number) +
+                               " is not a codec of embeddings (allowed: 0 none, 1 fp16, 2 int8)");
+    }
+  }
+  uint32_t block_size = 0;
+  auto embeddings = codec == CompressionCodec::kNone
+                        ? UnpackWeights(blob, rows * cols, what)
+                        : UnpackCompressed(blob, codec, rows * cols, what, &block_size);
   if (!embeddings.ok()) return embeddings.status();
+  if (encoding != nullptr) {
+    encoding->codec = codec;
+    if (codec == CompressionCodec::kInt8) encoding->block_size = block_size;
+  }
   *rows_out = static_cast<uint32_t>(rows);
   *cols_out = static_cast<uint32_t>(cols);
   *out = std::move(*embeddings);
@@ -771,15 +842,20 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Uint(0, "projection_seed", UINT64_MAX, &m.projection_seed));
       MESHLEARN_RETURN_IF_ERROR(f.Count(1, "max_samples", limits.max_embed_rows, &max_samples));
       m.max_samples = static_cast<uint32_t>(max_samples);
-      MESHLEARN_RETURN_IF_ERROR(UnpackModelWeights(f, 2, blobs[0], options, "EmbedRequest.weights",
-                                                   &m.layout, &m.weights));
+      // The fields (layout, accepts) before the blob (PROTOCOL.md, "Which code wins").
+      MESHLEARN_RETURN_IF_ERROR(UnpackLayout(f, 2, limits, &m.layout));
+      MESHLEARN_RETURN_IF_ERROR(CheckLayout(m.layout, options));
+      MESHLEARN_RETURN_IF_ERROR(UnpackCodecs(f, 3, "accepts", &m.accepts));
+      auto weights = UnpackWeights(blobs[0], m.layout.total_floats(), "EmbedRequest.weights");
+      if (!weights.ok()) return weights.status();
+      m.weights = std::move(*weights);
       return Body(std::move(m));
     }
     case MessageType::kEmbedReply: {
       ASSIGN_FIELDS(f, o, "EmbedReply", 2);
       EmbedReply m;
       MESHLEARN_RETURN_IF_ERROR(UnpackEmbeddings(f, 0, blobs[0], limits, "EmbedReply.embeddings",
-                                                 &m.rows, &m.cols, &m.embeddings));
+                                                 &m.rows, &m.cols, &m.embeddings, &m.encoding));
       return Body(std::move(m));
     }
     case MessageType::kEmdDecision: {
@@ -824,7 +900,7 @@ Result<Body> UnpackBody(MessageType type, const msgpack::object& o, std::span<co
       MESHLEARN_RETURN_IF_ERROR(f.Uint(3, "side", 1, &side));
       m.side = static_cast<WitnessSide>(side);
       MESHLEARN_RETURN_IF_ERROR(UnpackEmbeddings(f, 4, blobs[0], limits, "WitnessRows.embeddings",
-                                                 &m.rows, &m.cols, &m.embeddings));
+                                                 &m.rows, &m.cols, &m.embeddings, &m.encoding));
       return Body(std::move(m));
     }
     case MessageType::kWitnessResult: {
@@ -958,6 +1034,12 @@ Result<Envelope> ParseEnvelope(const Frame& frame, const Limits& limits) {
 }
 
 }  // namespace
+
+std::span<const CompressionCodec> EmbeddingCodecs() {
+  static constexpr CompressionCodec kEmbeddingCodecs[] = {CompressionCodec::kFp16,
+                                                          CompressionCodec::kInt8};
+  return kEmbeddingCodecs;
+}
 
 std::span<const CompressionCodec> ModelCodecs() {
   static constexpr CompressionCodec kModelCodecs[] = {

@@ -30,6 +30,13 @@ struct DecodeOptions {
 // a chain of updates of the owner's public estimate (Model.chain), never a whole model.
 std::span<const CompressionCodec> ModelCodecs();
 
+// The codecs this build decodes projected embeddings from besides none (fp16 and int8: the
+// EmbedReply and WitnessRows blobs), in the order an EmbedRequest lists them in accepts
+// (PROTOCOL.md, "Compressed embeddings").
+// Rationale: embeddings travel once per pair, whole; top-k's public estimate has nothing to
+// build on.
+std::span<const CompressionCodec> EmbeddingCodecs();
+
 // Encodes `message` into its frames: envelope, body, then blob frames (weights/embeddings are
 // shared, not copied). envelope.type is taken from the body. Never fails.
 std::vector<Frame> Encode(const Message& message);

@@ -179,15 +179,26 @@ struct EmbedRequest {
   uint32_t max_samples = 512;    // at most this many validation samples are embedded
   ParamLayout layout;            // describes `weights`
   FloatArray weights;            // blob frame 2: the requester's model
+  // Optional field 3 (since version 3, kCompressedEmbeddingVersion): the codecs other than none
+  // that the requester decodes an EmbedReply's blob from; the responder may answer in one of them
+  // (EmbedReply.encoding). Sent only when not empty, so an EmbedRequest without it has the same
+  // bytes as before the field existed. Unknown codec numbers are kept.
+  std::vector<CompressionCodec> accepts = {};
   bool operator==(const EmbedRequest&) const = default;
 };
 
-// Projected embeddings, row-major rows × cols float32, in one blob frame. Never raw samples.
+// Projected embeddings, row-major rows × cols, in one blob frame. Never raw samples.
 struct EmbedReply {
   static constexpr MessageType kType = MessageType::kEmbedReply;
   uint32_t rows = 0;
   uint32_t cols = 0;
-  FloatArray embeddings;  // blob frame 2: rows * cols float32 values
+  FloatArray embeddings;  // blob frame 2: rows * cols values
+  // Optional field 2 (since version 3, kCompressedEmbeddingVersion): how `embeddings` travels.
+  // The codec is kNone (raw float32, the field unwritten: the same bytes as before it existed),
+  // or kFp16 or kInt8 (EmbeddingCodecs()), which only an EmbedRequest accepting it gets: the blob
+  // frame then holds that codec's compressed bytes, encoded with block_size. A decoded EmbedReply
+  // holds the decoded floats, the codec and, for int8, the blob's block size.
+  CompressionSettings encoding = {};
   bool operator==(const EmbedReply&) const = default;
 };
 
@@ -235,7 +246,12 @@ struct WitnessRows {
   WitnessSide side = WitnessSide::kRequesterTrain;
   uint32_t rows = 0;
   uint32_t cols = 0;
-  FloatArray embeddings;  // blob frame 2: rows * cols float32 values
+  FloatArray embeddings;  // blob frame 2: rows * cols values
+  // Optional field 6 (since version 3, kCompressedEmbeddingVersion): how `embeddings` travels, as
+  // EmbedReply.encoding. A request has no reply to negotiate with, so the sender compresses only
+  // for a witness whose Hello or HelloAck announced kCompressedEmbeddingVersion or later (every
+  // such node decodes EmbeddingCodecs()).
+  CompressionSettings encoding = {};
   bool operator==(const WitnessRows&) const = default;
 };
 

@@ -29,4 +29,12 @@ inline constexpr uint16_t kGoodbyeVersion = 2;
 // protocol/compression.h (PROTOCOL.md, "Compressed models").
 inline constexpr uint16_t kCompressedModelVersion = 3;
 
+// Compressed embeddings of the EMD exchange: EmbedRequest.accepts, EmbedReply.encoding and
+// WitnessRows.encoding, whose blobs hold fp16 or int8 bytes (PROTOCOL.md, "Compressed
+// embeddings").
+// Rationale: part of version 3, which no release announced without it; a version-3 node that
+// predates the fields ignores accepts (and so answers float32), and no node compresses rows for
+// a witness that does not announce this version.
+inline constexpr uint16_t kCompressedEmbeddingVersion = 3;
+
 }  // namespace meshlearn

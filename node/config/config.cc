@@ -3,6 +3,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <toml++/toml.h>
 
@@ -73,11 +74,16 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
                                      "[security] is configured");
     }
   }
-  if (c.compression.codec != CompressionCodec::kNone &&
-      c.round.ProtocolVersion() < kCompressedModelVersion) {
+  // Each compressed codec needs the version of its feature (PROTOCOL.md, "Compressed models",
+  // "Compressed embeddings").
+  const std::tuple<const char*, CompressionCodec, uint16_t> codecs[] = {
+      {"codec", c.compression.codec, kCompressedModelVersion},
+      {"embeddings", c.compression.embeddings, kCompressedEmbeddingVersion}};
+  for (const auto& [key, codec, version] : codecs) {
+    if (codec == CompressionCodec::kNone || c.round.ProtocolVersion() >= version) continue;
     return Status::InvalidArgument(
-        name + ": [compression] codec = \"" + CompressionCodecName(c.compression.codec) +
-        "\" needs protocol version " + std::to_string(kCompressedModelVersion) +
+        name + ": [compression] " + key + " = \"" + CompressionCodecName(codec) +
+        "\" needs protocol version " + std::to_string(version) +
         ", but [round] max_protocol_version = " + std::to_string(c.round.max_protocol_version));
   }
   if (c.model.architecture == training::Architecture::kTorchScript &&
@@ -282,6 +288,12 @@ void KeyWriter::Peers(const char* key, const std::vector<PeerAddress>& peers) {
 }
 
 Status CompressionSection::Check(const std::string& file) const {
+  if (embeddings == CompressionCodec::kTopK) {
+    return Status::InvalidArgument(
+        file +
+        ": [compression] embeddings = \"topk\" is not allowed (allowed: none, fp16, int8); "
+        "embeddings travel once per pair, whole");
+  }
   if (topk_values != CompressionCodec::kFp16 && topk_values != CompressionCodec::kInt8) {
     return Status::InvalidArgument(file + ": [compression] topk_values = \"" +
                                    CompressionCodecName(topk_values) +
@@ -296,6 +308,12 @@ CompressionSettings CompressionSection::Settings() const {
   s.block_size = static_cast<uint32_t>(block_size);
   s.topk_fraction = topk_fraction;
   s.topk_values = topk_values;
+  return s;
+}
+
+CompressionSettings CompressionSection::EmbeddingSettings() const {
+  CompressionSettings s = Settings();
+  s.codec = embeddings;
   return s;
 }
 

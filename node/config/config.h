@@ -215,8 +215,11 @@ struct RoundSection {
 };
 
 // [compression] (a scenario's [node.compression]): how the node's model travels to the peers
-// that accept it (PROTOCOL.md, "Compressed models"); peers of protocol version 2 and older always
-// get float32. The codecs are protocol/compression.h's.
+// that accept it (PROTOCOL.md, "Compressed models"), and how its projected embeddings of the EMD
+// exchange travel ("Compressed embeddings"); peers of protocol version 2 and older always get
+// float32. The codecs are protocol/compression.h's.
+// Rationale for a key of its own for embeddings: the model codec changes every merge of a run,
+// the embedding codec only the one-shot EMD measurement; a run compares one without the other.
 struct CompressionSection {
   CompressionCodec codec = CompressionCodec::kNone;
   int block_size = kDefaultInt8BlockSize;  // int8 (and top-k's int8 values): values per scale
@@ -225,22 +228,27 @@ struct CompressionSection {
   // The most peers whose public estimates the node keeps to decode their top-k replies; 0: the
   // node does not accept topk (its peers send it float32 instead).
   int peer_estimates = 64;
+  CompressionCodec embeddings = CompressionCodec::kNone;   // the EMD exchange's projected rows
 
   bool operator==(const CompressionSection&) const = default;
   // The keys of [compression].
   template <class Keys, class Self>
   static void Describe(Keys& keys, Self& s) {
     keys.Choice("codec", s.codec, CompressionCodecNames());
+    keys.Choice("embeddings", s.embeddings, CompressionCodecNames());
     keys.Integer("block_size", s.block_size, kMinInt8BlockSize, kMaxInt8BlockSize);
     keys.Number("topk_fraction", s.topk_fraction, 0, 1, Bound::kOpen);
     keys.Choice("topk_values", s.topk_values, CompressionCodecNames());
     keys.Integer("peer_estimates", s.peer_estimates, 0, 100000);
   }
-  // kInvalidArgument, prefixed with `file`, for topk_values other than fp16 and int8.
+  // kInvalidArgument, prefixed with `file`, for embeddings "topk" (embeddings travel whole) and
+  // for topk_values other than fp16 and int8.
   Status Check(const std::string& file) const;
 
   // The model server's settings.
   CompressionSettings Settings() const;
+  // The EMD exchange's settings for its rows: the embeddings codec with block_size.
+  CompressionSettings EmbeddingSettings() const;
 };
 
 // [emd]: the EMD embedding exchange (DESIGN.md "EMD embedding exchange").

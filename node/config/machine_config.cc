@@ -115,6 +115,7 @@ StateMachineConfig NodeConfig::Machine(const Learner& learner, const NodeFacts& 
     c.rounds.peer_estimates = static_cast<size_t>(compression.peer_estimates);
   }
   c.emd = emd.Exchange(learning, round, learner.Layout(), facts.nonce);
+  c.emd.embeddings = compression.EmbeddingSettings();
   c.signatures = signature.Exchange(learning, round, learner.DataSignature());
   return c;
 }

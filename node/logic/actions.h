@@ -66,6 +66,9 @@ struct EmbedJob {
   uint64_t projection_seed = 0;
   uint32_t max_samples = 0;
   std::optional<WitnessTarget> witness;
+  // Direct mode: the codec the EmbedReply travels in, the node's embedding codec when the
+  // request accepts it, else none (PROTOCOL.md, "Compressed embeddings").
+  CompressionCodec reply_codec = CompressionCodec::kNone;
 };
 
 // Requester side: measure EMD against the peer's projected validation embeddings.

@@ -5,6 +5,8 @@
 #include <map>
 
 #include "base/stable_hash.h"
+#include "protocol/codec.h"
+#include "protocol/version.h"
 #include "similarity/emd_decision.h"
 #include "similarity/projection.h"
 
@@ -114,11 +116,23 @@ bool EmdExchange::RequestMeasure(const std::string& peer, const FloatArray& phi,
   request.max_samples = config_.max_samples;
   request.layout = config_.layout;
   request.weights = phi;
+  if (SpeaksCompressedEmbeddings(peer)) {
+    request.accepts.assign(EmbeddingCodecs().begin(), EmbeddingCodecs().end());
+  }
   Pending pending{Kind::kEmbed, peer};
   pending.projection_seed = seed;
   Track(node_.requests.Open(Part::kEmd, *entry, std::move(request), deadline), pending, out);
   measuring_.insert(peer);
   return true;
+}
+
+bool EmdExchange::SpeaksCompressedEmbeddings(const std::string& peer) const {
+  return node_.requests.protocol_version() >= kCompressedEmbeddingVersion &&
+         membership_.ProtocolVersionOf(peer).value_or(0) >= kCompressedEmbeddingVersion;
+}
+
+CompressionSettings EmdExchange::RowsEncodingFor(const std::string& peer) const {
+  return SpeaksCompressedEmbeddings(peer) ? config_.embeddings : CompressionSettings{};
 }
 
 const topology::PeerEntry* EmdExchange::PickWitness(const std::string& peer, TimePoint now) {
@@ -231,6 +245,7 @@ void EmdExchange::OnOwnProjectionDone(const OwnProjectionJob& job,
   rows.rows = result->train.rows;
   rows.cols = result->train.cols;
   rows.embeddings = result->train.values;
+  rows.encoding = RowsEncodingFor(job.target.witness.id);
   Pending pending{Kind::kWitnessTrainRows, job.peer};
   pending.session = job.target.session;
   pending.reference = result->reference;
@@ -430,9 +445,14 @@ void EmdExchange::OnEmbedRequest(InboundId inbound, const Envelope& env,
                                  const EmbedRequest& request, TimePoint now, Actions& out) {
   if (Refused(inbound, env, now, out)) return;
   ++jobs_running_;
-  out.push_back(StartEmbed{
-      EmbedJob{inbound, env.sender, env.request_id, request.weights, request.projection_seed,
-               std::min(request.max_samples, config_.max_samples), std::nullopt}});
+  const CompressionCodec ours = config_.embeddings.codec;
+  const bool accepted =
+      ours != CompressionCodec::kNone &&
+      std::find(request.accepts.begin(), request.accepts.end(), ours) != request.accepts.end();
+  out.push_back(StartEmbed{EmbedJob{inbound, env.sender, env.request_id, request.weights,
+                                    request.projection_seed,
+                                    std::min(request.max_samples, config_.max_samples),
+                                    std::nullopt, accepted ? ours : CompressionCodec::kNone}});
 }
 
 void EmdExchange::OnWitnessEmbedRequest(InboundId inbound, const Envelope& env,
@@ -514,6 +534,7 @@ void EmdExchange::OnEmbedDone(const EmbedJob& job, const Result<ProjectedEmbeddi
     rows.rows = result->rows;
     rows.cols = result->cols;
     rows.embeddings = result->values;
+    rows.encoding = RowsEncodingFor(target.witness.id);
     Pending pending{Kind::kWitnessValidationRows, job.requester};
     pending.session = target.session;
     pending.inbound = job.inbound;
@@ -525,6 +546,7 @@ void EmdExchange::OnEmbedDone(const EmbedJob& job, const Result<ProjectedEmbeddi
   reply.rows = result->rows;
   reply.cols = result->cols;
   reply.embeddings = result->values;
+  if (job.reply_codec != CompressionCodec::kNone) reply.encoding = config_.embeddings;
   out.push_back(node_.requests.ReplyTo(job.inbound, job.request_id, std::move(reply)));
 }
 

@@ -41,6 +41,15 @@
 //   mutual / one-sided edge once both decisions are known. ScoreOf() hands the same s_ij to the
 //   rounds, which pass it to the learner with j's model; nothing computes it again.
 //   Rationale: one route for exchanged scores, computed where the measurement is.
+// - Compressed embeddings (PROTOCOL.md, "Compressed embeddings"): an EmbedRequest to a peer that
+//   announced kCompressedEmbeddingVersion, from a node that announces it too, accepts every codec
+//   of EmbeddingCodecs(); the responder answers in its own codec (`embeddings`) when the request
+//   accepts it, else float32. In witness mode each side sends its rows in its own codec to a
+//   witness whose Hello or HelloAck announced that version, float32 to any other (a responder
+//   may not have heard the requester's witness greet yet). The requester and the witness
+//   measure the decoded floats; ref_i is always measured on the node's own float32 rows.
+//   Rationale: a node chooses how it sends, not what it receives (as for models); a version-2 peer
+//   never sees a new field and gets float32 byte for byte.
 // - A node without the exchange refuses EmbedRequest, WitnessEmbedRequest and WitnessRows with
 //   Error(unavailable).
 // - InFlight() is true while requests or jobs of the exchange are outstanding, peers are queued,
@@ -82,6 +91,9 @@ struct EmdExchangeConfig {
   ParamLayout layout;            // the layout of φ_i
   uint64_t nonce = 0;            // this node's Hello nonce (half of every projection seed)
   Clock::duration round_deadline = std::chrono::seconds(10);
+  // How this node's projected rows travel (EmbedReply, WitnessRows): codec none, fp16 or int8 (and
+  // int8's block size); see the specification.
+  CompressionSettings embeddings = {};
 };
 
 // One node's view of its EMD exchange with a peer (a row of emd.csv).
@@ -208,6 +220,11 @@ class EmdExchange {
   void ApplyDecision(const std::string& peer);
   // A WitnessRows request to `witness`, with the hold limit as deadline.
   SendRequest RequestToWitness(const PeerInfo& witness, WitnessRows rows, TimePoint now);
+  // True when both this node and `peer` announce kCompressedEmbeddingVersion.
+  bool SpeaksCompressedEmbeddings(const std::string& peer) const;
+  // How our rows travel to `peer` in a WitnessRows: our embedding codec when it speaks compressed
+  // embeddings, else float32.
+  CompressionSettings RowsEncodingFor(const std::string& peer) const;
   // Witness mode: a random samplable peer other than `peer` that can take part, or nullptr.
   const topology::PeerEntry* PickWitness(const std::string& peer, TimePoint now);
   Clock::duration HoldLimit() const;

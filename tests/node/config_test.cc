@@ -100,7 +100,8 @@ TEST(Config, EverySectionRendersAndReadsBackEqual) {
   c.clustering.recluster_every = 0;
   c.signature.max_samples = 64;
   c.round = {false, 2.5, 5, 0.25, 0.125, 4096, 3};
-  c.compression = {CompressionCodec::kFp16, 200, 0.05, CompressionCodec::kFp16};
+  c.compression = {CompressionCodec::kFp16, 200, 0.05, CompressionCodec::kFp16, 8,
+                   CompressionCodec::kInt8};
   c.privacy = {true, 1.1, std::nullopt, 1e-6, 0.5, 8.0, true};
   auto again = ParseNodeConfig(RenderNodeConfig(c), "rendered.toml");
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(c);
@@ -287,6 +288,34 @@ TEST(Config, CompressionChoosesTheServedCodecAndTopKSettings) {
       << estimates.message();
   Status values = ParseError(std::string(kMinimal) + "[compression]\ntopk_values = \"none\"\n");
   EXPECT_NE(values.message().find("allowed: fp16, int8"), std::string::npos) << values.message();
+}
+
+// [compression] embeddings: the codec of the node's EMD rows, apart from the model's codec, with
+// the same block size; top-k and a node announcing version 2 are refused with what is allowed.
+TEST(Config, CompressionEmbeddingsChoosesTheCodecOfTheEmdRowsAlone) {
+  auto int8 = ParseNodeConfig(
+      std::string(kMinimal) + "[compression]\nembeddings = \"int8\"\nblock_size = 64\n",
+      "node.toml");
+  ASSERT_TRUE(int8.ok()) << int8.status().ToString();
+  EXPECT_EQ(int8->compression.codec, CompressionCodec::kNone) << "models still travel float32";
+  EXPECT_EQ(int8->compression.Settings().codec, CompressionCodec::kNone);
+  EXPECT_EQ(int8->compression.EmbeddingSettings().codec, CompressionCodec::kInt8);
+  EXPECT_EQ(int8->compression.EmbeddingSettings().block_size, 64u);
+  auto again = ParseNodeConfig(RenderNodeConfig(*int8), "rendered.toml");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *int8);
+
+  Status topk = ParseError(std::string(kMinimal) + "[compression]\nembeddings = \"topk\"\n");
+  EXPECT_EQ(topk.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(topk.message().find("embeddings = \"topk\" is not allowed (allowed: none, fp16, int8)"),
+            std::string::npos)
+      << topk.message();
+  Status v2 =
+      ParseError(std::string(kMinimal) +
+                 "[round]\nmax_protocol_version = 2\n[compression]\nembeddings = \"fp16\"\n");
+  EXPECT_EQ(v2.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(v2.message().find("embeddings = \"fp16\" needs protocol version 3"), std::string::npos)
+      << v2.message();
 }
 
 // [round] max_protocol_version (interoperability tests): the version the node announces; a

@@ -3,9 +3,15 @@
 
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <map>
+#include <random>
 #include <set>
 
+#include "protocol/codec.h"
+#include "protocol/version.h"
+#include "similarity/emd.h"
+#include "similarity/emd_decision.h"
 #include "similarity/projection.h"
 #include "tests/node/machine_test_support.h"
 
@@ -68,6 +74,169 @@ TEST(EmdExchange, NodeWithoutTheExchangeRefusesEmbedRequests) {
   auto replies = All<SendReply>(m->OnInbound(5, From("a", 1, request), {}));
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(std::get<Error>(replies[0].message.body).code, ErrorCode::kUnavailable);
+}
+
+// An EMD machine whose peers a and c announce this build's version and b version 2; its rows
+// travel as `embeddings`.
+std::unique_ptr<NodeStateMachine> EmdMachineWithAVersion2Peer(CompressionCodec embeddings,
+                                                              uint16_t version = kProtocolVersion) {
+  auto config = MachineConfig("me", kPeers, 5);
+  config.emd.enabled = true;
+  config.emd.cluster_sampler = true;
+  config.membership.nonce = config.emd.nonce = 1000;
+  config.emd.embeddings.codec = embeddings;
+  config.emd.embeddings.block_size = 64;
+  config.protocol_version = version;
+  auto m = MakeMachine(config, topology::SamplerKind::kEmdCluster);
+  for (const SendRequest& r : All<SendRequest>(m->Start(TimePoint{}))) {
+    Message ack = From(r.peer, r.request_id, AckFor(r.endpoint));
+    if (r.peer == "b") ack.envelope.protocol_version = 2;
+    m->OnReply(r.request_id, ack, TimePoint{});
+  }
+  return m;
+}
+
+// The message `m` as its receiver decodes it from the wire.
+Message OverTheWire(const Message& m) {
+  auto decoded = Decode(Encode(m));
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  return decoded.ok() ? *decoded : m;
+}
+
+// PROTOCOL.md, "Compressed embeddings": an EmbedRequest accepts the embedding codecs only
+// between version-3 nodes, and the requester measures the rows it decoded.
+TEST(EmdExchange, EmbedRequestAcceptsCompressedRowsOnlyBetweenVersion3Nodes) {
+  auto m = EmdMachineWithAVersion2Peer(CompressionCodec::kNone);
+  auto embeds = Requests(m->OnComputeDone(Outcome(0), TimePoint{}), MessageType::kEmbedRequest);
+  ASSERT_EQ(embeds.size(), 3u);
+  const std::vector<CompressionCodec> all = {CompressionCodec::kFp16, CompressionCodec::kInt8};
+  for (const SendRequest& r : embeds) {
+    EXPECT_EQ(std::get<EmbedRequest>(r.message.body).accepts,
+              r.peer == "b" ? std::vector<CompressionCodec>{} : all)
+        << r.peer;
+    if (r.peer != "a") continue;
+    // a answers in int8: the EMD job gets the decoded values.
+    EmbedReply reply;
+    reply.rows = 2;
+    reply.cols = 2;
+    reply.embeddings = FloatArray::Own({0.1f, 0.2f, 0.3f, 127.f});
+    reply.encoding.codec = CompressionCodec::kInt8;
+    Message arrived = OverTheWire(From("a", 1, reply));
+    auto jobs = All<StartEmd>(m->OnReply(r.request_id, arrived, TimePoint{}));
+    ASSERT_EQ(jobs.size(), 1u);
+    EXPECT_EQ(jobs[0].job.peer_validation.values, std::get<EmbedReply>(arrived.body).embeddings);
+    EXPECT_EQ(jobs[0].job.peer_validation.values.view()[0], 0.f)
+        << "0.1 is below half an int8 step of 127 / 127";
+  }
+  // A node announcing version 2 asks as one: no accepts.
+  auto old = EmdMachineWithAVersion2Peer(CompressionCodec::kInt8, 2);
+  auto old_embeds =
+      Requests(old->OnComputeDone(Outcome(0), TimePoint{}), MessageType::kEmbedRequest);
+  ASSERT_EQ(old_embeds.size(), 3u);
+  for (const SendRequest& r : old_embeds) {
+    EXPECT_TRUE(std::get<EmbedRequest>(r.message.body).accepts.empty()) << r.peer;
+  }
+}
+
+// The responder answers in its own codec when the request accepts it; a version-2 requester
+// (no accepts) and one that accepts only other codecs get the float32 rows, byte for byte what a
+// node without compression sends.
+TEST(EmdExchange, ResponderCompressesItsRowsOnlyForARequestThatAcceptsItsCodec) {
+  const ProjectedEmbeddings rows{2, 3, FloatArray::Own({1, -2, 3, 0.5f, 5, 6})};
+  // The frames of the reply `m` sends to a request accepting `accepts`.
+  const auto reply_frames = [&](NodeStateMachine& m, std::vector<CompressionCodec> accepts) {
+    EmbedRequest request;
+    request.projection_seed = 42;
+    request.layout = kLayout;
+    request.weights = FloatArray::Own({1, 2, 3, 4});
+    request.accepts = std::move(accepts);
+    auto jobs = All<StartEmbed>(m.OnInbound(5, From("a", 77, request), {}));
+    EXPECT_EQ(jobs.size(), 1u);
+    auto replies = All<SendReply>(m.OnEmbedDone(jobs.at(0).job, rows, {}));
+    EXPECT_EQ(replies.size(), 1u);
+    return Encode(replies.at(0).message);
+  };
+  auto int8 = EmdMachineWithAVersion2Peer(CompressionCodec::kInt8);
+  auto plain = EmdMachineWithAVersion2Peer(CompressionCodec::kNone);
+  const std::vector<Frame> float32 = reply_frames(*plain, {});
+  ASSERT_EQ(float32.size(), 3u);
+  EXPECT_EQ(float32[2].size(), 6u * 4u);
+  for (const auto& accepts :
+       {std::vector<CompressionCodec>{}, std::vector<CompressionCodec>{CompressionCodec::kFp16}}) {
+    const std::vector<Frame> frames = reply_frames(*int8, accepts);
+    ASSERT_EQ(frames.size(), 3u);
+    EXPECT_EQ(frames[1], float32[1]) << accepts.size() << " accepted";
+    EXPECT_EQ(frames[2], float32[2]) << accepts.size() << " accepted";
+  }
+  const std::vector<Frame> compressed =
+      reply_frames(*int8, {CompressionCodec::kFp16, CompressionCodec::kInt8});
+  auto decoded = Decode(compressed);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const auto& reply = std::get<EmbedReply>(decoded->body);
+  EXPECT_EQ(reply.encoding.codec, CompressionCodec::kInt8);
+  EXPECT_EQ(reply.encoding.block_size, 64u);
+  EXPECT_EQ(compressed[2].size(), 8u + 4u + 6u) << "header, one scale, six int8 values";
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(reply.embeddings.view()[i], rows.values.view()[i], 6.0 / 127 / 2 + 1e-6) << i;
+  }
+}
+
+// `rows` points in `cols` dimensions around the direction that is 1 on every third coordinate
+// from `cluster` (0, 1 or 2) and 0 elsewhere, with Gaussian noise: projected rows of a node whose
+// data come from that cluster.
+std::vector<float> ClusterRows(int cluster, size_t rows, size_t cols, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> noise(0.0f, 0.6f);
+  std::vector<float> values(rows * cols);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) {
+      values[r * cols + c] = (c % 3 == static_cast<size_t>(cluster) ? 1.0f : 0.0f) + noise(rng);
+    }
+  }
+  return values;
+}
+
+// PROTOCOL.md, "Compressed embeddings", "What is measured": the requester measures the decoded
+// rows. On rows of three clusters, the EMDs measured from int8 rows that crossed the wire stay
+// within 2% of the float32 ones, and the automatic rule (similarity/emd_decision.h) decides
+// every peer as it does from float32.
+TEST(EmdExchange, Int8RowsGiveTheAutomaticRuleTheDecisionsOfFloat32) {
+  constexpr size_t kRows = 60, kCols = 24;
+  auto solver = similarity::MakeEmdSolver({});
+  ASSERT_TRUE(solver.ok()) << solver.status().ToString();
+  const std::vector<float> train = ClusterRows(0, kRows, kCols, 1);
+  const std::vector<float> validation = ClusterRows(0, kRows, kCols, 2);
+  const auto emd = [&](const std::vector<float>& rows) {
+    auto d = (*solver)->Distance({train, kRows, kCols}, {rows, kRows, kCols});
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return d.ok() ? *d : 0.0;
+  };
+  const double reference = emd(validation);
+  std::vector<double> float32, int8;
+  for (int peer = 0; peer < 6; ++peer) {
+    const std::vector<float> rows = ClusterRows(peer % 3, kRows, kCols, 10 + peer);
+    EmbedReply reply;
+    reply.rows = kRows;
+    reply.cols = kCols;
+    reply.embeddings = FloatArray::Own(rows);
+    reply.encoding.codec = CompressionCodec::kInt8;
+    const Message arrived = OverTheWire(From("p", 1, reply));
+    const FloatArray& decoded = std::get<EmbedReply>(arrived.body).embeddings;
+    ASSERT_NE(std::vector<float>(decoded.view().begin(), decoded.view().end()), rows)
+        << "int8 is lossy: the decoded rows differ";
+    float32.push_back(emd(rows) / reference);
+    int8.push_back(emd(std::vector<float>(decoded.view().begin(), decoded.view().end())) /
+                   reference);
+    EXPECT_NEAR(int8.back(), float32.back(), 0.02 * float32.back()) << "peer " << peer;
+  }
+  const double threshold32 = similarity::AutomaticThreshold(float32);
+  const double threshold8 = similarity::AutomaticThreshold(int8);
+  int accepted = 0;
+  for (size_t peer = 0; peer < float32.size(); ++peer) {
+    EXPECT_EQ(int8[peer] < threshold8, float32[peer] < threshold32) << "peer " << peer;
+    accepted += float32[peer] < threshold32;
+  }
+  EXPECT_EQ(accepted, 2) << "the two peers of the node's own cluster";
 }
 
 TEST(EmdExchange, MutualAcceptanceMakesTheEdgeAndTheClusterSamplerUsesOnlyIt) {
@@ -272,6 +441,8 @@ class InMemoryMesh {
   NodeStateMachine& operator[](const std::string& id) { return *nodes_.at(id); }
   // The messages `id` received (requests and replies), in order.
   const std::vector<Message>& Received(const std::string& id) { return received_[id]; }
+  // From now on every message is encoded and decoded on its way, as over a transport.
+  void ThroughTheWire() { wire_ = true; }
 
   // Queues `actions` of node `owner` and runs until nothing is left to do.
   void Run(const std::string& owner, Actions actions) {
@@ -298,12 +469,14 @@ class InMemoryMesh {
       if (!nodes_.count(r->peer)) return;
       InboundId inbound = ++last_inbound_;
       inbound_[{r->peer, inbound}] = {from, r->request_id};
-      received_[r->peer].push_back(r->message);
-      Push(r->peer, (*this)[r->peer].OnInbound(inbound, r->message, now_));
+      const Message delivered = wire_ ? OverTheWire(r->message) : r->message;
+      received_[r->peer].push_back(delivered);
+      Push(r->peer, (*this)[r->peer].OnInbound(inbound, delivered, now_));
     } else if (auto* r = std::get_if<SendReply>(&action)) {
       auto [requester, request_id] = inbound_.at({from, r->inbound});
-      received_[requester].push_back(r->message);
-      Push(requester, (*this)[requester].OnReply(request_id, r->message, now_));
+      const Message delivered = wire_ ? OverTheWire(r->message) : r->message;
+      received_[requester].push_back(delivered);
+      Push(requester, (*this)[requester].OnReply(request_id, delivered, now_));
     } else if (auto* e = std::get_if<StartEmbed>(&action)) {
       Push(from, m.OnEmbedDone(e->job, RowsOf(from), now_));
     } else if (auto* e = std::get_if<StartOwnProjection>(&action)) {
@@ -317,6 +490,7 @@ class InMemoryMesh {
   }
 
   TimePoint now_{};
+  bool wire_ = false;
   std::map<std::string, std::unique_ptr<NodeStateMachine>> nodes_;
   std::map<std::string, std::vector<Message>> received_;
   std::map<std::pair<std::string, InboundId>, std::pair<std::string, uint64_t>> inbound_;
@@ -324,9 +498,11 @@ class InMemoryMesh {
   InboundId last_inbound_ = 0;
 };
 
-TEST(EmdWitness, AThirdPeerMeasuresEveryPairAndNoSideSeesTheOthersRows) {
-  const std::vector<std::string> ids = {"a", "b", "c"};
-  InMemoryMesh mesh;
+// Adds nodes `ids` to `mesh`, each with the others as peers and the exchange in witness mode
+// (ε = 0.05, the emd_cluster sampler), their configs changed by `adjust`, and runs them through
+// round 0, which starts the exchange.
+void RunWitnessedRoundZero(InMemoryMesh& mesh, const std::vector<std::string>& ids,
+                           const std::function<void(StateMachineConfig&)>& adjust = {}) {
   for (size_t i = 0; i < ids.size(); ++i) {
     std::vector<PeerAddress> peers;
     for (const std::string& other : ids) {
@@ -338,10 +514,17 @@ TEST(EmdWitness, AThirdPeerMeasuresEveryPairAndNoSideSeesTheOthersRows) {
     config.emd.epsilon = 0.05;
     config.emd.cluster_sampler = true;
     config.membership.nonce = config.emd.nonce = 1000 + i;
+    if (adjust) adjust(config);
     mesh.Add(MakeMachine(config, topology::SamplerKind::kEmdCluster), ids[i]);
   }
   for (const std::string& id : ids) mesh.Run(id, mesh[id].Start({}));
   for (const std::string& id : ids) mesh.Run(id, mesh[id].OnComputeDone(Outcome(0), {}));
+}
+
+TEST(EmdWitness, AThirdPeerMeasuresEveryPairAndNoSideSeesTheOthersRows) {
+  const std::vector<std::string> ids = {"a", "b", "c"};
+  InMemoryMesh mesh;
+  RunWitnessedRoundZero(mesh, ids);
 
   for (const std::string& i : ids) {
     std::vector<EmdRow> rows = mesh[i].EmdRows();
@@ -376,6 +559,44 @@ TEST(EmdWitness, AThirdPeerMeasuresEveryPairAndNoSideSeesTheOthersRows) {
       if (const auto* request = std::get_if<WitnessEmbedRequest>(&m.body)) {
         EXPECT_NE(request->witness.id, id);
       }
+    }
+  }
+}
+
+// PROTOCOL.md, "Compressed embeddings", witness mode: each side sends its rows in its own codec
+// to a witness that announced version 3, and float32 to one that did not (c announces version 2);
+// the witness measures the decoded rows, and every pair is measured and decided as uncompressed.
+TEST(EmdWitness, RowsTravelInTheSendersCodecOnlyToVersion3Witnesses) {
+  const std::vector<std::string> ids = {"a", "b", "c"};
+  InMemoryMesh mesh;
+  mesh.ThroughTheWire();
+  RunWitnessedRoundZero(mesh, ids, [](StateMachineConfig& config) {
+    config.emd.embeddings.codec = CompressionCodec::kInt8;
+    if (config.id == "c") config.protocol_version = 2;
+  });
+
+  int compressed = 0;
+  for (const std::string& id : ids) {
+    for (const Message& m : mesh.Received(id)) {
+      const auto* rows = std::get_if<WitnessRows>(&m.body);
+      if (rows == nullptr) continue;
+      const bool version3_pair = id != "c" && m.envelope.sender != "c";
+      EXPECT_EQ(rows->encoding.codec,
+                version3_pair ? CompressionCodec::kInt8 : CompressionCodec::kNone)
+          << m.envelope.sender << " -> witness " << id;
+      compressed += version3_pair;
+      // Rows of one value per owner: int8 holds them within a rounding of the float product.
+      EXPECT_NEAR(rows->embeddings.view()[0], static_cast<float>(m.envelope.sender[0]), 1e-4);
+    }
+  }
+  EXPECT_EQ(compressed, 4) << "a and b, each side of the two measurements c does not witness";
+  for (const std::string& i : ids) {
+    std::vector<EmdRow> rows = mesh[i].EmdRows();
+    ASSERT_EQ(rows.size(), 2u) << i;
+    for (const EmdRow& row : rows) {
+      ASSERT_TRUE(row.emd.has_value()) << i << "->" << row.peer;
+      EXPECT_NEAR(*row.emd, std::abs(i[0] - row.peer[0]) / 100.0, 1e-5);
+      EXPECT_TRUE(row.mutual()) << i << "->" << row.peer;
     }
   }
 }

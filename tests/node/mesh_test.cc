@@ -19,6 +19,7 @@
 #include <span>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <future>
 #include <limits>
@@ -321,15 +322,20 @@ std::optional<std::span<const float>> FloatsCarriedBy(const Message& m) {
       m.body);
 }
 
-class MeshEmdWire : public ::testing::TestWithParam<bool> {};
+// Witness mode or not, and the codec the projected rows travel in ([compression] embeddings).
+class MeshEmdWire : public ::testing::TestWithParam<std::tuple<bool, CompressionCodec>> {};
 
 // DESIGN.md "EMD embedding exchange": raw data never leaves its node. Every message every node
 // receives is captured; none carries a sample's features, embeddings travel only as projected
 // rows (k = round(0.9 * 200) = 180 columns of the mlp's 200-d hidden layer), and in witness mode
-// no requester ever receives the responder's rows.
+// no requester ever receives the responder's rows. With int8 rows (PROTOCOL.md, "Compressed
+// embeddings") the rows arrive int8 wherever the sender knows the receiver's version, and every
+// pair is measured from the decoded rows.
 TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
-  const bool witness = GetParam();
-  SyntheticMesh mesh(witness ? "emd_wire_witness" : "emd_wire_direct", 1, 3, 11);
+  const auto [witness, embeddings] = GetParam();
+  SyntheticMesh mesh(std::string(witness ? "emd_wire_witness_" : "emd_wire_direct_") +
+                         CompressionCodecName(embeddings),
+                     1, 3, 11);
   for (NodeConfig& c : mesh.configs()) {
     c.model.architecture = training::Architecture::kMlp;
     c.training.learning_rate =
@@ -338,6 +344,7 @@ TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
     c.emd.witness = witness;
     c.emd.max_samples = 40;
     c.emd.epsilon = 1.0;
+    c.compression.embeddings = embeddings;
   }
   std::mutex mu;
   std::vector<Message> received;
@@ -361,9 +368,19 @@ TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
     }
     if (const auto* rows = std::get_if<WitnessRows>(&m.body)) {
       EXPECT_EQ(rows->cols, 180u);
+      // The requester picked the witness among the peers that greeted it, so it knows the
+      // witness's version; the responder may not have heard the witness greet yet, and then
+      // sends float32.
+      if (rows->side == WitnessSide::kRequesterTrain) {
+        EXPECT_EQ(rows->encoding.codec, embeddings);
+      } else {
+        EXPECT_TRUE(rows->encoding.codec == embeddings ||
+                    rows->encoding.codec == CompressionCodec::kNone);
+      }
     }
     if (const auto* reply = std::get_if<EmbedReply>(&m.body)) {
       EXPECT_EQ(reply->cols, 180u);
+      EXPECT_EQ(reply->encoding.codec, embeddings);
     }
   }
   // Every ordered pair of the 3 nodes was measured: 6 measurements.
@@ -389,8 +406,14 @@ TEST_P(MeshEmdWire, NoMessageCarriesRawSamples) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, MeshEmdWire, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Witness" : "Direct"; });
+INSTANTIATE_TEST_SUITE_P(Modes, MeshEmdWire,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(CompressionCodec::kNone,
+                                                              CompressionCodec::kInt8)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "Witness" : "Direct") +
+                                  "_" + CompressionCodecName(std::get<1>(info.param));
+                         });
 
 // A hostile peer against a running node of a mesh (issue 8, "Hostile peers"): malformed,
 // oversized, wrong-layout, NaN and wrong-version messages each get an Error with their code, are

@@ -172,7 +172,7 @@ ErrorCode DecodeCode(const std::vector<Frame>& frames, const DecodeOptions& opti
 TEST(OptionalFields, FixturesDecodeToTheirSamplesAndReEncodeToTheSameBytes) {
   for (uint16_t version : testing::FixtureVersions()) {
     std::vector<testing::OptionalFieldSample> samples = testing::OptionalFieldSamples(version);
-    ASSERT_EQ(samples.size(), version >= kCompressedModelVersion ? 6u : 2u);
+    ASSERT_EQ(samples.size(), version >= kCompressedEmbeddingVersion ? 9u : 2u);
     for (const auto& sample : samples) {
       std::vector<Frame> frames = testing::ReadFrames("tests/protocol/testdata/" + sample.fixture);
       ASSERT_FALSE(frames.empty()) << "missing or short fixture " << sample.fixture;
@@ -445,6 +445,160 @@ TEST(CompressedModels, WithoutTheFieldsMessagesKeepTheirVersion2Bytes) {
         testing::ReadFrames(std::string("tests/protocol/testdata/v3_") + type + ".frames");
     ASSERT_EQ(v2.size(), v3.size());
     for (size_t i = 1; i < v2.size(); ++i) EXPECT_EQ(v2[i], v3[i]) << type << " frame " << i;
+  }
+}
+
+// --- Compressed embeddings (version 3: EmbedRequest.accepts, EmbedReply and WitnessRows encoding)
+
+// The v3 fixtures of OptionalFieldSamples: EmbedRequest accepting fp16 and int8, and EmbedReply
+// and WitnessRows with int8 rows.
+Message SampleAcceptingEmbedRequest() { return OptionalSample("EmbedRequest_accepts.frames"); }
+Message SampleInt8EmbedReply() { return OptionalSample("EmbedReply_int8.frames"); }
+Message SampleInt8WitnessRows() { return OptionalSample("WitnessRows_int8.frames"); }
+
+// PROTOCOL.md, "Compressed embeddings": the body names the codec in the field after cols, and the
+// blob frame holds protocol/compression.h's bytes, the same blob a Model of those floats carries.
+TEST(CompressedEmbeddings, Int8RowsCarryTheInt8BlobAndNameTheirCodecAfterCols) {
+  auto blob = EncodeCompressed(testing::SampleInt8Weights(), testing::SampleInt8Encoding());
+  ASSERT_TRUE(blob.ok());
+  for (const Message& m : {SampleInt8EmbedReply(), SampleInt8WitnessRows()}) {
+    std::vector<Frame> frames = Encode(m);
+    ASSERT_EQ(frames.size(), 3u);
+    EXPECT_EQ(frames[2], Frame(*blob)) << MessageTypeName(m.envelope.type);
+    EXPECT_EQ(frames[2], Encode(SampleInt8Model())[2]);
+    const std::vector<uint8_t> body(frames[1].bytes().begin(), frames[1].bytes().end());
+    ASSERT_GE(body.size(), 4u);
+    EXPECT_EQ(body.back(), 0x02) << "encoding = 2 (int8)";
+    EXPECT_EQ(body[body.size() - 2], 0x03) << "after cols = 3";
+    auto decoded = Decode(frames);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(*decoded, m);
+    EXPECT_EQ(Concat(Encode(*decoded)), Concat(frames));
+  }
+  const std::vector<Frame> reply = Encode(SampleInt8EmbedReply());
+  const std::vector<uint8_t> reply_body(reply[1].bytes().begin(), reply[1].bytes().end());
+  EXPECT_EQ(reply_body, (std::vector<uint8_t>{0x93, 0x03, 0x03, 0x02}));
+}
+
+// fp16 and int8 rows decode to the codec's values, within half a quantisation step of the
+// originals; a requester measures exactly what arrived.
+TEST(CompressedEmbeddings, RowsDecodeToTheCodecsValues) {
+  for (CompressionCodec codec : {CompressionCodec::kFp16, CompressionCodec::kInt8}) {
+    Message m = SampleMessages()[6];
+    EmbedReply& reply = std::get<EmbedReply>(m.body);
+    reply.encoding.codec = codec;
+    std::vector<Frame> frames = Encode(m);
+    auto decoded = Decode(frames);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    const EmbedReply& got = std::get<EmbedReply>(decoded->body);
+    EXPECT_EQ(got.encoding.codec, codec);
+    auto values = DecodeCompressed(frames[2].bytes(), 9);
+    ASSERT_TRUE(values.ok());
+    EXPECT_EQ(std::vector<float>(got.embeddings.view().begin(), got.embeddings.view().end()),
+              *values);
+    for (size_t i = 0; i < 9; ++i) {
+      EXPECT_NEAR(got.embeddings.view()[i], SampleWeights()[i], 42.0 / 127 / 2 + 1e-6);
+    }
+  }
+}
+
+// An EmbedRequest's accepts: a fourth field like GetModel's, unknown codecs kept, at most 16.
+TEST(CompressedEmbeddings, EmbedRequestAcceptsIsAnOptionalFourthFieldAndBounded) {
+  std::vector<Frame> frames = Encode(SampleAcceptingEmbedRequest());
+  const std::vector<uint8_t> body(frames[1].bytes().begin(), frames[1].bytes().end());
+  EXPECT_EQ(body.front(), 0x94) << "an array of 4 fields";
+  EXPECT_EQ(std::vector<uint8_t>(body.end() - 3, body.end()),
+            (std::vector<uint8_t>{0x92, 0x01, 0x02}));
+  Message m = SampleAcceptingEmbedRequest();
+  std::get<EmbedRequest>(m.body).accepts = {static_cast<CompressionCodec>(9)};
+  auto decoded = Decode(Encode(m));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, m);
+  std::get<EmbedRequest>(m.body).accepts.assign(17, CompressionCodec::kInt8);
+  ExpectRejected(Encode(m), ErrorCode::kTooMany, {"EmbedRequest.accepts", "16"});
+  // The field is checked before the blob (PROTOCOL.md, "Which code wins"): with a blob one float
+  // short too, the code is still too_many.
+  std::vector<Frame> both = Encode(m);
+  both[2] = Frame::CopyOf(both[2].data(), both[2].size() - 4);
+  EXPECT_EQ(DecodeCode(both), ErrorCode::kTooMany);
+  // A codec number above 255.
+  std::vector<uint8_t> wide = body;
+  wide.back() = 0xcd;  // uint16 0x0102 replaces the int8 entry
+  wide.push_back(0x01);
+  wide.push_back(0x02);
+  frames[1] = Frame(wide);
+  ExpectRejected(frames, ErrorCode::kMalformed, {"EmbedRequest.accepts"});
+}
+
+// A version-2 requester sends no accepts and gets float32 rows: without the fields, EmbedRequest,
+// EmbedReply and WitnessRows have exactly their version-2 bytes, and decode as uncompressed.
+TEST(CompressedEmbeddings, WithoutTheFieldsEmbedMessagesKeepTheirVersion2Bytes) {
+  for (const char* type : {"EmbedRequest", "EmbedReply", "WitnessRows"}) {
+    std::vector<Frame> v2 =
+        testing::ReadFrames(std::string("tests/protocol/testdata/v2_") + type + ".frames");
+    std::vector<Frame> v3 =
+        testing::ReadFrames(std::string("tests/protocol/testdata/v3_") + type + ".frames");
+    ASSERT_EQ(v2.size(), 3u) << type;
+    ASSERT_EQ(v2.size(), v3.size()) << type;
+    for (size_t i = 1; i < v2.size(); ++i) EXPECT_EQ(v2[i], v3[i]) << type << " frame " << i;
+    auto decoded = Decode(v2);
+    ASSERT_TRUE(decoded.ok()) << type << ": " << decoded.status().ToString();
+    if (const auto* reply = std::get_if<EmbedReply>(&decoded->body)) {
+      EXPECT_EQ(reply->encoding.codec, CompressionCodec::kNone);
+      EXPECT_EQ(v2[2].size(), 9u * 4u) << "nine float32 values";
+    }
+  }
+  // Rows a codec cannot encode (a NaN) travel raw, and are refused as before.
+  Message m = SampleInt8EmbedReply();
+  std::vector<float> rows = testing::SampleInt8Weights();
+  rows[4] = std::numeric_limits<float>::quiet_NaN();
+  std::get<EmbedReply>(m.body).embeddings = FloatArray::Own(rows);
+  std::vector<Frame> frames = Encode(m);
+  EXPECT_EQ(frames[1], Encode(SampleMessages()[6])[1]) << "no encoding field";
+  ExpectRejected(frames, ErrorCode::kNonFinite, {"EmbedReply.embeddings", "#4"});
+}
+
+// PROTOCOL.md, "Compressed embeddings", the receiver's checks: a bad blob is refused with its
+// code before any value is used, in EmbedReply and WitnessRows alike.
+TEST(CompressedEmbeddings, BadInt8RowsAreRefusedWithTheirCode) {
+  for (const Message& sample : {SampleInt8EmbedReply(), SampleInt8WitnessRows()}) {
+    const std::string what = std::string(MessageTypeName(sample.envelope.type)) + ".embeddings";
+    const std::vector<Frame> frames = Encode(sample);
+    std::vector<Frame> bad = frames;
+    // A NaN scale.
+    std::vector<uint8_t> bytes(frames[2].bytes().begin(), frames[2].bytes().end());
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(bytes.data() + 8, &nan, 4);
+    bad[2] = Frame(bytes);
+    ExpectRejected(bad, ErrorCode::kNonFinite, {what.c_str()});
+    // Ten values for rows x cols = 9.
+    std::vector<float> ten = testing::SampleInt8Weights();
+    ten.push_back(1.0f);
+    bad[2] = Frame(*EncodeCompressed(ten, testing::SampleInt8Encoding()));
+    ExpectRejected(bad, ErrorCode::kLayoutMismatch, {what.c_str(), "10", "9"});
+    // An fp16 blob where int8 is announced.
+    CompressionSettings fp16;
+    fp16.codec = CompressionCodec::kFp16;
+    bad[2] = Frame(*EncodeCompressed(testing::SampleInt8Weights(), fp16));
+    ExpectRejected(bad, ErrorCode::kMalformed, {what.c_str(), "fp16", "int8"});
+    // A q of -128.
+    bytes.assign(frames[2].bytes().begin(), frames[2].bytes().end());
+    bytes.back() = 0x80;
+    bad[2] = Frame(bytes);
+    ExpectRejected(bad, ErrorCode::kMalformed, {what.c_str()});
+    // Every truncation of the blob.
+    for (size_t len = 0; len < frames[2].size(); ++len) {
+      bad[2] = Frame::CopyOf(frames[2].data(), len);
+      EXPECT_NE(DecodeCode(bad), ErrorCode::kOk) << what << " blob cut to " << len;
+    }
+    // Top-k and unknown codecs carry no embeddings.
+    for (uint8_t codec : {3, 4, 127}) {
+      bad = frames;
+      std::vector<uint8_t> body(frames[1].bytes().begin(), frames[1].bytes().end());
+      body.back() = codec;
+      bad[1] = Frame(body);
+      ExpectRejected(bad, ErrorCode::kMalformed, {"encoding", "not a codec of embeddings"});
+    }
   }
 }
 

@@ -432,7 +432,7 @@ def main():
                             '[learning]\nmetric = "cos_weights"\nsampler = "centroid_cluster"\n'
                             'peers_per_round = 1\n[signature]\nk = 2\nmax_samples = 40\n'
                             '[emd]\nenabled = true\nmax_samples = 40\n'
-                            '[compression]\ncodec = "int8"\n',
+                            '[compression]\ncodec = "int8"\nembeddings = "int8"\n',
                             top='http_port = %d\n' % http_port))
     # The secure node: CURVE, an allowlist binding this script's key to the id "py-client".
     subprocess.run([args.keygen, "--name", "conf-secure", "--out", work + "/keys"], check=True,
@@ -472,6 +472,58 @@ def main():
             print("".join(open(work + "/" + name).readlines()[-30:]))
     context.destroy(0)
     return 1 if failures else 0
+
+
+def check_compressed_embeddings(client, layout, weights, plain_rows, rows, cols):
+    """Version 3, "Compressed embeddings": the plain node's [compression] embeddings is int8. An
+    EmbedRequest without accepts (a version-2 requester's, or the one just answered with
+    `plain_rows`) gets float32 rows; one accepting int8 gets the same rows as an int8 blob, within
+    half a step; one accepting only fp16 gets float32. Bad int8 rows are refused with their code."""
+    request = [99, 30, layout]
+    rid, v2 = client.ask("EmbedRequest", request, [blob(weights)], timeout=60, version=2)
+    rid, v3 = client.ask("EmbedRequest", request + [[CODECS["fp16"], CODECS["int8"]]],
+                         [blob(weights)], timeout=60)
+    rid, fp16 = client.ask("EmbedRequest", request + [[CODECS["fp16"]]], [blob(weights)],
+                           timeout=60)
+    for reply, what in ((v2, "a version-2 EmbedRequest"), (fp16, "an EmbedRequest accepting fp16")):
+        check(reply is not None and reply.type == TYPES["EmbedReply"] and len(reply.body) == 2 and
+              reply.body[:2] == [rows, cols] and len(reply.blobs[0]) == 4 * rows * cols,
+              what + " from an int8 node: float32 rows, no encoding field",
+              reply and (reply.name, reply.body, [len(b) for b in reply.blobs]))
+    if check(v3 is not None and v3.type == TYPES["EmbedReply"] and len(v3.body) == 3 and
+             v3.body[:2] == [rows, cols] and v3.body[2] == CODECS["int8"],
+             "an EmbedRequest accepting int8: EmbedReply.encoding = 2 after cols",
+             v3 and (v3.name, v3.body)):
+        try:
+            block, values, scales = int8_values(v3.blobs[0])
+        except (ValueError, struct.error) as e:
+            check(False, "the int8 rows follow their encoding", e)
+        else:
+            check(block == 128 and len(values) == rows * cols,
+                  "int8 rows of rows x cols values in the default blocks of 128",
+                  (block, len(values), rows * cols))
+            worst = max((abs(a - b) - (scales[i // block] / 2 * (1 + 1e-5) + 1e-6 * abs(b))
+                         for i, (a, b) in enumerate(zip(values, plain_rows))), default=1)
+            check(len(plain_rows) == len(values) and worst <= 0,
+                  "int8 rows are within half a step of the float32 rows of the same request",
+                  worst)
+    # The receiver's checks (PROTOCOL.md, "Compressed embeddings"): an int8 blob of 3 x 3 rows
+    # with one scale, sent as an EmbedReply (refused by its blob before its role).
+    good = struct.pack("<BBHI", CODECS["int8"], 0, 64, 9) + struct.pack("<f", 0.125) + \
+        struct.pack("<9b", 4, -10, 24, 1, -60, 16, 0, 127, -1)
+    nan_scale = good[:8] + struct.pack("<f", float("nan")) + good[12:]
+    ten = struct.pack("<BBHI", CODECS["int8"], 0, 64, 10) + good[8:] + b"\x01"
+    for number, frame, code_name, what in (
+            (7101, nan_scale, "non_finite", "int8 rows with a NaN scale"),
+            (7102, ten, "layout_mismatch", "int8 rows of 10 values for 3 x 3"),
+            (7103, good[:-1], "malformed", "int8 rows one byte short")):
+        reply = client.send([envelope(TYPES["EmbedReply"], "py-client", number), pack([3, 3, 2]),
+                             frame])
+        if check(reply is not None, what + " is answered"):
+            check_error(reply, code_name, number, what)
+    reply = client.send([envelope(TYPES["EmbedReply"], "py-client", 7104), pack([3, 3, 3]), good])
+    if check(reply is not None, "EmbedReply.encoding = 3 (top-k) is answered"):
+        check_error(reply, "malformed", 7104, "EmbedReply.encoding = 3 (top-k)")
 
 
 def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_peer, witness,
@@ -616,6 +668,9 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
         rows, cols = reply.body[:2]
         check(0 < rows <= 30 and cols > 0 and len(floats(reply.blobs[0])) == rows * cols,
               "EmbedReply holds rows x cols floats, at most max_samples rows", (rows, cols))
+        check(len(reply.body) == 2, "an EmbedRequest without accepts: no encoding field",
+              reply.body)
+        check_compressed_embeddings(client, layout, weights, floats(reply.blobs[0]), rows, cols)
 
     # 8 EmdDecision -> EmdDecision.
     rid, reply = client.ask("EmdDecision", [True, 0.125, 0.0625])

@@ -176,15 +176,26 @@ inline EstimateChain SampleChain() {
   return chain;
 }
 
+// SampleInt8Weights() as int8 in blocks of 64, the encoding of the compressed samples.
+inline CompressionSettings SampleInt8Encoding() {
+  CompressionSettings int8;
+  int8.codec = CompressionCodec::kInt8;
+  int8.block_size = 64;
+  return int8;
+}
+
 // GetModel with with_update and Model with an update (in that order), otherwise the
-// SampleMessages(`version`) of their types; from version 3 then (kCompressedModelVersion) also
-// GetModel accepting fp16 and int8, Model with SampleInt8Weights() in int8 blocks of 64, GetModel
-// accepting topk too with its estimate, and Model with SampleChain(). The v<version>_<Type>.frames
+// SampleMessages(`version`) of their types; from version 3 then (kCompressedModelVersion,
+// kCompressedEmbeddingVersion) also, in this order, GetModel accepting fp16 and int8, GetModel
+// accepting topk too with its estimate, Model with SampleInt8Weights() in int8 blocks of 64,
+// Model with SampleChain(), EmbedRequest accepting fp16 and int8, and EmbedReply and WitnessRows
+// with SampleInt8Weights() in int8 blocks of 64. The v<version>_<Type>.frames
 // fixtures keep the messages without the optional fields.
 inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = kProtocolVersion) {
   std::vector<OptionalFieldSample> samples, compressed_samples;
   std::string prefix = "v" + std::to_string(version) + "_";
   const bool compressed = version >= kCompressedModelVersion;
+  const bool embeddings = version >= kCompressedEmbeddingVersion;
   for (Message message : SampleMessages(version)) {
     if (auto* get = std::get_if<GetModel>(&message.body)) {
       if (compressed) {
@@ -204,8 +215,7 @@ inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = 
         Message int8 = message;
         Model& m = std::get<Model>(int8.body);
         m.weights = FloatArray::Own(SampleInt8Weights());
-        m.encoding.codec = CompressionCodec::kInt8;
-        m.encoding.block_size = 64;
+        m.encoding = SampleInt8Encoding();
         compressed_samples.push_back({prefix + "Model_int8.frames", int8});
         Model& topk = std::get<Model>(int8.body);
         topk.weights = FloatArray();
@@ -216,6 +226,17 @@ inline std::vector<OptionalFieldSample> OptionalFieldSamples(uint16_t version = 
       }
       model->update = FloatArray::Own(SampleUpdate());
       samples.push_back({prefix + "Model_update.frames", std::move(message)});
+    } else if (auto* embed = std::get_if<EmbedRequest>(&message.body); embed && embeddings) {
+      embed->accepts = {CompressionCodec::kFp16, CompressionCodec::kInt8};
+      compressed_samples.push_back({prefix + "EmbedRequest_accepts.frames", std::move(message)});
+    } else if (auto* reply = std::get_if<EmbedReply>(&message.body); reply && embeddings) {
+      reply->embeddings = FloatArray::Own(SampleInt8Weights());
+      reply->encoding = SampleInt8Encoding();
+      compressed_samples.push_back({prefix + "EmbedReply_int8.frames", std::move(message)});
+    } else if (auto* rows = std::get_if<WitnessRows>(&message.body); rows && embeddings) {
+      rows->embeddings = FloatArray::Own(SampleInt8Weights());
+      rows->encoding = SampleInt8Encoding();
+      compressed_samples.push_back({prefix + "WitnessRows_int8.frames", std::move(message)});
     }
   }
   for (OptionalFieldSample& sample : compressed_samples) samples.push_back(std::move(sample));

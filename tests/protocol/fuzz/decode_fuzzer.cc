@@ -13,8 +13,8 @@
 //  3. agree with itself: when Decode() accepts frames, DecodeEnvelope() accepts frame 0 and returns
 //     the same envelope;
 //  4. round-trip: an accepted message re-encodes (Encode) to frames that decode to an equal
-//     message, and encoding that message again gives the same bytes (an int8 Model: re-encoded
-//     it decodes, and as float32 it round-trips so);
+//     message, and encoding that message again gives the same bytes (an int8 Model, EmbedReply
+//     or WitnessRows: re-encoded it decodes, and as float32 it round-trips so);
 //  5. keep blobs consistent with what describes them (PROTOCOL.md, "Message types"): a Model's,
 //     EmbedRequest's or WitnessEmbedRequest's weights (and a Model's optional update) hold exactly
 //     the floats its layout covers, counted without wrap-around, and an EmbedReply's or
@@ -47,6 +47,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -177,20 +178,37 @@ void CheckText(const Message& message) {
   }
 }
 
+// The encoding of a body whose blobs may travel compressed (Model, EmbedReply, WitnessRows), or
+// nullptr.
+CompressionSettings* EncodingOf(Body& body) {
+  return std::visit(
+      [](auto& m) -> CompressionSettings* {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, Model> || std::is_same_v<T, EmbedReply> ||
+                      std::is_same_v<T, WitnessRows>) {
+          return &m.encoding;
+        } else {
+          return nullptr;
+        }
+      },
+      body);
+}
+
 void CheckRoundTrip(const Message& message) {
-  // An int8 Model (version 3) re-encodes to frames that decode, and round-trips as float32.
+  // An int8 Model, EmbedReply or WitnessRows (version 3) re-encodes to frames that decode, and
+  // round-trips as float32.
   // Rationale: int8 is lossy (protocol/compression.h, rule 3): the scale of re-quantised values
   // may differ by an ulp, so only the decoded floats are checked exactly; contract 10 checks the
   // int8 blob itself.
   Message decoded = message;
-  if (auto* model = std::get_if<Model>(&decoded.body);
-      model != nullptr && model->encoding.codec == CompressionCodec::kInt8) {
+  if (CompressionSettings* encoding = EncodingOf(decoded.body);
+      encoding != nullptr && encoding->codec == CompressionCodec::kInt8) {
     auto int8 = Decode(Encode(message));
     if (!int8.ok()) {
-      Violated("an accepted int8 Model re-encodes to frames that do not decode: " +
-               int8.status().ToString());
+      Violated(std::string("an accepted int8 ") + MessageTypeName(message.envelope.type) +
+               " re-encodes to frames that do not decode: " + int8.status().ToString());
     }
-    model->encoding = {};
+    *encoding = {};
   }
   std::vector<Frame> encoded = Encode(decoded);
   auto again = Decode(encoded);
