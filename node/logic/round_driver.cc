@@ -46,17 +46,6 @@ Status RoundDriver::Restore(int64_t round, double wall_seconds,
   return Status::Ok();
 }
 
-FloatArray RoundDriver::CorrectedEstimate(const FloatArray& peer_estimate) const {
-  const std::span<const float> own_estimate = server_.PublicEstimateValues();
-  if (own_estimate.empty() || !server_.HavePublished()) return peer_estimate;
-  const std::span<const float> own = server_.Latest().weights.view();
-  const std::span<const float> peer = peer_estimate.view();
-  if (own.size() != peer.size() || own_estimate.size() != peer.size()) return peer_estimate;
-  std::vector<float> corrected(peer.size());
-  for (size_t i = 0; i < peer.size(); ++i) corrected[i] = peer[i] + (own[i] - own_estimate[i]);
-  return FloatArray::Own(std::move(corrected));
-}
-
 EstimatesState RoundDriver::ExportEstimates() const {
   EstimatesState state;
   state.owner = server_.ExportEstimate();
@@ -195,7 +184,7 @@ Status RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
     if (!estimates_) return Status::Malformed("a top-k Model answered a GetModel without topk");
     auto rebuilt = estimates_->Apply(peer, *model.chain);
     if (!rebuilt.ok()) return rebuilt.status();
-    weights = CorrectedEstimate(*rebuilt);
+    weights = std::move(*rebuilt);
   }
   membership_.peers().RecordSuccess(peer);
   (void)comm_.RecordAnswered(peer);

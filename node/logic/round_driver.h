@@ -35,14 +35,13 @@
 //   can, and a version-2 peer never sees a field it does not know.
 //   Top-k: with RoundConfig::peer_estimates > 0 the node also accepts topk and says which estimate
 //   of the peer's model it holds (GetModel.estimate); a top-k reply's chain is applied to that
-//   estimate (PeerEstimates). When the node sends top-k itself, the learner receives
-//   x̂_j + (x_i − x̂_i), x_i the node's latest snapshot and x̂_i its own public estimate; otherwise
-//   x̂_j. A chain that cannot be applied skips the peer for the round (logged and counted as a
-//   missed model), and its next reply carries the estimate whole.
-//   Rationale: CHOCO-gossip's consensus step, x_i + Σ w_j (x̂_j − x̂_i): an estimate lags its
-//   model by what top-k has not sent yet, and when both sides lag alike the lags cancel. Merging
-//   x̂_j itself pulled the node back by the peer's lag: on the quickstart at f = 0.05, 2 to 4
-//   points below float32 after 15 rounds; corrected, within 0.6 for cos_weights and oracle.
+//   estimate (PeerEstimates) and the learner receives the rebuilt estimate x̂_j. A chain that
+//   cannot be applied skips the peer for the round (logged and counted as a missed model), and
+//   its next reply carries the estimate whole.
+//   Rationale for x̂_j, not CHOCO's x̂_j + (x_i − x̂_i): that correction (consensus step 1)
+//   cancels equal lags, and on the quickstart at f = 0.05 it lifted 15 rounds to within 0.6
+//   points of float32, but on label-swap it diverged (validation loss 0.7 at round 20, 500 at
+//   round 49). CHOCO needs a consensus step well below 1 for stability; that is not built.
 // - Clustering policies (fetch_updates): GetModel asks for the peer's last local update too, and
 //   the learner receives it in PeerModel::update; when the learner's policy clusters, the
 //   sampler samples within the node's cluster from then on.
@@ -196,9 +195,6 @@ class RoundDriver {
   // Takes `peer`'s reply into this round's fetch; an error when its weights cannot be used (a
   // top-k chain that does not apply).
   Status AcceptModel(const std::string& peer, const Model& model);
-  // A top-k peer's estimate x̂_j as the learner receives it: x̂_j + (x_i − x̂_i) when this node
-  // sends top-k itself (x_i its latest snapshot, x̂_i its public estimate), else x̂_j.
-  FloatArray CorrectedEstimate(const FloatArray& peer_estimate) const;
   Snapshot SnapshotOf(int64_t round, FloatArray weights, bool stopped,
                       std::optional<FloatArray> update) const;
 

@@ -207,9 +207,8 @@ TEST(RoundDriver, GetModelAcceptsCompressionOnlyBetweenVersion3Nodes) {
 }
 
 // Top-k (PROTOCOL.md "Top-k update chains"): a node that keeps peer estimates accepts topk and
-// says what it holds; a peer's chain is applied to that estimate, and a node that sends top-k
-// itself gives the learner x̂_j + (x_i − x̂_i), CHOCO's consensus (round_driver.h).
-TEST(RoundDriver, TopKRepliesAreRebuiltAndCorrectedByTheNodesOwnLag) {
+// says what it holds; a peer's chain is applied to that estimate, which the learner receives.
+TEST(RoundDriver, TopKRepliesAreRebuiltIntoThePeersEstimate) {
   const std::vector<float> initial = {0.f, 0.f, 0.f, 0.f};
   auto config = MachineConfig("me", kPeers);
   config.rounds.peers_per_round = 1;
@@ -239,9 +238,7 @@ TEST(RoundDriver, TopKRepliesAreRebuiltAndCorrectedByTheNodesOwnLag) {
       m->OnReply(fetches[0].request_id, From(fetches[0].peer, 1, reply), TimePoint{}));
   ASSERT_EQ(compute.size(), 1u);
   ASSERT_EQ(compute[0].job.peers.size(), 1u);
-  // Our round 0 published {1, 2, 3, 0}; our own estimate kept its largest half, {0, 2, 3, 0}, so
-  // our lag is {1, 0, 0, 0}; the peer's estimate is {8, -4, 0, 0}.
-  EXPECT_EQ(compute[0].job.peers[0].weights, FloatArray::Own({9.f, -4.f, 0.f, 0.f}));
+  EXPECT_EQ(compute[0].job.peers[0].weights, FloatArray::Own({8.f, -4.f, 0.f, 0.f}));
 }
 
 // A node announcing version 1 has no Goodbye, even for peers that do.
