@@ -40,8 +40,8 @@
 //   its next reply carries the estimate whole.
 //   Rationale for x̂_j, not CHOCO's x̂_j + (x_i − x̂_i): that correction (consensus step 1)
 //   cancels equal lags, and on the quickstart at f = 0.05 it lifted 15 rounds to within 0.6
-//   points of float32, but on label-swap it diverged (validation loss 0.7 at round 20, 500 at
-//   round 49). CHOCO needs a consensus step well below 1 for stability; that is not built.
+//   points of float32, but on label-swap it diverged (mean validation loss 0.77 at round 20,
+//   1,207 at round 49). CHOCO needs a consensus step well below 1 for stability; that is not built.
 // - Clustering policies (fetch_updates): GetModel asks for the peer's last local update too, and
 //   the learner receives it in PeerModel::update; when the learner's policy clusters, the
 //   sampler samples within the node's cluster from then on.

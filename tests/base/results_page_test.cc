@@ -40,6 +40,8 @@ std::map<RunKey, std::vector<std::string>> KeptRuns() {
   if (!fs::exists(results)) return runs;
   for (const auto& entry : fs::recursive_directory_iterator(results)) {
     if (entry.path().filename() != "summary.csv") continue;
+    // results/compression/ has its own layout and page table (CompressionTable below).
+    if (fs::relative(entry.path(), results).begin()->string() == "compression") continue;
     const fs::path method_dir = entry.path().parent_path();
     const std::string seed_dir = method_dir.parent_path().filename().string();
     const std::string scenario = method_dir.parent_path().parent_path().filename().string();
@@ -128,6 +130,62 @@ TEST(ResultsPage, EveryRowNamesAKeptRun) {
     EXPECT_TRUE(runs.count(key)) << "docs/results.md has a row for " << Name(key)
                                  << " but results/ keeps no such run";
   }
+}
+
+// "Compressed gossip: bytes to reach an accuracy": the quickstart table's rows are
+// results/compression/quickstart/bytes_to_target_mean.csv's, one per method and codec, with the
+// final accuracy (two decimals), "<reached> of <runs>", the MB to the target and in all (10^6
+// bytes, three decimals, "–" when no run reached it) and the ratio (two decimals; 1 for none).
+TEST(ResultsPage, TheCompressionTableIsItsData) {
+  std::ifstream csv_in(kRoot / "results" / "compression" / "quickstart" /
+                       "bytes_to_target_mean.csv");
+  std::ostringstream csv_text;
+  csv_text << csv_in.rdbuf();
+  auto records = ParseCsv(csv_text.str(), "bytes_to_target_mean.csv");
+  ASSERT_TRUE(records.ok() && records->size() > 1) << "no compression data";
+  const std::vector<std::string>& header = records->front().fields;
+  auto column = [&](const std::vector<std::string>& cells, const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == name) return cells[i];
+    }
+    ADD_FAILURE() << "no column " << name;
+    return std::string();
+  };
+  auto fixed = [](const std::string& value, int decimals, double scale = 1) {
+    if (value.empty()) return std::string("–");
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.*f", decimals, std::stod(value) / scale);
+    return std::string(text);
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> expected;
+  for (size_t r = 1; r < records->size(); ++r) {
+    const std::vector<std::string>& c = (*records)[r].fields;
+    const std::string codec = std::regex_replace(
+        column(c, "codec"), std::regex(R"(topk \(([0-9.]+), int8\))"), "topk $1");
+    const std::string ratio = column(c, "ratio");
+    expected[{column(c, "method"), codec}] = {
+        fixed(column(c, "final_acc"), 2), column(c, "reached") + " of " + column(c, "runs"),
+        fixed(column(c, "bytes_to_target"), 3, 1e6), fixed(column(c, "bytes_total"), 3, 1e6),
+        ratio == "1" ? "1" : fixed(ratio, 2)};
+  }
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> page;
+  std::ifstream in(kRoot / "docs" / "results.md");
+  std::string line;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("### ", 0) == 0) in_table = line.rfind("### The quickstart", 0) == 0;
+    if (!in_table || line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream cells_in(line.substr(1));
+    std::string cell;
+    while (std::getline(cells_in, cell, '|')) {
+      cell = std::regex_replace(cell, std::regex(R"(\*\*|`)"), "");
+      cells.push_back(std::regex_replace(cell, std::regex("^ +| +$"), ""));
+    }
+    ASSERT_GE(cells.size(), 7u) << line;
+    page[{cells[0], cells[1]}] = {cells.begin() + 2, cells.begin() + 7};
+  }
+  EXPECT_EQ(page, expected);
 }
 
 }  // namespace
