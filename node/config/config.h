@@ -228,7 +228,7 @@ struct CompressionSection {
   // The most peers whose public estimates the node keeps to decode their top-k replies; 0: the
   // node does not accept topk (its peers send it float32 instead).
   int peer_estimates = 64;
-  CompressionCodec embeddings = CompressionCodec::kNone;   // the EMD exchange's projected rows
+  CompressionCodec embeddings = CompressionCodec::kNone;  // the EMD exchange's projected rows
 
   bool operator==(const CompressionSection&) const = default;
   // The keys of [compression].

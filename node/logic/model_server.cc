@@ -20,13 +20,17 @@ ModelServer::ModelServer(ServingConfig config, RequestBook& requests)
   }
 }
 
-void ModelServer::Publish(Snapshot snapshot) {
+void ModelServer::Keep(Snapshot snapshot) {
   history_bytes_ += FloatBytes(snapshot);
   history_.push_back(Kept{std::move(snapshot), {}});
   while (history_.size() > kMinSnapshotHistory && history_bytes_ > config_.history_bytes) {
     history_bytes_ -= FloatBytes(history_.front().snapshot);
     history_.pop_front();
   }
+}
+
+void ModelServer::Publish(Snapshot snapshot) {
+  Keep(std::move(snapshot));
   if (estimate_) {
     const Snapshot& newest = history_.back().snapshot;
     estimate_->Publish(newest.round, newest.weights.view());
@@ -37,15 +41,11 @@ void ModelServer::PublishResumed(Snapshot snapshot,
                                  const std::optional<EstimateOwnerState>& state) {
   // The checkpointed estimate goes on where it was when it belongs to this very snapshot; else
   // a new lineage starts here.
-  const auto newest = [](const EstimateOwnerState& e) {
-    return e.updates.empty() ? e.base_round : e.updates.back().round;
-  };
   if (estimate_ &&
-      (!state || newest(*state) != snapshot.round || !estimate_->Restore(*state).ok())) {
+      (!state || state->newest_round() != snapshot.round || !estimate_->Restore(*state).ok())) {
     estimate_->Restart(snapshot.round, snapshot.weights.view());
   }
-  history_bytes_ += FloatBytes(snapshot);
-  history_.push_back(Kept{std::move(snapshot), {}});
+  Keep(std::move(snapshot));
 }
 
 std::optional<EstimateOwnerState> ModelServer::ExportEstimate() const {

@@ -147,6 +147,8 @@ class ModelServer {
   // The codec a reply to `get` travels in: ours when it accepts it, else none.
   CompressionCodec CodecFor(const GetModel& get) const;
   bool Satisfies(int64_t min_round, bool done) const;
+  // Adds `snapshot` as the newest kept one and drops the oldest beyond the kept history.
+  void Keep(Snapshot snapshot);
 
   ServingConfig config_;
   RequestBook& requests_;

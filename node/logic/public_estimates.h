@@ -68,6 +68,8 @@ struct EstimateOwnerState {
   std::vector<float> base;
   std::vector<float> estimate;
   std::vector<KeptUpdate> updates;  // oldest first
+  // The round of the newest update, or the base's round when none is kept.
+  int64_t newest_round() const { return updates.empty() ? base_round : updates.back().round; }
   bool operator==(const EstimateOwnerState&) const = default;
 };
 

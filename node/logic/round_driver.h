@@ -195,6 +195,7 @@ class RoundDriver {
   // Takes `peer`'s reply into this round's fetch; an error when its weights cannot be used (a
   // top-k chain that does not apply).
   Status AcceptModel(const std::string& peer, const Model& model);
+  // The snapshot of round `round` serving `weights`, with the sampler's current score row.
   Snapshot SnapshotOf(int64_t round, FloatArray weights, bool stopped,
                       std::optional<FloatArray> update) const;
 

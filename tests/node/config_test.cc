@@ -100,8 +100,8 @@ TEST(Config, EverySectionRendersAndReadsBackEqual) {
   c.clustering.recluster_every = 0;
   c.signature.max_samples = 64;
   c.round = {false, 2.5, 5, 0.25, 0.125, 4096, 3};
-  c.compression = {CompressionCodec::kFp16, 200, 0.05, CompressionCodec::kFp16, 8,
-                   CompressionCodec::kInt8};
+  c.compression = {CompressionCodec::kFp16, 200, 0.05,
+                   CompressionCodec::kFp16, 8,   CompressionCodec::kInt8};
   c.privacy = {true, 1.1, std::nullopt, 1e-6, 0.5, 8.0, true};
   auto again = ParseNodeConfig(RenderNodeConfig(c), "rendered.toml");
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(c);
