@@ -264,7 +264,10 @@ void KeyReader::Peers(const char* key, std::vector<PeerAddress>& out) {
   });
 }
 
-KeyWriter::KeyWriter(std::string section) : section_(std::move(section)) { keys_.precision(17); }
+KeyWriter::KeyWriter(std::string section, bool write_defaults)
+    : section_(std::move(section)), write_defaults_(write_defaults) {
+  keys_.precision(17);
+}
 
 void KeyWriter::PublicKeyList(const char* key, const std::vector<std::string>& values) {
   std::string list = "[";
@@ -281,7 +284,7 @@ void KeyWriter::ClusterIds(const char* key,
 
 void KeyWriter::Peers(const char* key, const std::vector<PeerAddress>& peers) {
   for (const PeerAddress& p : peers) {
-    KeyWriter entry(Qualified(key));
+    KeyWriter entry(Qualified(key), write_defaults_);
     DescribePeer(entry, p);
     arrays_ << "\n[[" << Qualified(key) << "]]\n" << entry.Text();
   }
@@ -365,8 +368,8 @@ Result<NodeConfig> LoadNodeConfig(const std::string& path) {
   return ParseNodeConfig(text.str(), path);
 }
 
-std::string RenderNodeConfig(const NodeConfig& config) {
-  KeyWriter keys;
+std::string RenderNodeConfig(const NodeConfig& config, bool write_defaults) {
+  KeyWriter keys("", write_defaults);
   NodeConfig::Describe(keys, config);
   return keys.Text();
 }

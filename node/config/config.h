@@ -505,8 +505,9 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& n
 Result<NodeConfig> LoadNodeConfig(const std::string& path);
 
 // Renders `config` as TOML that ParseNodeConfig() reads back to an equal config (the launcher
-// writes node configs with it).
-std::string RenderNodeConfig(const NodeConfig& config);
+// writes node configs with it). Keys and sections described kUnlessDefault are left out while
+// they hold their defaults, unless `write_defaults`.
+std::string RenderNodeConfig(const NodeConfig& config, bool write_defaults = false);
 
 // Reads the key files of `config.security` (which must be set). Errors name the file and say
 // what is wrong: kNotFound (missing), kIoError (unreadable), kInvalidArgument (malformed, a secret

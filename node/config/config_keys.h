@@ -127,8 +127,10 @@ class KeyReader {
 // written config reads back equal.
 class KeyWriter {
  public:
-  // A writer for the table `section` ("" at the top level).
-  explicit KeyWriter(std::string section = "");
+  // A writer for the table `section` ("" at the top level). `write_defaults`: also write the keys
+  // and sections described kUnlessDefault when they hold their defaults (every key a config can
+  // have, with its value).
+  explicit KeyWriter(std::string section = "", bool write_defaults = false);
 
   // The TOML written so far.
   std::string Text() const { return keys_.str() + tables_.str() + arrays_.str(); }
@@ -152,7 +154,7 @@ class KeyWriter {
   template <class Int>
   void Integer(const char* key, Int value, int64_t /*min*/, int64_t /*max*/,
                Written written = Written::kAlways) {
-    if (written == Written::kUnlessDefault && value == 0) return;
+    if (written == Written::kUnlessDefault && value == 0 && !write_defaults_) return;
     Line(key, value);
   }
   void Number(const char* key, double value, double /*min*/, double /*max*/,
@@ -184,8 +186,8 @@ class KeyWriter {
   // when it equals a default-constructed S.
   template <class S>
   void Section(const char* key, const S& section, Written written = Written::kAlways) {
-    if (written == Written::kUnlessDefault && section == S{}) return;
-    KeyWriter sub(Qualified(key));
+    if (written == Written::kUnlessDefault && section == S{} && !write_defaults_) return;
+    KeyWriter sub(Qualified(key), write_defaults_);
     S::Describe(sub, section);
     tables_ << "\n[" << Qualified(key) << "]\n" << sub.Text();
   }
@@ -207,6 +209,7 @@ class KeyWriter {
   }
 
   std::string section_;
+  bool write_defaults_;
   std::ostringstream keys_;
   std::ostringstream tables_;
   std::ostringstream arrays_;

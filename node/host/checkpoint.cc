@@ -220,9 +220,9 @@ std::string Hex(uint64_t value) {
   return text;
 }
 
-}  // namespace
-
-std::string LearningSettings(const NodeConfig& config) {
+// LearningSettings(config), with the keys that hold their defaults written too when
+// `write_defaults`.
+std::string LearningSettingsText(const NodeConfig& config, bool write_defaults) {
   // The sections left out go with their values; the keys left out, line by line.
   NodeConfig c = config;
   c.peers.clear();     // [[peers]]
@@ -230,7 +230,7 @@ std::string LearningSettings(const NodeConfig& config) {
   static const std::set<std::string> kLeftOut = {"listen",     "log_level",      "threads",
                                                  "output_dir", "http_port",      "http_bind",
                                                  "data.shard", "training.rounds"};
-  std::istringstream lines(RenderNodeConfig(c));
+  std::istringstream lines(RenderNodeConfig(c, write_defaults));
   std::ostringstream kept;
   std::string section;
   for (std::string line; std::getline(lines, line);) {
@@ -241,6 +241,12 @@ std::string LearningSettings(const NodeConfig& config) {
     kept << line << "\n";
   }
   return kept.str();
+}
+
+}  // namespace
+
+std::string LearningSettings(const NodeConfig& config) {
+  return LearningSettingsText(config, /*write_defaults=*/false);
 }
 
 CheckpointIdentity IdentityOf(const NodeConfig& config) {
@@ -265,15 +271,24 @@ std::string DescribeIdentityDifference(const CheckpointIdentity& stored,
   differ("node id", "'" + stored.node_id + "'", "'" + expected.node_id + "'");
   differ("seed", std::to_string(stored.seed), std::to_string(expected.seed));
   differ("shard data", "hash " + Hex(stored.shard_hash), "hash " + Hex(expected.shard_hash));
+  // A key one side does not write holds its default there: a checkpoint written before a key
+  // existed, or while a section held its defaults, matches a config that states them.
+  static const std::map<std::string, std::string> defaults =
+      SettingLines(LearningSettingsText(NodeConfig{}, /*write_defaults=*/true));
+  auto value_of = [&](const std::map<std::string, std::string>& side, const std::string& key) {
+    if (auto it = side.find(key); it != side.end()) return it->second;
+    auto it = defaults.find(key);
+    return it == defaults.end() ? std::string("(absent)") : it->second;
+  };
   std::map<std::string, std::string> there = SettingLines(stored.settings);
   std::map<std::string, std::string> here = SettingLines(expected.settings);
-  for (const auto& [key, value] : there) {
-    if (key == "id" || key == "seed") continue;  // reported above
-    auto it = here.find(key);
-    differ(key, value, it == here.end() ? "(absent)" : it->second);
+  std::set<std::string> keys;
+  for (const auto& side : {there, here}) {
+    for (const auto& entry : side) keys.insert(entry.first);
   }
-  for (const auto& [key, value] : here) {
-    if (!there.count(key)) differ(key, "(absent)", value);
+  for (const std::string& key : keys) {
+    if (key == "id" || key == "seed") continue;  // reported above
+    differ(key, value_of(there, key), value_of(here, key));
   }
   std::string text;
   for (const std::string& d : differences) text += (text.empty() ? "" : "; ") + d;

@@ -171,6 +171,23 @@ TEST(CheckpointIdentity, AnotherSeedShardOrSettingIsNamed) {
   EXPECT_TRUE(ReadCheckpointOfRun(path, IdentityOf(mine)).ok());
 }
 
+// A checkpoint written before a config key existed (its settings lack the key) belongs to the
+// run whose config holds that key's default, and to no run that sets it otherwise.
+TEST(CheckpointIdentity, AKeyTheCheckpointDoesNotWriteHoldsItsDefault) {
+  NodeConfig config = Config();
+  config.compression.codec = CompressionCodec::kTopK;
+  CheckpointIdentity older = IdentityOf(config);
+  const std::string line = "peer_estimates = 64\n";
+  const size_t at = older.settings.find(line);
+  ASSERT_NE(at, std::string::npos) << older.settings;
+  older.settings.erase(at, line.size());
+
+  EXPECT_EQ(DescribeIdentityDifference(older, IdentityOf(config)), "");
+  config.compression.peer_estimates = 8;
+  EXPECT_EQ(DescribeIdentityDifference(older, IdentityOf(config)),
+            "compression.peer_estimates: 64 in the checkpoint, 8 in this config");
+}
+
 TEST(Checkpoint, MissingIsNotFoundAndCorruptIsMalformedWithAHint) {
   EXPECT_EQ(ReadCheckpoint("/nonexistent/checkpoint.bin").status().code(), ErrorCode::kNotFound);
   std::string bytes = EncodeCheckpoint(Sample());
