@@ -228,6 +228,9 @@ struct CompressionSection {
   // The most peers whose public estimates the node keeps to decode their top-k replies; 0: the
   // node does not accept topk (its peers send it float32 instead).
   int peer_estimates = 64;
+  // top-k: γ in [0, 1], the share of its own estimate's lag (x_i − x̂_i) a node adds to every
+  // peer estimate it merges: CHOCO-gossip's consensus step (node/logic/round_driver.h).
+  double consensus_step = 0.5;
   CompressionCodec embeddings = CompressionCodec::kNone;  // the EMD exchange's projected rows
 
   bool operator==(const CompressionSection&) const = default;
@@ -240,6 +243,7 @@ struct CompressionSection {
     keys.Number("topk_fraction", s.topk_fraction, 0, 1, Bound::kOpen);
     keys.Choice("topk_values", s.topk_values, CompressionCodecNames());
     keys.Integer("peer_estimates", s.peer_estimates, 0, 100000);
+    keys.Number("consensus_step", s.consensus_step, 0, 1);
   }
   // kInvalidArgument, prefixed with `file`, for embeddings "topk" (embeddings travel whole) and
   // for topk_values other than fp16 and int8.

@@ -114,6 +114,9 @@ StateMachineConfig NodeConfig::Machine(const Learner& learner, const NodeFacts& 
     c.rounds.shared_initial = initial;
     c.rounds.peer_estimates = static_cast<size_t>(compression.peer_estimates);
   }
+  if (compression.codec == CompressionCodec::kTopK) {
+    c.rounds.consensus_step = compression.consensus_step;
+  }
   c.emd = emd.Exchange(learning, round, learner.Layout(), facts.nonce);
   c.emd.embeddings = compression.EmbeddingSettings();
   c.signatures = signature.Exchange(learning, round, learner.DataSignature());

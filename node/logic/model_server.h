@@ -98,6 +98,10 @@ class ModelServer {
   void PublishResumed(Snapshot snapshot, const std::optional<EstimateOwnerState>& estimate);
   // The public estimate's state for a checkpoint; nullopt unless the codec is topk.
   std::optional<EstimateOwnerState> ExportEstimate() const;
+  // The public estimate x̂ of the latest snapshot; empty unless the codec is topk.
+  std::span<const float> PublicEstimateValues() const {
+    return estimate_ ? estimate_->values() : std::span<const float>();
+  }
   // A GetModel from `env.sender`: answered now, or held (see the specification). `done`: the
   // node has finished its rounds, so its model never changes again.
   void OnGetModel(InboundId inbound, const Envelope& env, const GetModel& get, TimePoint now,

@@ -110,6 +110,8 @@ class EstimateOwner {
   int64_t base_round() const { return base_round_; }
   // The number of kept updates.
   size_t kept_updates() const { return updates_.size(); }
+  // The estimate x̂ after the newest update, as every requester rebuilds it.
+  std::span<const float> values() const { return estimate_.values(); }
   // The round of the newest update, or the base's round when none is kept.
   int64_t newest_round() const { return updates_.empty() ? base_round_ : updates_.back().round; }
 

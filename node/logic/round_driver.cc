@@ -1,5 +1,6 @@
 #include "node/logic/round_driver.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <spdlog/fmt/ranges.h>
@@ -44,6 +45,22 @@ Status RoundDriver::Restore(int64_t round, double wall_seconds,
   server_.PublishResumed(SnapshotOf(round, std::move(weights), stopped, std::nullopt),
                          estimates.owner);
   return Status::Ok();
+}
+
+FloatArray RoundDriver::LagCorrection(const std::vector<PeerModel>& peers) const {
+  const std::span<const float> own_estimate = server_.PublicEstimateValues();
+  const bool any_estimate =
+      std::any_of(peers.begin(), peers.end(), [](const PeerModel& p) { return p.estimate; });
+  if (config_.consensus_step <= 0 || own_estimate.empty() || !any_estimate ||
+      !server_.HavePublished()) {
+    return FloatArray();
+  }
+  const std::span<const float> own = server_.Latest().weights.view();
+  if (own.size() != own_estimate.size()) return FloatArray();
+  const auto step = static_cast<float>(config_.consensus_step);
+  std::vector<float> correction(own.size());
+  for (size_t i = 0; i < own.size(); ++i) correction[i] = step * (own[i] - own_estimate[i]);
+  return FloatArray::Own(std::move(correction));
 }
 
 EstimatesState RoundDriver::ExportEstimates() const {
@@ -147,7 +164,9 @@ void RoundDriver::FinishFetch(Actions& out) {
   }
   fetch_.requests.clear();
   phase_ = Phase::kComputing;
-  out.push_back(StartCompute{RoundJob{fetch_.round, fetch_.answered}});
+  RoundJob job{fetch_.round, fetch_.answered};
+  job.lag_correction = LagCorrection(job.peers);
+  out.push_back(StartCompute{std::move(job)});
 }
 
 void RoundDriver::OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
@@ -193,7 +212,7 @@ Status RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
     if (s.peer == peer) probability = s.probability;
   }
   fetch_.answered.push_back({peer, std::move(weights), model.train_size, probability,
-                             hooks_.ExchangedScore(peer), model.update});
+                             hooks_.ExchangedScore(peer), model.update, model.chain.has_value()});
   topology::ScoreRow row;
   for (const PeerScore& s : model.score_row) row.push_back({s.peer, s.score});
   fetch_.rows[peer] = std::move(row);

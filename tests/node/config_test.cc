@@ -100,8 +100,8 @@ TEST(Config, EverySectionRendersAndReadsBackEqual) {
   c.clustering.recluster_every = 0;
   c.signature.max_samples = 64;
   c.round = {false, 2.5, 5, 0.25, 0.125, 4096, 3};
-  c.compression = {CompressionCodec::kFp16, 200, 0.05,
-                   CompressionCodec::kFp16, 8,   CompressionCodec::kInt8};
+  c.compression = {CompressionCodec::kFp16, 200, 0.05, CompressionCodec::kFp16, 8, 0.25,
+                   CompressionCodec::kInt8};
   c.privacy = {true, 1.1, std::nullopt, 1e-6, 0.5, 8.0, true};
   auto again = ParseNodeConfig(RenderNodeConfig(c), "rendered.toml");
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << RenderNodeConfig(c);
@@ -271,13 +271,15 @@ TEST(Config, CompressionChoosesTheServedCodecAndTopKSettings) {
       << block.message();
   auto topk = ParseNodeConfig(std::string(kMinimal) +
                                   "[compression]\ncodec = \"topk\"\ntopk_fraction = 0.05\n"
-                                  "topk_values = \"fp16\"\npeer_estimates = 8\n",
+                                  "topk_values = \"fp16\"\npeer_estimates = 8\n"
+                                  "consensus_step = 0.75\n",
                               "node.toml");
   ASSERT_TRUE(topk.ok()) << topk.status().ToString();
   EXPECT_EQ(topk->compression.Settings().codec, CompressionCodec::kTopK);
   EXPECT_EQ(topk->compression.Settings().topk_fraction, 0.05);
   EXPECT_EQ(topk->compression.Settings().topk_values, CompressionCodec::kFp16);
   EXPECT_EQ(topk->compression.peer_estimates, 8);
+  EXPECT_EQ(topk->compression.consensus_step, 0.75);
   auto topk_again = ParseNodeConfig(RenderNodeConfig(*topk), "rendered.toml");
   ASSERT_TRUE(topk_again.ok()) << topk_again.status().ToString();
   EXPECT_EQ(*topk_again, *topk);
@@ -286,6 +288,10 @@ TEST(Config, CompressionChoosesTheServedCodecAndTopKSettings) {
   Status estimates = ParseError(std::string(kMinimal) + "[compression]\npeer_estimates = -1\n");
   EXPECT_NE(estimates.message().find("'compression.peer_estimates' = -1"), std::string::npos)
       << estimates.message();
+  Status step = ParseError(std::string(kMinimal) + "[compression]\nconsensus_step = 1.5\n");
+  EXPECT_NE(step.message().find("'compression.consensus_step' = 1.5 must be in [0, 1]"),
+            std::string::npos)
+      << step.message();
   Status values = ParseError(std::string(kMinimal) + "[compression]\ntopk_values = \"none\"\n");
   EXPECT_NE(values.message().find("allowed: fp16, int8"), std::string::npos) << values.message();
 }
