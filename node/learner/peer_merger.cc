@@ -1,7 +1,5 @@
 #include "node/learner/peer_merger.h"
 
-#include <algorithm>
-#include <span>
 #include <string>
 #include <utility>
 
@@ -56,7 +54,6 @@ Result<double> PeerMerger::ExchangedScore(const PeerModel& peer) const {
 
 Status PeerMerger::Merge(const RoundJob& job, RoundOutcome& out, std::vector<float>& own) {
   std::vector<training::MergeInput> peers;
-  std::vector<bool> corrected;  // per merged peer: lag_correction is added to it
   for (size_t k = 0; k < job.peers.size(); ++k) {
     PeerScoreOutcome& score = out.scores[k];
     if (!score.score) continue;
@@ -67,31 +64,10 @@ Status PeerMerger::Merge(const RoundJob& job, RoundOutcome& out, std::vector<flo
     score.merged = true;
     peers.push_back(
         {job.peers[k].weights.view(), job.peers[k].train_size, job.peers[k].probability});
-    corrected.push_back(job.peers[k].estimate && job.lag_correction.size() > 0);
   }
   if (peers.empty()) return Status::Ok();
   training::MergeInput self{own, train_size_, 0};
-  // Σ c_j (x̂_j + g) = Σ c_j x̂_j + (Σ c_j) g over the corrected peers: one pass of g after the
-  // rule's merge.
-  double correction_share = 0;
-  if (std::find(corrected.begin(), corrected.end(), true) != corrected.end()) {
-    auto coefficients = rule_->Coefficients(self, peers);
-    if (!coefficients.ok()) return coefficients.status().WithContext("merge");
-    for (size_t k = 0; k < peers.size(); ++k) {
-      if (corrected[k]) correction_share += (*coefficients)[k + 1];
-    }
-    if (job.lag_correction.size() != own.size()) {
-      return Status::LayoutMismatch("merge: the lag correction has " +
-                                    std::to_string(job.lag_correction.size()) +
-                                    " values, the model " + std::to_string(own.size()));
-    }
-  }
   MESHLEARN_RETURN_IF_ERROR(rule_->Merge(self, peers, own).WithContext("merge"));
-  if (correction_share > 0) {
-    const std::span<const float> g = job.lag_correction.view();
-    const float share = static_cast<float>(correction_share);
-    for (size_t i = 0; i < own.size(); ++i) own[i] += share * g[i];
-  }
   return model_.LoadParameters(own);
 }
 

@@ -10,8 +10,6 @@
 // - A peer whose scoring failed is left out of the merge, and so is one scoring below
 //   merge_min_score (counted in RoundOutcome::excluded_by_min_score).
 // - With no peer to merge, the model is left untouched.
-// - Top-k: RoundJob::lag_correction is added to every merged peer marked `estimate`, after the
-//   rule's coefficients are taken (so the rule, and scoring, see the estimates as they arrived).
 
 #include <memory>
 #include <optional>

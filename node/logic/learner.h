@@ -30,19 +30,12 @@ struct PeerModel {
   // The peer's last local update Δ_j (Model.update), checked like `weights`, when it sent one.
   // Clustering policies take it as the peer's update direction (Learner::RunRound).
   std::optional<FloatArray> update;
-  // `weights` is the peer's top-k public estimate x̂_j (PROTOCOL.md "Top-k update chains"), to
-  // which the merge adds RoundJob::lag_correction.
-  bool estimate = false;
 };
 
 // One round of work for the learner.
 struct RoundJob {
   int64_t round = 0;             // 0: local training from the shared initial model
   std::vector<PeerModel> peers;  // the sampled peers that answered in time
-  // γ (x_i − x̂_i): [compression] consensus_step times this node's own top-k estimate lag, added
-  // to every merged peer model marked `estimate` (the merge is then CHOCO-gossip's consensus
-  // step; node/logic/round_driver.h). Empty: nothing is added. Scoring never sees it.
-  FloatArray lag_correction;
 };
 
 // The score the learner gave one peer this round.

@@ -1,6 +1,5 @@
 #include "node/logic/round_driver.h"
 
-#include <algorithm>
 #include <sstream>
 
 #include <spdlog/fmt/ranges.h>
@@ -47,20 +46,20 @@ Status RoundDriver::Restore(int64_t round, double wall_seconds,
   return Status::Ok();
 }
 
-FloatArray RoundDriver::LagCorrection(const std::vector<PeerModel>& peers) const {
+FloatArray RoundDriver::CorrectedEstimate(FloatArray peer_estimate) const {
   const std::span<const float> own_estimate = server_.PublicEstimateValues();
-  const bool any_estimate =
-      std::any_of(peers.begin(), peers.end(), [](const PeerModel& p) { return p.estimate; });
-  if (config_.consensus_step <= 0 || own_estimate.empty() || !any_estimate ||
-      !server_.HavePublished()) {
-    return FloatArray();
+  if (config_.consensus_step <= 0 || own_estimate.empty() || !server_.HavePublished()) {
+    return peer_estimate;
   }
   const std::span<const float> own = server_.Latest().weights.view();
-  if (own.size() != own_estimate.size()) return FloatArray();
+  const std::span<const float> peer = peer_estimate.view();
+  if (own.size() != peer.size() || own_estimate.size() != peer.size()) return peer_estimate;
   const auto step = static_cast<float>(config_.consensus_step);
-  std::vector<float> correction(own.size());
-  for (size_t i = 0; i < own.size(); ++i) correction[i] = step * (own[i] - own_estimate[i]);
-  return FloatArray::Own(std::move(correction));
+  std::vector<float> corrected(peer.size());
+  for (size_t i = 0; i < peer.size(); ++i) {
+    corrected[i] = peer[i] + step * (own[i] - own_estimate[i]);
+  }
+  return FloatArray::Own(std::move(corrected));
 }
 
 EstimatesState RoundDriver::ExportEstimates() const {
@@ -164,9 +163,7 @@ void RoundDriver::FinishFetch(Actions& out) {
   }
   fetch_.requests.clear();
   phase_ = Phase::kComputing;
-  RoundJob job{fetch_.round, fetch_.answered};
-  job.lag_correction = LagCorrection(job.peers);
-  out.push_back(StartCompute{std::move(job)});
+  out.push_back(StartCompute{RoundJob{fetch_.round, fetch_.answered}});
 }
 
 void RoundDriver::OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
@@ -203,7 +200,7 @@ Status RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
     if (!estimates_) return Status::Malformed("a top-k Model answered a GetModel without topk");
     auto rebuilt = estimates_->Apply(peer, *model.chain);
     if (!rebuilt.ok()) return rebuilt.status();
-    weights = std::move(*rebuilt);
+    weights = CorrectedEstimate(std::move(*rebuilt));
   }
   membership_.peers().RecordSuccess(peer);
   (void)comm_.RecordAnswered(peer);
@@ -212,7 +209,7 @@ Status RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
     if (s.peer == peer) probability = s.probability;
   }
   fetch_.answered.push_back({peer, std::move(weights), model.train_size, probability,
-                             hooks_.ExchangedScore(peer), model.update, model.chain.has_value()});
+                             hooks_.ExchangedScore(peer), model.update});
   topology::ScoreRow row;
   for (const PeerScore& s : model.score_row) row.push_back({s.peer, s.score});
   fetch_.rows[peer] = std::move(row);

@@ -35,17 +35,16 @@
 //   can, and a version-2 peer never sees a field it does not know.
 //   Top-k: with RoundConfig::peer_estimates > 0 the node also accepts topk and says which estimate
 //   of the peer's model it holds (GetModel.estimate); a top-k reply's chain is applied to that
-//   estimate (PeerEstimates) and the learner receives the rebuilt estimate x̂_j, marked
-//   PeerModel::estimate. A node that sends top-k itself adds γ (x_i − x̂_i) to every such peer in
-//   its merge (RoundJob::lag_correction; γ = RoundConfig::consensus_step, x_i its latest snapshot,
-//   x̂_i its own public estimate), so the merge is CHOCO-gossip's consensus step
-//   x_i + γ Σ c_j (x̂_j − x̂_i) plus (1 − γ) Σ c_j (x̂_j − x_i). Scoring sees x̂_j as it arrived.
-//   A chain that cannot be applied skips the peer for the round (logged and counted as a missed
-//   model), and its next reply carries the estimate whole.
+//   estimate (PeerEstimates). The learner receives x̂_j + γ (x_i − x̂_i) when the node sends
+//   top-k itself (γ = RoundConfig::consensus_step, x_i its latest snapshot, x̂_i its own public
+//   estimate), else x̂_j; metrics and merge alike see that model. A chain that cannot be applied
+//   skips the peer for the round (logged and counted as a missed model), and its next reply
+//   carries the estimate whole.
 //   Rationale: an estimate lags its model by what top-k has not sent yet; merging x̂_j as is
-//   pulls the node back by the peer's lag, and the correction cancels equal lags. A step of 1
-//   diverged on label-swap (mean validation loss 1,207 at round 49, d324df9); scoring the
-//   corrected models made every peer look like the node itself (docs/experiments.md).
+//   pulls the node back by the peer's lag, and the correction cancels equal lags (with γ = 1 the
+//   merge is CHOCO-gossip's consensus step x_i + Σ c_j (x̂_j − x̂_i)). With γ = 1 the node's
+//   own lag stays in its model undamped, and label-swap diverged (mean validation loss 834 at
+//   round 49); γ = 0.5 is stable there (docs/experiments.md, "Compressed gossip").
 // - Clustering policies (fetch_updates): GetModel asks for the peer's last local update too, and
 //   the learner receives it in PeerModel::update; when the learner's policy clusters, the
 //   sampler samples within the node's cluster from then on.
@@ -94,8 +93,8 @@ struct RoundConfig {
   // With 0 (or no initial model) the node does not accept topk.
   FloatArray shared_initial;
   size_t peer_estimates = 0;
-  // γ in [0, 1]: how much of its own estimate's lag a top-k node adds to the peer estimates it
-  // merges (RoundJob::lag_correction); 0, or a node that does not send top-k, adds nothing.
+  // γ in [0, 1]: how much of its own estimate's lag a top-k node adds to every peer estimate it
+  // receives (CorrectedEstimate); 0, or a node that does not send top-k, adds nothing.
   double consensus_step = 0;
 };
 
@@ -202,9 +201,9 @@ class RoundDriver {
   // Takes `peer`'s reply into this round's fetch; an error when its weights cannot be used (a
   // top-k chain that does not apply).
   Status AcceptModel(const std::string& peer, const Model& model);
-  // γ (x_i − x̂_i) for a round whose answers are `peers`; empty when none of them is a top-k
-  // estimate, γ is 0, or this node does not send top-k.
-  FloatArray LagCorrection(const std::vector<PeerModel>& peers) const;
+  // A top-k peer's rebuilt estimate x̂_j as the learner receives it: x̂_j + γ (x_i − x̂_i), or
+  // x̂_j as it is when γ is 0 or this node does not send top-k.
+  FloatArray CorrectedEstimate(FloatArray peer_estimate) const;
   // The snapshot of round `round` serving `weights`, with the sampler's current score row.
   Snapshot SnapshotOf(int64_t round, FloatArray weights, bool stopped,
                       std::optional<FloatArray> update) const;

@@ -6,25 +6,51 @@
 #include <cmath>
 #include <filesystem>
 
-#include "tests/node/learner_test_support.h"
+#include "node/learner/learner_factory.h"
+#include "node/logic/learner.h"
 #include "training/dp_sgd.h"
+#include "training/partition.h"
 #include "training/rdp_accountant.h"
+#include "training/shard_file.h"
 
 namespace meshlearn::node {
 namespace {
 
 constexpr size_t kTrain = 100;
 
-// A node config over one synthetic shard of kTrain training samples, with DP at σ = 1.
+// A node config over one synthetic shard of kTrain training samples, with DP at `sigma`.
 NodeConfig PrivateConfig(const std::string& name) {
-  NodeConfig c = SyntheticLearnerConfig("learner_privacy_" + name, kTrain);
+  const std::string dir = ::testing::TempDir() + "/learner_privacy_" + name;
+  std::filesystem::remove_all(dir);
+  training::PartitionConfig partition;
+  partition.shift = training::ShiftKind::kSynthetic;
+  partition.num_clients = 1;
+  partition.train_per_client = kTrain;
+  partition.validation_per_client = 50;
+  partition.test_per_client = 50;
+  partition.seed = 4;
+  auto shards = training::BuildClientShards({}, partition);
+  EXPECT_TRUE(shards.ok()) << shards.status().ToString();
+  NodeConfig c;
+  c.id = "node-0";
+  c.data.shard = training::ShardPath(dir, 0);
+  EXPECT_TRUE(training::WriteShard(c.data.shard, (*shards)[0]).ok());
+  c.model.architecture = training::Architecture::kLinear;
+  c.training.optimizer = training::OptimizerKind::kSgd;
+  c.training.learning_rate = 0.003;
+  c.training.batch_size = 8;
+  c.training.rounds = 20;
   c.privacy.enabled = true;
   c.privacy.noise_multiplier = 1.0;
   c.privacy.max_grad_norm = 1.0;
   return c;
 }
 
-std::unique_ptr<Learner> Make(const NodeConfig& config) { return MakeLearner(config); }
+std::unique_ptr<Learner> Make(const NodeConfig& config) {
+  auto learner = CreateLearner(config);
+  EXPECT_TRUE(learner.ok()) << learner.status().ToString();
+  return learner.ok() ? std::move(*learner) : nullptr;
+}
 
 // ε after `rounds` rounds of DP-SGD at the config's settings, as the accountant computes it.
 double EpsilonAfter(const NodeConfig& c, int64_t rounds, double sigma) {
