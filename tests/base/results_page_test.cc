@@ -132,17 +132,17 @@ TEST(ResultsPage, EveryRowNamesAKeptRun) {
   }
 }
 
-// "Compressed gossip: bytes to reach an accuracy": the quickstart table's rows are
-// results/compression/quickstart/bytes_to_target_mean.csv's, one per method and codec, with the
-// final accuracy (two decimals), "<reached> of <runs>", the MB to the target and in all (10^6
-// bytes, three decimals, "–" when no run reached it) and the ratio (two decimals; 1 for none).
-TEST(ResultsPage, TheCompressionTableIsItsData) {
-  std::ifstream csv_in(kRoot / "results" / "compression" / "quickstart" /
-                       "bytes_to_target_mean.csv");
+// "Compressed gossip: bytes to reach an accuracy": the table under the heading that starts with
+// `heading` has the rows of results/compression/<scenario>/bytes_to_target_mean.csv, one per
+// method and codec, with the final accuracy (two decimals), "<reached> of <runs>", the MB to the
+// target and in all (10^6 bytes, three decimals, "–" when no run reached it) and the ratio (two
+// decimals; 1 for none).
+void ExpectCompressionTableIsItsData(const std::string& heading, const std::string& scenario) {
+  std::ifstream csv_in(kRoot / "results" / "compression" / scenario / "bytes_to_target_mean.csv");
   std::ostringstream csv_text;
   csv_text << csv_in.rdbuf();
   auto records = ParseCsv(csv_text.str(), "bytes_to_target_mean.csv");
-  ASSERT_TRUE(records.ok() && records->size() > 1) << "no compression data";
+  ASSERT_TRUE(records.ok() && records->size() > 1) << "no compression data for " << scenario;
   const std::vector<std::string>& header = records->front().fields;
   auto column = [&](const std::vector<std::string>& cells, const std::string& name) {
     for (size_t i = 0; i < header.size(); ++i) {
@@ -173,7 +173,7 @@ TEST(ResultsPage, TheCompressionTableIsItsData) {
   std::string line;
   bool in_table = false;
   while (std::getline(in, line)) {
-    if (line.rfind("### ", 0) == 0) in_table = line.rfind("### The quickstart", 0) == 0;
+    if (line.rfind("### ", 0) == 0) in_table = line.rfind(heading, 0) == 0;
     if (!in_table || line.rfind("| `", 0) != 0) continue;
     std::vector<std::string> cells;
     std::stringstream cells_in(line.substr(1));
@@ -185,7 +185,12 @@ TEST(ResultsPage, TheCompressionTableIsItsData) {
     ASSERT_GE(cells.size(), 7u) << line;
     page[{cells[0], cells[1]}] = {cells.begin() + 2, cells.begin() + 7};
   }
-  EXPECT_EQ(page, expected);
+  EXPECT_EQ(page, expected) << heading;
+}
+
+TEST(ResultsPage, TheCompressionTablesAreTheirData) {
+  ExpectCompressionTableIsItsData("### The quickstart", "quickstart");
+  ExpectCompressionTableIsItsData("### `label-swap`", "label-swap");
 }
 
 }  // namespace
