@@ -333,6 +333,8 @@ TEST(BytesToTarget, CodecTextNamesWhatDiffersFromTheDefaults) {
   c.topk_fraction = 0.05;
   c.topk_values = CompressionCodec::kFp16;
   EXPECT_EQ(CodecText(c), "topk (0.05, fp16)");
+  c.consensus_step = 1;  // runs at another consensus step are told apart (and not averaged)
+  EXPECT_EQ(CodecText(c), "topk (0.05, fp16, step 1)");
 }
 
 }  // namespace

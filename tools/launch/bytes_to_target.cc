@@ -272,6 +272,9 @@ std::string CodecText(const node::CompressionSection& c) {
   if (int8_values && c.block_size != defaults.block_size) {
     changed.push_back("block " + std::to_string(c.block_size));
   }
+  if (c.codec == CompressionCodec::kTopK && c.consensus_step != defaults.consensus_step) {
+    changed.push_back("step " + ExactNumber(c.consensus_step));
+  }
   for (size_t i = 0; i < changed.size(); ++i) {
     text += (i == 0 ? " (" : ", ") + changed[i] + (i + 1 == changed.size() ? ")" : "");
   }

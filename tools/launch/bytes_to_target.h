@@ -119,7 +119,8 @@ struct BytesToTargetMean {
 std::vector<BytesToTargetMean> MeanOverSeeds(const std::vector<BytesToTargetRow>& rows);
 
 // How `compression` reads in the tables: the codec's name ("none", "fp16", "int8", "topk"), with
-// what differs from its defaults in parentheses: "int8 (block 64)", "topk (0.05, fp16)".
+// what differs from its defaults in parentheses: "int8 (block 64)", "topk (0.05, fp16)",
+// "topk (0.05, int8, step 1)" (top-k always names its fraction and values).
 std::string CodecText(const node::CompressionSection& compression);
 
 // Reads the round, test_acc and bytes_out cells of the rounds.csv at `path`, found by their
