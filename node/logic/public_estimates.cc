@@ -79,6 +79,11 @@ Result<EstimateChain> EstimateOwner::ChainTo(int64_t to_round, const HeldEstimat
   chain.checksum = checksum;
   if (usable) {
     chain.from_round = held.round;
+  } else if (to_round == newest_round()) {
+    // The estimate itself is the base: one model's bytes, where base and kept updates may be two.
+    begin = end;
+    chain.from_round = to_round;
+    chain.base = FloatArray::Own({estimate_.values().begin(), estimate_.values().end()});
   } else {
     begin = 0;
     chain.from_round = base_round_;

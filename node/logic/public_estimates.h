@@ -22,8 +22,12 @@
 //   depends on nothing but the updates folds the same way in a resumed run as in one never
 //   stopped.
 // - The chain to round t for a requester holding (s, h): when s is the lineage and h is the base's
-//   round or a kept update's, with h <= t, the updates of the rounds in (h, t]; otherwise the base
-//   whole and the updates of the rounds in (base round, t]. With the checksum of x̂ at t.
+//   round or a kept update's, with h <= t, the updates of the rounds in (h, t]; otherwise, when t
+//   is the newest round, x̂ itself whole as the base at t and no update, else the base whole and
+//   the updates of the rounds in (base round, t]. With the checksum of x̂ at t.
+//   Rationale for x̂ whole: a requester that holds nothing usable (a peer it never pulled from, or
+//   not for longer than the kept updates reach) would otherwise get the base and up to one more
+//   model's bytes of updates.
 // - Owner memory: x̂ and the base, each with a scratch copy (four float vectors of the model's
 //   size), and the kept updates (one float32 model's bytes, or more while the snapshots need them).
 // - The requester keeps, for at most `capacity` peers (the least recently used is dropped), the

@@ -133,9 +133,10 @@ TEST(PublicEstimates, ARequesterThatSkippedRoundsGetsTheUpdatesItMissed) {
 }
 
 // The owner keeps at most one float32 model's bytes of updates; older updates are folded into the
-// base, and a requester further behind gets the base whole plus
-// the kept updates, and still ends with the owner's estimate.
-TEST(PublicEstimates, OldUpdatesFoldIntoTheBaseAndFarBehindRequestersGetIt) {
+// base. A requester further behind gets, for the newest round, the estimate itself whole and no
+// update; for an older kept round, the base whole plus the kept updates up to it. Either way it
+// ends with the owner's estimate of that round.
+TEST(PublicEstimates, OldUpdatesFoldIntoTheBaseAndFarBehindRequestersGetTheEstimateWhole) {
   const std::vector<float> initial = Gaussian(3);
   EstimateOwner owner(TopK(0.3), initial);  // about 600 bytes per update, 4,000 per model
   PeerEstimates current(FloatArray::Own(initial), 8);
@@ -146,11 +147,23 @@ TEST(PublicEstimates, OldUpdatesFoldIntoTheBaseAndFarBehindRequestersGetIt) {
   auto chain = owner.ChainTo(19, behind.Held("a"));
   ASSERT_TRUE(chain.ok());
   ASSERT_TRUE(chain->base);
-  EXPECT_EQ(chain->from_round, owner.base_round());
-  EXPECT_EQ(chain->updates.size(), owner.kept_updates());
+  EXPECT_EQ(chain->from_round, 19);
+  EXPECT_TRUE(chain->updates.empty());
   auto estimate = behind.Apply("a", OverTheWire(*chain));
   ASSERT_TRUE(estimate.ok()) << estimate.status().ToString();
   EXPECT_EQ(*estimate, *current.Apply("a", *owner.ChainTo(19, current.Held("a"))));
+
+  // A round before the newest: the base, then every kept update up to that round.
+  const int64_t older = 18;
+  PeerEstimates late(FloatArray::Own(initial), 8);
+  auto old_chain = owner.ChainTo(older, late.Held("a"));
+  ASSERT_TRUE(old_chain.ok());
+  ASSERT_TRUE(old_chain->base);
+  EXPECT_EQ(old_chain->from_round, owner.base_round());
+  EXPECT_EQ(old_chain->updates.size(), owner.kept_updates() - 1);
+  auto old_estimate = late.Apply("a", OverTheWire(*old_chain));
+  ASSERT_TRUE(old_estimate.ok()) << old_estimate.status().ToString();
+  EXPECT_EQ(EstimateChecksum(old_estimate->view()), old_chain->checksum);
 }
 
 // After a resume the owner starts a new lineage at the model it serves: a requester holding the
