@@ -95,6 +95,7 @@ std::string StatusJson(const NodeStatus& s) {
                      {"peers_reached", c.peers_reached},
                      {"held_requests_expired", c.held_requests_expired},
                      {"merge_excluded", c.merge_excluded},
+                     {"topk_whole_estimates", c.topk_whole_estimates},
                      {"bytes_in", t.bytes_in},
                      {"bytes_out", t.bytes_out},
                      {"timeouts", t.timeouts},
@@ -162,6 +163,8 @@ Result<NodeStatus> ParseStatusJson(const std::string& text) {
     s.counters.peers_reached = c.at("peers_reached").get<uint64_t>();
     s.counters.held_requests_expired = c.at("held_requests_expired").get<uint64_t>();
     s.counters.merge_excluded = c.at("merge_excluded").get<uint64_t>();
+    // Absent from a node older than the counter.
+    s.counters.topk_whole_estimates = c.value("topk_whole_estimates", uint64_t{0});
     s.counters.rejected_by_code = c.at("rejected_by_code").get<std::map<std::string, uint64_t>>();
     s.transport.bytes_in = c.at("bytes_in").get<uint64_t>();
     s.transport.bytes_out = c.at("bytes_out").get<uint64_t>();
@@ -207,6 +210,9 @@ std::string MetricsText(const NodeStatus& s) {
   m << "meshlearn_candidates_ignored_total{" << node << "} " << c.candidates_ignored << "\n";
   metric("meshlearn_missed_deadlines_total", "counter", "Sampled peers that did not answer.");
   m << "meshlearn_missed_deadlines_total{" << node << "} " << c.missed_deadlines << "\n";
+  metric("meshlearn_topk_whole_estimates_total", "counter",
+         "Top-k replies that carried the model's estimate whole (the requester held none of it).");
+  m << "meshlearn_topk_whole_estimates_total{" << node << "} " << c.topk_whole_estimates << "\n";
   metric("meshlearn_rejected_messages_total", "counter", "Peer messages rejected, by code.");
   m << "meshlearn_rejected_messages_total{" << node << ",code=\"all\"} " << c.rejected_inbound
     << "\n";

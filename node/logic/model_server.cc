@@ -136,6 +136,7 @@ SendReply ModelServer::ModelReply(InboundId inbound, uint64_t request_id, int64_
     auto chain = estimate_->ChainTo(s.round, estimate);
     if (chain.ok()) {
       key.chain_from = chain->base ? kFromBase : chain->from_round;
+      if (chain->base) ++whole_estimates_sent_;
       model.chain = std::move(*chain);
     } else {
       key.codec = codec = CompressionCodec::kNone;  // not expected: every kept round is chained

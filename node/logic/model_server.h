@@ -119,6 +119,8 @@ class ModelServer {
   FloatArray RoundZeroWeights() const;
   // Held requests answered Error(timeout).
   uint64_t held_requests_expired() const { return held_requests_expired_; }
+  // Top-k replies that carried the estimate whole (the requester held nothing usable of it).
+  uint64_t whole_estimates_sent() const { return whole_estimates_sent_; }
 
  private:
   struct Held {
@@ -161,6 +163,7 @@ class ModelServer {
   std::vector<Held> held_;
   std::optional<EstimateOwner> estimate_;  // topk only
   uint64_t held_requests_expired_ = 0;
+  uint64_t whole_estimates_sent_ = 0;
 };
 
 }  // namespace meshlearn::node

@@ -185,6 +185,7 @@ MachineCounters NodeStateMachine::counters() const {
   c.candidates_ignored = membership_.counters().candidates_ignored;
   c.peers_reached = membership_.counters().verifications;
   c.held_requests_expired = server_.held_requests_expired();
+  c.topk_whole_estimates = server_.whole_estimates_sent();
   return c;
 }
 

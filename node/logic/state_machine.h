@@ -84,6 +84,7 @@ struct MachineCounters {
   uint64_t peers_reached = 0;          // times a peer answered our Hello and was admitted
   uint64_t held_requests_expired = 0;  // held GetModel requests answered Error(timeout)
   uint64_t merge_excluded = 0;         // peers left out by merge_min_score
+  uint64_t topk_whole_estimates = 0;   // top-k replies that carried the estimate whole
   std::map<std::string, uint64_t> rejected_by_code;
 };
 

@@ -350,8 +350,10 @@ TEST(ModelServerCompression, TopKRequestersGetTheChainFromWhatTheyHold) {
   ASSERT_TRUE(estimate.ok()) << estimate.status().ToString();
   EXPECT_EQ(estimate->view()[0], 0.f) << "0.1 is among the smaller half";
   EXPECT_NEAR(estimate->view()[3], 127.f, 1e-4);
+  EXPECT_EQ(topk.server->whole_estimates_sent(), 0u);
   get.estimate = HeldEstimate{7, 3};  // another lineage: the newest estimate whole, no update
   const Model based = Received(topk.Serve(get));
+  EXPECT_EQ(topk.server->whole_estimates_sent(), 1u);
   ASSERT_TRUE(based.chain && based.chain->base);
   EXPECT_EQ(*based.chain->base, *estimate);
   EXPECT_TRUE(based.chain->updates.empty());

@@ -34,6 +34,7 @@ NodeStatus SampleStatus() {
   s.peers = {a, b};
   s.probabilities = {{"a", 0.75}, {"b", 0.25}};
   s.counters.missed_deadlines = 5;
+  s.counters.topk_whole_estimates = 6;
   s.counters.rejected_by_code = {{"too_large", 1}};
   s.transport.bytes_in = 1000;
   s.transport.bytes_out = 2000;
@@ -73,7 +74,19 @@ TEST(StatusDocument, ReadsBackWhatItWrites) {
   EXPECT_EQ(back->peers[0].times_sampled, 3u);
   EXPECT_EQ(back->counters.rejected_by_code.at("too_large"), 1u);
   EXPECT_EQ(back->transport.bytes_out, 2000u);
-  EXPECT_DOUBLE_EQ(back->http_cpu_s, 0.125);
+  EXPECT_EQ(back->counters.topk_whole_estimates, 6u);
+  EXPECT_NE(
+      MetricsText(s).find("meshlearn_topk_whole_estimates_total{node=\"node \\\"7\\\"\\n\"} 6\n"),
+      std::string::npos)
+      << MetricsText(s);
+  // A node older than the counter does not write it: read as 0.
+  std::string older = json;
+  const std::string key = "\"topk_whole_estimates\":6,";
+  ASSERT_NE(older.find(key), std::string::npos) << older;
+  older.erase(older.find(key), key.size());
+  auto old_back = ParseStatusJson(older);
+  ASSERT_TRUE(old_back.ok()) << old_back.status().ToString();
+  EXPECT_EQ(old_back->counters.topk_whole_estimates, 0u);
 }
 
 TEST(StatusDocument, NonFiniteNumbersAreNullAndBadUtf8IsReplaced) {
