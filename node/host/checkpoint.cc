@@ -283,8 +283,8 @@ std::string DescribeIdentityDifference(const CheckpointIdentity& stored,
   std::map<std::string, std::string> there = SettingLines(stored.settings);
   std::map<std::string, std::string> here = SettingLines(expected.settings);
   std::set<std::string> keys;
-  for (const auto& side : {there, here}) {
-    for (const auto& entry : side) keys.insert(entry.first);
+  for (const auto* side : {&there, &here}) {
+    for (const auto& entry : *side) keys.insert(entry.first);
   }
   for (const std::string& key : keys) {
     if (key == "id" || key == "seed") continue;  // reported above
