@@ -173,23 +173,21 @@ void RoundDriver::OnReply(uint64_t request_id, const Result<Message>& reply, con
   std::string peer = it->second;
   fetch_.requests.erase(it);
   const auto* model = failure.ok() ? std::get_if<Model>(&reply->body) : nullptr;
-  Status accepted = model ? AcceptModel(peer, *model) : Status::Ok();
-  if (model && !accepted.ok()) {
-    // Rationale: a chain that does not fit our copy of the peer's estimate (the peer restarted)
-    // costs this round's model only; the copy is dropped, so the next reply carries the base.
+  // Rationale for skipping a model that arrived but cannot be used (a top-k chain that does not
+  // fit our copy of the peer's estimate: the peer restarted): it costs this round's model only;
+  // the copy is dropped, so the next reply carries the estimate whole.
+  const Status why =
+      model
+          ? AcceptModel(peer, *model)
+          : (failure.ok() ? Status::Malformed("GetModel was not answered with a Model") : failure);
+  if (!why.ok()) {
     ++counters_.missed_deadlines;
-    node_.log.info("round {}: peer {}'s model could not be used ({}); skipped this round",
-                   fetch_.round, peer, accepted.ToString());
-  } else if (!model) {
-    Status why =
-        failure.ok() ? Status::Malformed("GetModel was not answered with a Model") : failure;
-    ++counters_.missed_deadlines;
-    node_.log.info("round {}: peer {} gave no model ({}); skipped this round", fetch_.round, peer,
-                   why.ToString());
-    if (membership_.peers().RecordFailure(peer, now)) {
-      node_.log.warn("peer {} failed {} times in a row: marked dead, retried later", peer,
-                     membership_.peers().Find(peer)->consecutive_failures);
-    }
+    node_.log.info("round {}: peer {} {} ({}); skipped this round", fetch_.round, peer,
+                   model ? "sent a model that could not be used" : "gave no model", why.ToString());
+  }
+  if (!model && membership_.peers().RecordFailure(peer, now)) {
+    node_.log.warn("peer {} failed {} times in a row: marked dead, retried later", peer,
+                   membership_.peers().Find(peer)->consecutive_failures);
   }
   if (fetch_.requests.empty()) FinishFetch(out);
 }
