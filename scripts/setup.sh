@@ -31,7 +31,7 @@ run_packages=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libtorch-dev libblis4-serial cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libspdlog-dev
   libcpp-httplib-dev nlohmann-json3-dev libbenchmark-dev liblemon-dev libtomlplusplus-dev
-  libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev dataset-fashion-mnist curl
+  libcli11-dev zlib1g-dev libcairo2-dev libigraph-dev libtcmalloc-minimal4 dataset-fashion-mnist curl
 )
 test_packages=(
   libgtest-dev libgmock-dev

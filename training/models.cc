@@ -29,7 +29,8 @@ namespace {
 // images 7-10x slower per image than over 8 or 50, by which sizes happened to cross glibc's
 // moving thresholds (meshlearn-bench BM_EmdExchangeVsRounds). Fixed thresholds of 32 MiB, the
 // largest glibc takes for M_MMAP_THRESHOLD, keep such blocks in the heap for reuse; a process
-// keeps at most 32 MiB free at the top of each heap.
+// keeps at most 32 MiB free at the top of each heap. Under tcmalloc (what the programs that train
+// link, training/CMakeLists.txt) mallopt does nothing; this holds for builds without it.
 void KeepActivationBlocksMapped() {
   static std::once_flag once;
   std::call_once(once, [] {
