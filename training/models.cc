@@ -112,8 +112,8 @@ class MlpNet final : public BuiltinNet {
 // gradient flows to, or kNoWinner where the output is not positive (ReLU passes no gradient).
 // Max and ReLU commute, so the values are exactly those of the two LibTorch kernels, whose NCHW
 // max-pool took a third of a cnn training step (meshlearn-bench BM_CnnTrainVsLibTorch, issue 29).
-using internal::kNoWinner;
 using internal::FirstLine;
+using internal::kNoWinner;
 
 // One window by max_pool2d's rule (a later NaN winning), for rows PoolReluRow leaves: the value
 // of ReLU then max-pool and the winner (kNoWinner where the value is not positive).
@@ -310,12 +310,19 @@ class ConvNet final : public BuiltinNet {
   torch::Tensor Hidden(torch::Tensor x, std::vector<LayerRecord>* layers) {
     using Kind = LayerRecord::Kind;
     x = x.view({x.size(0), chw_[0], chw_[1], chw_[2]});
-    x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers), plain_);
-    // The second convolution's input channels-last: oneDNN then writes its output without a
-    // reorder, and the fused ReLU + max-pool runs along contiguous channels. (A one-channel
-    // image gives oneDNN no layout to go by, so the first convolution stays as it is; as one
-    // matrix product over the image's patches, which is channels-last, it was slower.) Not for
+    // A one-channel image in channels-last strides (the same memory; only the strides say so):
+    // oneDNN then writes the first convolution's output channels-last too, without a reorder,
+    // and everything after it stays channels-last (LibTorch counts a one-channel NCHW tensor as
+    // channels-last already, so contiguous(ChannelsLast) would not change its strides). The cnn
+    // step took 10% less time (meshlearn-bench BM_CnnTrainVsLibTorch, issue 29). Not for
     // DP-SGD's recorded layers, whose per-sample gradients keep the layout they were written for.
+    if (!plain_ && layers == nullptr && chw_[0] == 1) {
+      x = x.contiguous().view({x.size(0), chw_[1], chw_[2], 1}).permute({0, 3, 1, 2});
+    }
+    x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers), plain_);
+    // The second convolution's input channels-last (already so after a one-channel first
+    // convolution, above): oneDNN then writes its output without a reorder, and the fused ReLU +
+    // max-pool runs along contiguous channels. Not for DP-SGD's recorded layers, as above.
     if (!plain_ && layers == nullptr) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
     x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers), plain_);
     x = x.flatten(1);
