@@ -66,6 +66,11 @@ class BuiltinNet : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) { return forward_recording(x, nullptr); }
   virtual torch::Tensor forward_recording(torch::Tensor x, std::vector<LayerRecord>* layers) = 0;
   virtual torch::Tensor embed(torch::Tensor x) = 0;
+  // TorchModel::ClassificationStep; none by default.
+  virtual std::optional<torch::Tensor> classification_step(const torch::Tensor& /*x*/,
+                                                           const torch::Tensor& /*labels*/) {
+    return std::nullopt;
+  }
   // TorchModel::SetPlainLibTorch.
   void set_plain(bool plain) { plain_ = plain; }
 
@@ -213,6 +218,11 @@ torch::Tensor PoolReluValues(const torch::Tensor& input, torch::Tensor* winners)
   return out;
 }
 
+// Whether PoolReluValues wrote `out` channels-last (it did when its input was).
+bool IsChannelsLast(const torch::Tensor& out) {
+  return out.is_contiguous(torch::MemoryFormat::ChannelsLast) && !out.is_contiguous();
+}
+
 // PoolReluValues with autograd: the gradient of each output goes to its window's winner, as
 // max_pool2d's and relu's backward passes route it (windows do not overlap, so no sums).
 struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
@@ -241,17 +251,22 @@ struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
     torch::Tensor out = PoolReluValues(x, &winners);
     ctx->saved_data["winners"] = winners;
     ctx->saved_data["shape"] = x.sizes().vec();
-    ctx->saved_data["channels_last"] =
-        out.is_contiguous(torch::MemoryFormat::ChannelsLast) && !out.is_contiguous();
+    ctx->saved_data["channels_last"] = IsChannelsLast(out);
     return out;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    const torch::Tensor winners = ctx->saved_data["winners"].toTensor();
-    const std::vector<int64_t> shape = ctx->saved_data["shape"].toIntVector();
-    if (ctx->saved_data["channels_last"].toBool())
-      return {BackwardChannelsLast(grads[0], winners, shape)};
-    const torch::Tensor g = grads[0].contiguous();
+    return {InputGradient(grads[0], ctx->saved_data["winners"].toTensor(),
+                          ctx->saved_data["shape"].toIntVector(),
+                          ctx->saved_data["channels_last"].toBool())};
+  }
+
+  // The gradient of the input x of `shape` from `grad`, the gradient of PoolReluValues(x,
+  // &winners), whose output was channels-last when `channels_last`.
+  static torch::Tensor InputGradient(const torch::Tensor& grad, const torch::Tensor& winners,
+                                     const std::vector<int64_t>& shape, bool channels_last) {
+    if (channels_last) return BackwardChannelsLast(grad, winners, shape);
+    const torch::Tensor g = grad.contiguous();
     const int64_t height = shape[2];
     const int64_t width = shape[3];
     const int64_t out_h = height / 2;
@@ -273,7 +288,7 @@ struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
         code += out_w;
       }
     }
-    return {gx};
+    return gx;
   }
 };
 
@@ -306,24 +321,89 @@ class ConvNet final : public BuiltinNet {
     return Recorded(LayerRecord::Kind::kLinear, h, fc2_(h), layers);
   }
 
+  // The cnn's training step written out, forward and backward, without autograd: the kernels
+  // autograd's graph of forward_recording runs for the convolutions, the fused ReLU + max-pool,
+  // the ReLU and the loss, and two matrix products per linear layer, so the loss and gradients
+  // are the autograd path's up to float rounding (tests: FastStep in
+  // tests/training/training_test.cc). Rationale: autograd's engine, its graph and the fused
+  // ReLU + max-pool's autograd node took about a sixth of a cnn step at batch 8
+  // (docs/benchmarks.md "A node-round").
+  std::optional<torch::Tensor> classification_step(const torch::Tensor& batch,
+                                                   const torch::Tensor& labels) override {
+    if (plain_) return std::nullopt;
+    torch::NoGradGuard no_grad;
+    const torch::Tensor x = ChannelsLastInput(batch);
+    const torch::Tensor a1 = conv1_(x);
+    torch::Tensor winners1, winners2;
+    const torch::Tensor p1 = PoolReluValues(a1, &winners1).contiguous(kChannelsLast);
+    const torch::Tensor a2 = conv2_(p1);
+    const torch::Tensor p2 = PoolReluValues(a2, &winners2);
+    const torch::Tensor f = p2.flatten(1);
+    const torch::Tensor h = torch::relu(fc1_(f));
+    const torch::Tensor log_probs = torch::log_softmax(fc2_(h), 1);
+    const auto [loss, total_weight] =
+        at::nll_loss_forward(log_probs, labels, {}, at::Reduction::Mean, kNoIgnoredLabel);
+    const torch::Tensor d_log_probs =
+        at::nll_loss_backward(torch::ones({}, loss.options()), log_probs, labels, {},
+                              at::Reduction::Mean, kNoIgnoredLabel, total_weight);
+    const torch::Tensor d_logits =
+        at::_log_softmax_backward_data(d_log_probs, log_probs, 1, log_probs.scalar_type());
+    const torch::Tensor d_h = at::threshold_backward(LinearBackward(fc2_, d_logits, h), h, 0);
+    const torch::Tensor d_f = LinearBackward(fc1_, d_h, f).view(p2.sizes());
+    const torch::Tensor d_a2 =
+        PoolReluFunction::InputGradient(d_f, winners2, a2.sizes().vec(), IsChannelsLast(p2));
+    const torch::Tensor d_p1 = ConvBackward(conv2_, d_a2, p1, /*input_gradient=*/true);
+    const torch::Tensor d_a1 =
+        PoolReluFunction::InputGradient(d_p1, winners1, a1.sizes().vec(), IsChannelsLast(p1));
+    ConvBackward(conv1_, d_a1, x, /*input_gradient=*/false);
+    return loss;
+  }
+
  private:
+  static constexpr auto kChannelsLast = torch::MemoryFormat::ChannelsLast;
+  static constexpr int64_t kNoIgnoredLabel = -100;  // nll_loss's ignore_index: none
+
+  // Stores the gradients of `layer`'s weight and bias from `grad`, the gradient of its output
+  // for `input`, and returns the gradient of `input`.
+  static torch::Tensor LinearBackward(torch::nn::Linear& layer, const torch::Tensor& grad,
+                                      const torch::Tensor& input) {
+    layer->weight.mutable_grad() = grad.t().mm(input);
+    layer->bias.mutable_grad() = grad.sum(0);
+    return grad.mm(layer->weight);
+  }
+
+  // Stores the gradients of `layer`'s weight and bias from `grad`, the gradient of its output
+  // for `input`, and returns the gradient of `input` when `input_gradient` (else undefined).
+  static torch::Tensor ConvBackward(torch::nn::Conv2d& layer, const torch::Tensor& grad,
+                                    const torch::Tensor& input, bool input_gradient) {
+    auto [d_input, d_weight, d_bias] = at::convolution_backward(
+        grad, input, layer->weight, layer->bias.sizes(), /*stride=*/{1, 1}, /*padding=*/{0, 0},
+        /*dilation=*/{1, 1}, /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
+        {input_gradient, true, true});
+    layer->weight.mutable_grad() = d_weight;
+    layer->bias.mutable_grad() = d_bias;
+    return d_input;
+  }
+
+  // `batch` as images [B, C, H, W] laid out channels-last, on the fast path: oneDNN then writes
+  // the convolutions' outputs channels-last without reorders, and the fused ReLU + max-pool runs
+  // along contiguous channels. A one-channel image keeps its memory and only gets channels-last
+  // strides (LibTorch counts a one-channel NCHW tensor as channels-last already, so
+  // contiguous(ChannelsLast) would not change its strides); that took 10% off a cnn step
+  // (meshlearn-bench BM_CnnTrainVsLibTorch, issue 29).
+  torch::Tensor ChannelsLastInput(const torch::Tensor& batch) const {
+    const torch::Tensor x = batch.view({batch.size(0), chw_[0], chw_[1], chw_[2]});
+    if (chw_[0] != 1) return x.contiguous(kChannelsLast);
+    return x.contiguous().view({x.size(0), chw_[1], chw_[2], 1}).permute({0, 3, 1, 2});
+  }
+
   torch::Tensor Hidden(torch::Tensor x, std::vector<LayerRecord>* layers) {
     using Kind = LayerRecord::Kind;
-    x = x.view({x.size(0), chw_[0], chw_[1], chw_[2]});
-    // A one-channel image in channels-last strides (the same memory; only the strides say so):
-    // oneDNN then writes the first convolution's output channels-last too, without a reorder,
-    // and everything after it stays channels-last (LibTorch counts a one-channel NCHW tensor as
-    // channels-last already, so contiguous(ChannelsLast) would not change its strides). The cnn
-    // step took 10% less time (meshlearn-bench BM_CnnTrainVsLibTorch, issue 29). DP-SGD's
-    // recorded layers too: its per-sample gradients read any layout, and its step took 4% less.
-    if (!plain_ && chw_[0] == 1) {
-      x = x.contiguous().view({x.size(0), chw_[1], chw_[2], 1}).permute({0, 3, 1, 2});
-    }
+    // DP-SGD's recorded layers go channels-last too: its per-sample gradients read any layout,
+    // and its step took 4% less.
+    x = plain_ ? x.view({x.size(0), chw_[0], chw_[1], chw_[2]}) : ChannelsLastInput(x);
     x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers), plain_);
-    // The second convolution's input channels-last (already so after a one-channel first
-    // convolution, above): oneDNN then writes its output without a reorder, and the fused ReLU +
-    // max-pool runs along contiguous channels.
-    if (!plain_) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+    if (!plain_) x = x.contiguous(kChannelsLast);  // it is already, unless oneDNN chose otherwise
     x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers), plain_);
     x = x.flatten(1);
     return torch::relu(Recorded(Kind::kLinear, x, fc1_(x), layers));
@@ -369,6 +449,10 @@ class BuiltinModel final : public TorchModel {
   std::vector<torch::Tensor> ParameterTensors() const override { return net_->parameters(); }
   bool RecordsLayers() const override { return true; }
   void SetPlainLibTorch(bool plain) override { net_->set_plain(plain); }
+  std::optional<torch::Tensor> ClassificationStep(const torch::Tensor& batch,
+                                                  const torch::Tensor& labels) override {
+    return net_->classification_step(batch, labels);
+  }
   torch::Tensor ForwardRecordingLayers(const torch::Tensor& batch,
                                        std::vector<LayerRecord>& layers) override {
     return net_->forward_recording(batch, &layers);

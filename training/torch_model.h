@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <vector>
 
 #include "training/model.h"
@@ -37,6 +38,15 @@ class TorchModel : public Model {
   // textbook loop does, instead of the fused ones; the values and gradients are the same. For
   // TrainConfig::plain_libtorch; no effect on models without fused kernels.
   virtual void SetPlainLibTorch(bool /*plain*/) {}
+  // One training step's forward and backward pass without autograd, for a classification batch
+  // [B, *input_shape] with int64 `labels` [B]: stores in every parameter's grad() the gradient of
+  // the mean cross-entropy, and returns that loss (a scalar), as Forward, the loss and autograd's
+  // backward pass would, up to float rounding. nullopt (no gradient touched) when the model has
+  // no such path or is set to plain LibTorch; the caller then takes autograd's.
+  virtual std::optional<torch::Tensor> ClassificationStep(const torch::Tensor& /*batch*/,
+                                                          const torch::Tensor& /*labels*/) {
+    return std::nullopt;
+  }
   // True when ForwardRecordingLayers is available: the built-in architectures, whose every
   // parameter is the weight or the bias of a recorded layer.
   virtual bool RecordsLayers() const { return false; }

@@ -315,14 +315,20 @@ Result<TrainStats> TrainLocal(Model& model, const Dataset& train, const TrainCon
         const torch::Tensor x = gathered_x.narrow(0, first - gathered_from, len);
         const torch::Tensor y = gathered_y.narrow(0, first - gathered_from, len);
         stepper->ZeroGrad();
-        torch::Tensor loss = Loss(train.task, m.Forward(x), y, torch::Reduction::Mean);
+        // The model's own step where it has one (the cnn's, without autograd), on the fast path.
+        std::optional<torch::Tensor> stepped;
+        if (!config.plain_libtorch && train.task == Task::kClassification) {
+          stepped = m.ClassificationStep(x, y);
+        }
+        const torch::Tensor loss =
+            stepped ? *stepped : Loss(train.task, m.Forward(x), y, torch::Reduction::Mean);
         const double value = loss.item<double>();
         if (!std::isfinite(value)) {
           m.SetPlainLibTorch(false);
           return Status::NonFinite("training loss became " + std::to_string(value) + " in epoch " +
                                    std::to_string(epoch) + "; lower the learning rate");
         }
-        loss.backward();
+        if (!stepped) loss.backward();
         stepper->Step();
         loss_sum += value;
         ++batches;
