@@ -6,9 +6,11 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tools/bench/comparison.h"
@@ -258,6 +260,85 @@ void BM_CnnTrainVsSgemmPeak(benchmark::State& state) {
   ReportRatio(state, "cnn_train_vs_sgemm_peak", SpreadOf(rates), 0.35, Goal::kAtLeast);
 }
 BENCHMARK(BM_CnnTrainVsSgemmPeak)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(12);
+
+// `models` cnns of the built-in shape trained as one stacked model, the form cross-node batching
+// under --simulate would take (issue 29): model k's batch of 8 is input channel k, the
+// convolutions are grouped (one group per model, channels-last), the linear layers are batched
+// matrix products, and the loss is the sum of the models' mean losses, so that each model gets
+// its own gradient; autograd and torch::optim::Adam over the stacked parameters.
+class GroupedCnnTraining {
+ public:
+  explicit GroupedCnnTraining(int64_t models) : models_(models) {
+    auto weights = [&](std::vector<int64_t> shape, double bound) {
+      params_.push_back((torch::rand(shape) * 2 - 1).mul_(bound).requires_grad_());
+      return params_.back();
+    };
+    conv1_ = weights({models * 16, 1, 3, 3}, 1 / 3.0);
+    bias1_ = weights({models * 16}, 1 / 3.0);
+    conv2_ = weights({models * 32, 16, 3, 3}, 1 / 12.0);
+    bias2_ = weights({models * 32}, 1 / 12.0);
+    fc1_ = weights({models, 800, 64}, 1 / std::sqrt(800.0));
+    bias3_ = weights({models, 1, 64}, 1 / std::sqrt(800.0));
+    fc2_ = weights({models, 64, 10}, 1 / 8.0);
+    bias4_ = weights({models, 1, 10}, 1 / 8.0);
+    optimizer_ = std::make_unique<torch::optim::Adam>(params_, torch::optim::AdamOptions(1e-3));
+    images_ = torch::rand({8, models, 28, 28}).contiguous(torch::MemoryFormat::ChannelsLast);
+    labels_ = torch::randint(0, 10, {models * 8}, torch::kInt64);
+  }
+  // One stacked step: one training step of every model.
+  void Step() {
+    const std::vector<int64_t> one = {1, 1}, none = {0, 0};
+    optimizer_->zero_grad();
+    torch::Tensor a = at::conv2d(images_, conv1_, bias1_, one, none, one, models_);
+    a = torch::max_pool2d(torch::relu(a), 2);
+    a = at::conv2d(a, conv2_, bias2_, one, none, one, models_);
+    a = torch::max_pool2d(torch::relu(a), 2);
+    const torch::Tensor f = a.reshape({8, models_, 800}).transpose(0, 1);
+    const torch::Tensor h = torch::relu(torch::baddbmm(bias3_, f, fc1_));
+    const torch::Tensor logits = torch::baddbmm(bias4_, h, fc2_).reshape({models_ * 8, 10});
+    torch::Tensor loss =
+        torch::nll_loss(torch::log_softmax(logits, 1), labels_, {}, torch::Reduction::Sum) / 8;
+    loss_sum_ += loss.item<double>();
+    loss.backward();
+    optimizer_->step();
+  }
+
+ private:
+  int64_t models_;
+  std::vector<torch::Tensor> params_;
+  torch::Tensor conv1_, bias1_, conv2_, bias2_, fc1_, bias3_, fc2_, bias4_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  torch::Tensor images_, labels_;
+  double loss_sum_ = 0;
+};
+
+// Cross-node batching's probe (issue 29): 100 model-steps of `models` cnns stacked
+// (GroupedCnnTraining, 100 / models stacked steps) against 100 steps of the learner's own cnn
+// training (TrainLocal), alternating. ratio = learner time / stacked time: above 1, batching
+// would train faster than the learner does one model at a time. Reported, no target.
+void BM_CnnGroupedVsSingle(benchmark::State& state) {
+  LearnerCnnEpoch learner(state);
+  if (!learner.ok()) return;
+  const int64_t models = state.range(0);
+  torch::manual_seed(3);
+  GroupedCnnTraining grouped(models);
+  const PairTiming t = TimeAlternating(
+      state,
+      [&] {
+        for (int64_t s = 0; s < 100 / models; ++s) grouped.Step();
+      },
+      [&] { learner.Run(); });
+  state.counters["grouped_model_steps_per_s"] = 100.0 * state.iterations() / t.subject_seconds;
+  state.counters["learner_steps_per_s"] = 100.0 * state.iterations() / t.baseline_seconds;
+  ReportRatio(state, "cnn_grouped_vs_single_" + std::to_string(models), MedianRatio(t), 0.0,
+              Goal::kAtLeast);
+}
+BENCHMARK(BM_CnnGroupedVsSingle)
+    ->Arg(25)
+    ->Arg(100)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(6);
 
 // An epoch of DP-SGD of the cnn (100 steps on Poisson samples of expected size 8: per-sample
 // gradients, clipping, noise) against an epoch of normal training (100 steps at batch 8) over
