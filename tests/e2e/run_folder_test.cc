@@ -436,5 +436,33 @@ TEST(RunFolder, ASimulatedRunStoppedBySigtermResumesToTheFilesOfOneNeverStopped)
   EXPECT_EQ(RowOf(dir + "/whole/simulation.csv", "random")["earlier_real_s"], "0");
 }
 
+// The cnn trains on the fast path (issue 29: channels-last layers, the step without autograd) in
+// the simulator's workers; a seed gives the same files whatever the number of threads.
+TEST(RunFolder, ASimulatedCnnRunIsByteIdenticalWithOneAndTwoThreads) {
+  std::string dir = ::testing::TempDir() + "/e2e_run_cnn_threads";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string scenario = std::string(MESHLEARN_SOURCE_DIR) + "/configs/quickstart.toml";
+  auto run = [&](const std::string& threads) {
+    Finished finished = RunLauncher(
+        dir, "threads-" + threads,
+        {scenario, "--simulate", "--methods", "cos_weights", "--set", "node.training.rounds=3",
+         "--threads", threads, "--out", dir + "/threads-" + threads});
+    EXPECT_TRUE(ExitedWith(finished.status, 0)) << finished.log;
+  };
+  run("1");
+  run("2");
+  for (int i = 0; i < 12; ++i) {
+    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
+      const std::string node = "/cos_weights/node-" + std::to_string(i) + "/" + file;
+      const std::string one = ReadText(dir + "/threads-1" + node);
+      EXPECT_FALSE(one.empty()) << node;
+      EXPECT_EQ(ReadText(dir + "/threads-2" + node), one) << node;
+    }
+  }
+  EXPECT_EQ(ReadText(dir + "/threads-2/cos_weights/heatmap.csv"),
+            ReadText(dir + "/threads-1/cos_weights/heatmap.csv"));
+}
+
 }  // namespace
 }  // namespace meshlearn::e2e
