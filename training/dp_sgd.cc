@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -26,14 +27,32 @@ struct PerSampleGrads {
   double loss_sum = 0;
 };
 
-PerSampleGrads ComputePerSampleGrads(TorchModel& model, Task task, const torch::Tensor& x,
-                                     const torch::Tensor& y) {
-  std::vector<LayerRecord> layers;
-  const torch::Tensor outputs = model.ForwardRecordingLayers(x, layers);
+// Every weighted layer's input and the gradient of the summed loss of `x`/`y` with respect to its
+// output, in parameter order, and that loss: from the model's own backward pass where it has one
+// (the cnn's, TorchModel::ClassificationLayerGradients), else from the recorded layers and
+// autograd.
+torch::Tensor LayerGradients(TorchModel& model, Task task, const torch::Tensor& x,
+                             const torch::Tensor& y, std::vector<LayerGradient>& layers) {
+  if (task == Task::kClassification) {
+    std::optional<torch::Tensor> loss = model.ClassificationLayerGradients(x, y, layers);
+    if (loss) return *loss;
+  }
+  std::vector<LayerRecord> records;
+  const torch::Tensor outputs = model.ForwardRecordingLayers(x, records);
   const torch::Tensor loss = internal::Loss(task, outputs, y, torch::Reduction::Sum);
   std::vector<torch::Tensor> layer_outputs;
-  for (const LayerRecord& layer : layers) layer_outputs.push_back(layer.output);
+  for (const LayerRecord& record : records) layer_outputs.push_back(record.output);
   const std::vector<torch::Tensor> output_grads = torch::autograd::grad({loss}, layer_outputs);
+  for (size_t k = 0; k < records.size(); ++k) {
+    layers.push_back({records[k].kind, records[k].input.detach(), output_grads[k]});
+  }
+  return loss;
+}
+
+PerSampleGrads ComputePerSampleGrads(TorchModel& model, Task task, const torch::Tensor& x,
+                                     const torch::Tensor& y) {
+  std::vector<LayerGradient> layers;
+  const torch::Tensor loss = LayerGradients(model, task, x, y, layers);
   const std::vector<torch::Tensor> params = model.ParameterTensors();
   if (params.size() != 2 * layers.size()) {
     throw std::logic_error("the recorded layers do not cover the model's parameters");
@@ -43,8 +62,8 @@ PerSampleGrads ComputePerSampleGrads(TorchModel& model, Task task, const torch::
   out.loss_sum = loss.item<double>();
   const int64_t batch = x.size(0);
   for (size_t k = 0; k < layers.size(); ++k) {
-    const torch::Tensor input = layers[k].input.detach();
-    const torch::Tensor& g = output_grads[k];
+    const torch::Tensor& input = layers[k].input;
+    const torch::Tensor& g = layers[k].output_grad;
     const torch::Tensor& weight = params[2 * k];
     std::vector<int64_t> weight_shape = {batch};
     weight_shape.insert(weight_shape.end(), weight.sizes().begin(), weight.sizes().end());

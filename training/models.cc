@@ -66,9 +66,12 @@ class BuiltinNet : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) { return forward_recording(x, nullptr); }
   virtual torch::Tensor forward_recording(torch::Tensor x, std::vector<LayerRecord>* layers) = 0;
   virtual torch::Tensor embed(torch::Tensor x) = 0;
-  // TorchModel::ClassificationStep; none by default.
-  virtual std::optional<torch::Tensor> classification_step(const torch::Tensor& /*x*/,
-                                                           const torch::Tensor& /*labels*/) {
+  // TorchModel::ClassificationStep (`layers` null, the mean loss, the parameters' gradients
+  // stored) and TorchModel::ClassificationLayerGradients (`layers` set, the summed loss); none by
+  // default.
+  virtual std::optional<torch::Tensor> classification_pass(const torch::Tensor& /*x*/,
+                                                           const torch::Tensor& /*labels*/,
+                                                           std::vector<LayerGradient>* /*layers*/) {
     return std::nullopt;
   }
   // TorchModel::SetPlainLibTorch.
@@ -321,17 +324,20 @@ class ConvNet final : public BuiltinNet {
     return Recorded(LayerRecord::Kind::kLinear, h, fc2_(h), layers);
   }
 
-  // The cnn's training step written out, forward and backward, without autograd: the kernels
+  // The cnn's training pass written out, forward and backward, without autograd: the kernels
   // autograd's graph of forward_recording runs for the convolutions, the fused ReLU + max-pool,
-  // the ReLU and the loss, and two matrix products per linear layer, so the loss and gradients
+  // the ReLU and the loss, and matrix products for the linear layers, so the loss and gradients
   // are the autograd path's up to float rounding (tests: FastStep in
-  // tests/training/training_test.cc). Rationale: autograd's engine, its graph and the fused
-  // ReLU + max-pool's autograd node took about a sixth of a cnn step at batch 8
-  // (docs/benchmarks.md "A node-round").
-  std::optional<torch::Tensor> classification_step(const torch::Tensor& batch,
-                                                   const torch::Tensor& labels) override {
+  // tests/training/training_test.cc, PerSampleGradientsTest in dp_sgd_test.cc). Rationale:
+  // autograd's engine, its graph and the fused ReLU + max-pool's autograd node took about a
+  // sixth of a cnn step at batch 8 (docs/benchmarks.md "A node-round").
+  std::optional<torch::Tensor> classification_pass(const torch::Tensor& batch,
+                                                   const torch::Tensor& labels,
+                                                   std::vector<LayerGradient>* layers) override {
     if (plain_) return std::nullopt;
     torch::NoGradGuard no_grad;
+    const bool store = layers == nullptr;  // a training step: the parameters' gradients
+    const int64_t reduction = store ? at::Reduction::Mean : at::Reduction::Sum;
     const torch::Tensor x = ChannelsLastInput(batch);
     const torch::Tensor a1 = conv1_(x);
     torch::Tensor winners1, winners2;
@@ -342,20 +348,29 @@ class ConvNet final : public BuiltinNet {
     const torch::Tensor h = torch::relu(fc1_(f));
     const torch::Tensor log_probs = torch::log_softmax(fc2_(h), 1);
     const auto [loss, total_weight] =
-        at::nll_loss_forward(log_probs, labels, {}, at::Reduction::Mean, kNoIgnoredLabel);
+        at::nll_loss_forward(log_probs, labels, {}, reduction, kNoIgnoredLabel);
     const torch::Tensor d_log_probs =
-        at::nll_loss_backward(torch::ones({}, loss.options()), log_probs, labels, {},
-                              at::Reduction::Mean, kNoIgnoredLabel, total_weight);
+        at::nll_loss_backward(torch::ones({}, loss.options()), log_probs, labels, {}, reduction,
+                              kNoIgnoredLabel, total_weight);
     const torch::Tensor d_logits =
         at::_log_softmax_backward_data(d_log_probs, log_probs, 1, log_probs.scalar_type());
-    const torch::Tensor d_h = at::threshold_backward(LinearBackward(fc2_, d_logits, h), h, 0);
-    const torch::Tensor d_f = LinearBackward(fc1_, d_h, f).view(p2.sizes());
+    const torch::Tensor d_fc1 =
+        at::threshold_backward(LinearBackward(fc2_, d_logits, h, store), h, 0);
+    const torch::Tensor d_f = LinearBackward(fc1_, d_fc1, f, store).view(p2.sizes());
     const torch::Tensor d_a2 =
         PoolReluFunction::InputGradient(d_f, winners2, a2.sizes().vec(), IsChannelsLast(p2));
-    const torch::Tensor d_p1 = ConvBackward(conv2_, d_a2, p1, /*input_gradient=*/true);
+    const torch::Tensor d_p1 = ConvBackward(conv2_, d_a2, p1, /*input_gradient=*/true, store);
     const torch::Tensor d_a1 =
         PoolReluFunction::InputGradient(d_p1, winners1, a1.sizes().vec(), IsChannelsLast(p1));
-    ConvBackward(conv1_, d_a1, x, /*input_gradient=*/false);
+    if (store) {
+      ConvBackward(conv1_, d_a1, x, /*input_gradient=*/false, store);
+    } else {
+      using Kind = LayerRecord::Kind;
+      layers->insert(layers->end(), {{Kind::kConv2d, x, d_a1},
+                                     {Kind::kConv2d, p1, d_a2},
+                                     {Kind::kLinear, f, d_fc1},
+                                     {Kind::kLinear, h, d_logits}});
+    }
     return loss;
   }
 
@@ -363,25 +378,29 @@ class ConvNet final : public BuiltinNet {
   static constexpr auto kChannelsLast = torch::MemoryFormat::ChannelsLast;
   static constexpr int64_t kNoIgnoredLabel = -100;  // nll_loss's ignore_index: none
 
-  // Stores the gradients of `layer`'s weight and bias from `grad`, the gradient of its output
-  // for `input`, and returns the gradient of `input`.
+  // The gradient of `input` from `grad`, the gradient of `layer`'s output for it; when `store`,
+  // also stores the gradients of the layer's weight and bias.
   static torch::Tensor LinearBackward(torch::nn::Linear& layer, const torch::Tensor& grad,
-                                      const torch::Tensor& input) {
-    layer->weight.mutable_grad() = grad.t().mm(input);
-    layer->bias.mutable_grad() = grad.sum(0);
+                                      const torch::Tensor& input, bool store) {
+    if (store) {
+      layer->weight.mutable_grad() = grad.t().mm(input);
+      layer->bias.mutable_grad() = grad.sum(0);
+    }
     return grad.mm(layer->weight);
   }
 
-  // Stores the gradients of `layer`'s weight and bias from `grad`, the gradient of its output
-  // for `input`, and returns the gradient of `input` when `input_gradient` (else undefined).
+  // The gradient of `input` when `input_gradient` (else undefined) from `grad`, the gradient of
+  // `layer`'s output for it; when `store`, also stores the gradients of its weight and bias.
   static torch::Tensor ConvBackward(torch::nn::Conv2d& layer, const torch::Tensor& grad,
-                                    const torch::Tensor& input, bool input_gradient) {
+                                    const torch::Tensor& input, bool input_gradient, bool store) {
     auto [d_input, d_weight, d_bias] = at::convolution_backward(
         grad, input, layer->weight, layer->bias.sizes(), /*stride=*/{1, 1}, /*padding=*/{0, 0},
         /*dilation=*/{1, 1}, /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
-        {input_gradient, true, true});
-    layer->weight.mutable_grad() = d_weight;
-    layer->bias.mutable_grad() = d_bias;
+        {input_gradient, store, store});
+    if (store) {
+      layer->weight.mutable_grad() = d_weight;
+      layer->bias.mutable_grad() = d_bias;
+    }
     return d_input;
   }
 
@@ -451,7 +470,12 @@ class BuiltinModel final : public TorchModel {
   void SetPlainLibTorch(bool plain) override { net_->set_plain(plain); }
   std::optional<torch::Tensor> ClassificationStep(const torch::Tensor& batch,
                                                   const torch::Tensor& labels) override {
-    return net_->classification_step(batch, labels);
+    return net_->classification_pass(batch, labels, nullptr);
+  }
+  std::optional<torch::Tensor> ClassificationLayerGradients(
+      const torch::Tensor& batch, const torch::Tensor& labels,
+      std::vector<LayerGradient>& layers) override {
+    return net_->classification_pass(batch, labels, &layers);
   }
   torch::Tensor ForwardRecordingLayers(const torch::Tensor& batch,
                                        std::vector<LayerRecord>& layers) override {

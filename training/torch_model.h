@@ -23,6 +23,15 @@ struct LayerRecord {
   torch::Tensor output;  // the layer's output, part of the autograd graph of the forward pass
 };
 
+// A weighted layer's input and the gradient of the loss with respect to its output, from a
+// backward pass without autograd (TorchModel::ClassificationLayerGradients): what DP-SGD's
+// per-sample gradients are computed from, as from a LayerRecord and autograd's gradient.
+struct LayerGradient {
+  LayerRecord::Kind kind = LayerRecord::Kind::kLinear;
+  torch::Tensor input;        // what the layer was applied to
+  torch::Tensor output_grad;  // d loss / d output, the shape of the layer's output
+};
+
 // A Model backed by torch tensors. Every model CreateModel() returns is one.
 class TorchModel : public Model {
  public:
@@ -45,6 +54,15 @@ class TorchModel : public Model {
   // no such path or is set to plain LibTorch; the caller then takes autograd's.
   virtual std::optional<torch::Tensor> ClassificationStep(const torch::Tensor& /*batch*/,
                                                           const torch::Tensor& /*labels*/) {
+    return std::nullopt;
+  }
+  // The same pass for the summed cross-entropy of the batch, without touching any parameter's
+  // grad(): appends every weighted layer's input and output gradient to `layers`, in the order
+  // of ForwardRecordingLayers, and returns the summed loss. nullopt (nothing appended) when the
+  // model has no such path; the caller then records the layers and takes autograd's gradients.
+  virtual std::optional<torch::Tensor> ClassificationLayerGradients(
+      const torch::Tensor& /*batch*/, const torch::Tensor& /*labels*/,
+      std::vector<LayerGradient>& /*layers*/) {
     return std::nullopt;
   }
   // True when ForwardRecordingLayers is available: the built-in architectures, whose every
