@@ -74,6 +74,7 @@ TEST(StatusDocument, ReadsBackWhatItWrites) {
   EXPECT_EQ(back->peers[0].times_sampled, 3u);
   EXPECT_EQ(back->counters.rejected_by_code.at("too_large"), 1u);
   EXPECT_EQ(back->transport.bytes_out, 2000u);
+  EXPECT_DOUBLE_EQ(back->http_cpu_s, 0.125);
   EXPECT_EQ(back->counters.topk_whole_estimates, 6u);
   EXPECT_NE(
       MetricsText(s).find("meshlearn_topk_whole_estimates_total{node=\"node \\\"7\\\"\\n\"} 6\n"),
