@@ -315,11 +315,10 @@ Result<TrainStats> TrainLocal(Model& model, const Dataset& train, const TrainCon
         const torch::Tensor x = gathered_x.narrow(0, first - gathered_from, len);
         const torch::Tensor y = gathered_y.narrow(0, first - gathered_from, len);
         stepper->ZeroGrad();
-        // The model's own step where it has one (the cnn's, without autograd), on the fast path.
+        // The model's own step where it has one (the cnn's, without autograd); a model set to
+        // plain LibTorch above has none.
         std::optional<torch::Tensor> stepped;
-        if (!config.plain_libtorch && train.task == Task::kClassification) {
-          stepped = m.ClassificationStep(x, y);
-        }
+        if (train.task == Task::kClassification) stepped = m.ClassificationStep(x, y);
         const torch::Tensor loss =
             stepped ? *stepped : Loss(train.task, m.Forward(x), y, torch::Reduction::Mean);
         const double value = loss.item<double>();
