@@ -1,9 +1,12 @@
 // docs/results.md's full-scale tables are rebuilt from the data in results/: every run kept there
 // (results/<scenario>/seed-<seed>/<method folder>/summary.csv) has its row on the page, every row
 // names a run that is kept, and the row's per-cluster and mean accuracies are the data's, rounded
-// to two decimals. A figure typed by hand, or data added without its row, fails here.
+// to two decimals. A row over seeds ("`<method>`, seeds 1–5") holds the means of its runs' figures
+// and the standard deviation of their means. A figure typed by hand, or data added without its
+// row, fails here.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,16 +29,24 @@ const fs::path kRoot = MESHLEARN_SOURCE_DIR;
 // A kept run: scenario name, seed and method name (the summary's `method` column).
 using RunKey = std::tuple<std::string, std::string, std::string>;
 
-// `value` (a number as summary.csv writes it) with two decimals, as the page shows it.
-std::string TwoDecimals(const std::string& value) {
+// `value` with two decimals, as the page shows it.
+std::string TwoDecimals(double value) {
   char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", std::stod(value));
+  std::snprintf(text, sizeof(text), "%.2f", value);
   return text;
 }
 
-// The figures of every kept run: its clusters' accuracies, then the mean, each with two decimals.
-std::map<RunKey, std::vector<std::string>> KeptRuns() {
-  std::map<RunKey, std::vector<std::string>> runs;
+// `values` with two decimals each.
+std::vector<std::string> TwoDecimals(const std::vector<double>& values) {
+  std::vector<std::string> texts;
+  for (double value : values) texts.push_back(TwoDecimals(value));
+  return texts;
+}
+
+// The figures of every kept run, as summary.csv writes them: its clusters' accuracies, then the
+// mean.
+std::map<RunKey, std::vector<double>> KeptRuns() {
+  std::map<RunKey, std::vector<double>> runs;
   const fs::path results = kRoot / "results";
   if (!fs::exists(results)) return runs;
   for (const auto& entry : fs::recursive_directory_iterator(results)) {
@@ -60,16 +71,16 @@ std::map<RunKey, std::vector<std::string>> KeptRuns() {
       const std::vector<std::string>& cells = (*records)[r].fields;
       EXPECT_EQ(cells.size(), header.size()) << entry.path() << " line " << (*records)[r].line;
       if (cells.size() != header.size()) continue;
-      std::vector<std::string> figures;
+      std::vector<double> figures;
       std::string method;
       for (size_t i = 0; i < header.size(); ++i) {
         if (header[i] == "method") method = cells[i];
         if (std::regex_match(header[i], std::regex("cluster_[0-9]+"))) {
-          figures.push_back(TwoDecimals(cells[i]));
+          figures.push_back(std::stod(cells[i]));
         }
       }
       for (size_t i = 0; i < header.size(); ++i) {
-        if (header[i] == "mean") figures.push_back(TwoDecimals(cells[i]));
+        if (header[i] == "mean") figures.push_back(std::stod(cells[i]));
       }
       runs[{scenario, seed_dir.substr(5), method}] = figures;
     }
@@ -79,11 +90,16 @@ std::map<RunKey, std::vector<std::string>> KeptRuns() {
 
 // The rows of the page's full-scale tables: under a heading "### `<scenario>`", a row whose first
 // cell is "`<method>`, seed <n>", then one cell per cluster and the mean (bold marks dropped).
-std::map<RunKey, std::vector<std::string>> PageRows() {
+// With `over_seeds`, the rows whose first cell is "`<method>`, seeds <first>–<last>" instead,
+// keyed by seed "<first>–<last>", whose mean reads "<mean> ± <standard deviation>".
+std::map<RunKey, std::vector<std::string>> PageRows(bool over_seeds = false) {
   std::map<RunKey, std::vector<std::string>> rows;
   std::ifstream in(kRoot / "docs" / "results.md");
   const std::regex heading("^### `([^`]+)`");
-  const std::regex first_cell("^`([^`]+)`, seed ([0-9]+)$");
+  const std::regex first_cell(over_seeds ? "^`([^`]+)`, seeds ([0-9]+–[0-9]+)$"
+                                         : "^`([^`]+)`, seed ([0-9]+)$");
+  const std::regex figure(over_seeds ? "[0-9]+\\.[0-9]{2}( ± [0-9]+\\.[0-9]{2})?"
+                                     : "[0-9]+\\.[0-9]{2}");
   std::string scenario, line;
   while (std::getline(in, line)) {
     std::smatch m;
@@ -101,8 +117,9 @@ std::map<RunKey, std::vector<std::string>> PageRows() {
     if (cells.empty() || !std::regex_match(cells[0], m, first_cell)) continue;
     std::vector<std::string> figures;
     for (size_t i = 1; i < cells.size(); ++i) {
-      if (!std::regex_match(cells[i], std::regex("[0-9]+\\.[0-9]{2}"))) break;
+      if (!std::regex_match(cells[i], figure)) break;
       figures.push_back(cells[i]);
+      if (cells[i].find("±") != std::string::npos) break;  // the mean over seeds: the last figure
     }
     rows[{scenario, m[2], m[1]}] = figures;
   }
@@ -120,7 +137,38 @@ TEST(ResultsPage, EveryKeptRunHasItsRowWithTheDatasFigures) {
   for (const auto& [key, figures] : runs) {
     auto row = rows.find(key);
     ASSERT_NE(row, rows.end()) << Name(key) << " is in results/ but has no row in docs/results.md";
-    EXPECT_EQ(row->second, figures) << Name(key) << ": the page's figures are not the data's";
+    EXPECT_EQ(row->second, TwoDecimals(figures))
+        << Name(key) << ": the page's figures are not the data's";
+  }
+}
+
+TEST(ResultsPage, EveryRowOverSeedsIsTheMeanOfItsRuns) {
+  const auto runs = KeptRuns();
+  const auto rows = PageRows(/*over_seeds=*/true);
+  ASSERT_FALSE(rows.empty()) << "docs/results.md has no row over seeds";
+  for (const auto& [key, figures] : rows) {
+    const auto& [scenario, seeds, method] = key;
+    const size_t dash = seeds.find("–");
+    const int first = std::stoi(seeds.substr(0, dash));
+    const int last = std::stoi(seeds.substr(dash + std::string("–").size()));
+    std::vector<std::vector<double>> seed_figures;
+    for (int seed = first; seed <= last; ++seed) {
+      auto run = runs.find({scenario, std::to_string(seed), method});
+      ASSERT_NE(run, runs.end()) << Name(key) << ": results/ keeps no run of seed " << seed;
+      seed_figures.push_back(run->second);
+    }
+    ASSERT_GE(seed_figures.size(), 2u) << Name(key) << ": a mean over seeds needs two or more";
+    std::vector<double> means(seed_figures.front().size(), 0.0);
+    for (const std::vector<double>& f : seed_figures) {
+      for (size_t i = 0; i < means.size(); ++i) means[i] += f[i] / seed_figures.size();
+    }
+    double squares = 0;  // of the seeds' means (the last figure) around their mean
+    for (const std::vector<double>& f : seed_figures) {
+      squares += (f.back() - means.back()) * (f.back() - means.back());
+    }
+    std::vector<std::string> expected = TwoDecimals(means);
+    expected.back() += " ± " + TwoDecimals(std::sqrt(squares / (seed_figures.size() - 1)));
+    EXPECT_EQ(figures, expected) << Name(key) << ": the page's means are not the data's";
   }
 }
 
