@@ -11,6 +11,7 @@
 #include "tools/launch/method_runner.h"
 #include "tools/launch/report.h"
 #include "tools/launch/run_layout.h"
+#include "tools/launch/run_reader.h"
 #include "tools/launch/run_report.h"
 
 namespace meshlearn::launch {

@@ -11,6 +11,7 @@
 
 #include "node/config/config_toml.h"
 #include "node/config/toml_reader.h"
+#include "tools/launch/run_layout.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -482,19 +483,6 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
   MESHLEARN_RETURN_IF_ERROR(
       node::CheckNodeConfig(config, scenario.file + " (method '" + method.name + "')"));
   return config;
-}
-
-std::string Slug(const std::string& name) {
-  std::string slug;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') {
-      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else if (!slug.empty() && slug.back() != '-') {
-      slug += '-';
-    }
-  }
-  while (!slug.empty() && slug.back() == '-') slug.pop_back();
-  return slug.empty() ? "method" : slug;
 }
 
 }  // namespace meshlearn::launch

@@ -114,7 +114,4 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
 // template or the method, default 0). kInvalidArgument when it is not a number in [0, 1].
 Result<double> AttackFraction(const Scenario& scenario, const MethodSpec& method);
 
-// A file-name-safe form of a method name ("cos_weights FedSim" -> "cos_weights-fedsim").
-std::string Slug(const std::string& name);
-
 }  // namespace meshlearn::launch
