@@ -52,6 +52,34 @@ std::optional<Manifest> ReadManifestOf(const fs::path& dir) {
   return std::move(*parsed);
 }
 
+// Reads the nodes and clusters of the run folder `root` into `folder.partition`: from its
+// clusters.csv (or, when `root` is itself the run's one method folder, `only_method`, from the
+// one above it), else every node of `seen_ids` in cluster 0, with a note in `folder` saying so.
+Status ReadPartition(const fs::path& root, bool only_method, const std::set<std::string>& seen_ids,
+                     RunFolder& folder) {
+  fs::path clusters = root / kClustersFile;
+  if (!fs::exists(clusters) && only_method) clusters = root.parent_path() / kClustersFile;
+  Partition& p = folder.partition;
+  if (fs::exists(clusters)) {
+    auto read = plot::ReadClusterCsv(clusters.string());
+    if (!read.ok()) return read.status();
+    for (const auto& [id, cluster] : *read) p.ids.push_back(id);
+    std::sort(p.ids.begin(), p.ids.end(), plot::NaturalLess);
+    for (const std::string& id : p.ids) {
+      p.clusters.push_back(read->at(id));
+      p.num_clusters = std::max(p.num_clusters, read->at(id) + 1);
+    }
+  } else {
+    folder.notes.push_back(std::string("no ") + kClustersFile +
+                           ": every node is counted in cluster 0");
+    p.ids.assign(seen_ids.begin(), seen_ids.end());
+    std::sort(p.ids.begin(), p.ids.end(), plot::NaturalLess);
+    p.clusters.assign(p.ids.size(), 0);
+    p.num_clusters = 1;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
@@ -145,28 +173,9 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
     ordered.emplace_back(name, m);
   }
 
-  fs::path clusters = root / kClustersFile;
-  if (!fs::exists(clusters) && ordered.size() == 1 && ordered[0].second == root) {
-    clusters = root.parent_path() / kClustersFile;
-  }
+  MESHLEARN_RETURN_IF_ERROR(
+      ReadPartition(root, ordered.size() == 1 && ordered[0].second == root, seen_ids, folder));
   Partition& p = folder.partition;
-  if (fs::exists(clusters)) {
-    auto read = plot::ReadClusterCsv(clusters.string());
-    if (!read.ok()) return read.status();
-    for (const auto& [id, cluster] : *read) p.ids.push_back(id);
-    std::sort(p.ids.begin(), p.ids.end(), plot::NaturalLess);
-    for (const std::string& id : p.ids) {
-      p.clusters.push_back(read->at(id));
-      p.num_clusters = std::max(p.num_clusters, read->at(id) + 1);
-    }
-  } else {
-    folder.notes.push_back(std::string("no ") + kClustersFile +
-                           ": every node is counted in cluster 0");
-    p.ids.assign(seen_ids.begin(), seen_ids.end());
-    std::sort(p.ids.begin(), p.ids.end(), plot::NaturalLess);
-    p.clusters.assign(p.ids.size(), 0);
-    p.num_clusters = 1;
-  }
   // The launcher's own times and status, when its manifest recorded the method's end.
   for (const auto& [name, path] : ordered) {
     folder.runs.push_back(ReadMethodRun(path.string(), name, p));

@@ -332,6 +332,59 @@ Status CheckNetworkNodes(const std::string& file, const sim::NetworkModel& netwo
   return Status::Ok();
 }
 
+// Sets the number of clients of `p` to `nodes` (--nodes). Cluster sizes given as node counts that
+// no longer add up become the proportions they were.
+void SetNodeCount(int nodes, training::PartitionConfig& p) {
+  std::vector<double>& sizes = p.cluster_sizes;
+  double total = 0;
+  bool counts = !sizes.empty();
+  for (double v : sizes) {
+    total += v;
+    counts = counts && v == std::floor(v);
+  }
+  if (counts && total > 0 && std::llround(total) != nodes) {
+    for (double& v : sizes) v /= total;  // keep the proportions for the new node count
+  }
+  p.num_clients = nodes;
+}
+
+// The scenario as run, for the run's manifest and --resume's check: `root` (the file with --set
+// applied) with the seed of `s` and, when --nodes was given (`nodes_set`), its clients and cluster
+// sizes.
+std::string ResolvedText(toml::table& root, const Scenario& s, bool nodes_set) {
+  root.insert_or_assign("seed", static_cast<int64_t>(s.seed));
+  if (nodes_set) {
+    toml::table* data = root.get_as<toml::table>("data");
+    if (!data) data = root.insert_or_assign("data", toml::table{}).first->second.as_table();
+    data->insert_or_assign("clients", static_cast<int64_t>(s.data.partition.num_clients));
+    if (!s.data.partition.cluster_sizes.empty()) {
+      toml::array sizes_array;
+      for (double v : s.data.partition.cluster_sizes) sizes_array.push_back(v);
+      data->insert_or_assign("cluster_sizes", std::move(sizes_array));
+    }
+  }
+  std::ostringstream resolved;
+  resolved << root << "\n";
+  return resolved.str();
+}
+
+// Reads and validates every method's node config once, before any data is loaded: its
+// attack.fraction, its node keys (`method_values[i]` over `template_values`) and the rules of a
+// node config built from them.
+Status ReadMethodConfigs(Scenario& s, const NodeKeyValues& template_values,
+                         const std::vector<NodeKeyValues>& method_values) {
+  for (size_t i = 0; i < s.methods.size(); ++i) {
+    MethodSpec& method = s.methods[i];
+    MESHLEARN_RETURN_IF_ERROR(AttackFraction(s, method).status());
+    MESHLEARN_RETURN_IF_ERROR(ReadNodeKeys(s, template_values, method_values[i], method));
+    auto config = MakeNodeConfig(s, method, "node-0", "tcp://127.0.0.1:1", "shard", "out",
+                                 {{"node-1", "tcp://127.0.0.1:2"}}, {{"node-0", 0}, {"node-1", 0}},
+                                 std::nullopt, /*attacker=*/true);
+    if (!config.ok()) return config.status();
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 NameTable<DatasetKind> DatasetKindNames() { return kDatasetNames; }
@@ -393,19 +446,7 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
 
   if (overrides.seed) s.seed = *overrides.seed;
   s.data.partition.seed = s.seed;
-  if (overrides.nodes > 0) {
-    std::vector<double>& sizes = s.data.partition.cluster_sizes;
-    double total = 0;
-    bool counts = !sizes.empty();
-    for (double v : sizes) {
-      total += v;
-      counts = counts && v == std::floor(v);
-    }
-    if (counts && total > 0 && std::llround(total) != overrides.nodes) {
-      for (double& v : sizes) v /= total;  // keep the proportions for the new node count
-    }
-    s.data.partition.num_clients = overrides.nodes;
-  }
+  if (overrides.nodes > 0) SetNodeCount(overrides.nodes, s.data.partition);
   if (s.data.partition.num_clients < 2) {
     return Status::InvalidArgument(path +
                                    ": [data] clients must be at least 2 (a mesh needs "
@@ -413,33 +454,10 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   }
   auto sizes = training::ResolveClusterSizes(s.data.partition);
   if (!sizes.ok()) return sizes.status().WithContext(path + ": [data] cluster_sizes");
-  // The scenario as run, for the run's manifest and --resume's check.
-  root.insert_or_assign("seed", static_cast<int64_t>(s.seed));
-  if (overrides.nodes > 0) {
-    toml::table* data = root.get_as<toml::table>("data");
-    if (!data) data = root.insert_or_assign("data", toml::table{}).first->second.as_table();
-    data->insert_or_assign("clients", static_cast<int64_t>(s.data.partition.num_clients));
-    if (!s.data.partition.cluster_sizes.empty()) {
-      toml::array sizes_array;
-      for (double v : s.data.partition.cluster_sizes) sizes_array.push_back(v);
-      data->insert_or_assign("cluster_sizes", std::move(sizes_array));
-    }
-  }
-  std::ostringstream resolved;
-  resolved << root << "\n";
-  s.resolved = resolved.str();
+  s.resolved = ResolvedText(root, s, overrides.nodes > 0);
   MESHLEARN_RETURN_IF_ERROR(CheckNetworkNodes(path, s.network, s.data.partition.num_clients));
 
-  // Read and validate every method's node config once, before any data is loaded.
-  for (size_t i = 0; i < s.methods.size(); ++i) {
-    MethodSpec& method = s.methods[i];
-    MESHLEARN_RETURN_IF_ERROR(AttackFraction(s, method).status());
-    MESHLEARN_RETURN_IF_ERROR(ReadNodeKeys(s, template_values, method_values[i], method));
-    auto config = MakeNodeConfig(s, method, "node-0", "tcp://127.0.0.1:1", "shard", "out",
-                                 {{"node-1", "tcp://127.0.0.1:2"}}, {{"node-0", 0}, {"node-1", 0}},
-                                 std::nullopt, /*attacker=*/true);
-    if (!config.ok()) return config.status();
-  }
+  MESHLEARN_RETURN_IF_ERROR(ReadMethodConfigs(s, template_values, method_values));
   return s;
 }
 
