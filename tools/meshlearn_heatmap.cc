@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "tools/launch/run_layout.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
 
@@ -22,6 +23,7 @@ namespace {
 
 using meshlearn::Result;
 using meshlearn::Status;
+namespace launch = meshlearn::launch;
 namespace plot = meshlearn::plot;
 
 constexpr int kExitBadInput = 2;
@@ -68,8 +70,8 @@ Status CheckSquare(const std::string& path, const plot::LabeledMatrix& m) {
 
 int RunMerge(const std::string& run_dir, const std::string& clusters_path, std::string out_csv,
              std::string out_png, const std::string& title) {
-  if (out_csv.empty()) out_csv = (std::filesystem::path(run_dir) / "heatmap.csv").string();
-  if (out_png.empty()) out_png = (std::filesystem::path(run_dir) / "heatmap.png").string();
+  if (out_csv.empty()) out_csv = launch::PathIn(run_dir, launch::kHeatmapCsvFile);
+  if (out_png.empty()) out_png = launch::PathIn(run_dir, launch::kHeatmapPngFile);
   Result<plot::LabeledMatrix> merged = plot::MergeCommCounts(run_dir);
   if (!merged.ok()) return Fail(merged.status());
   auto clusters = LoadClusters(clusters_path, *merged);

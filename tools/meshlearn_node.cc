@@ -22,6 +22,7 @@
 #include "process/process_limits.h"
 #include "process/stop_signals.h"
 #include "tools/cli_exit.h"
+#include "tools/launch/run_layout.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"meshlearn-node: one peer-to-peer decentralized learning node"};
@@ -100,7 +101,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (loaded->engine) {
-    std::string resolved = config->output_dir + "/node.toml";
+    std::string resolved =
+        meshlearn::launch::PathIn(config->output_dir, meshlearn::launch::kNodeConfigFile);
     meshlearn::Status written =
         meshlearn::WriteFileAtomically(resolved, meshlearn::node::RenderNodeConfig(*config));
     if (!written.ok()) {

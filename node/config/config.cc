@@ -52,8 +52,12 @@ Status CheckPrivacy(const NodeConfig& c, const std::string& name) {
   return Status::Ok();
 }
 
-// The rules between keys of several sections, and the defaults that derive from other keys.
+}  // namespace
+
 Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
+  // Each section's own rules (ParseNodeConfig runs them as it reads the section, too).
+  MESHLEARN_RETURN_IF_ERROR(c.compression.Check(name));
+  if (c.security) MESHLEARN_RETURN_IF_ERROR(c.security->Check(name));
   if (c.peers.empty() && c.mesh_size == 0) {
     return Status::InvalidArgument(name +
                                    ": at least one [[peers]] entry (id and address) is "
@@ -122,8 +126,6 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
   return Status::Ok();
 }
 
-}  // namespace
-
 NameTable<AttackKind> AttackKindNames() { return kAttackKinds; }
 
 std::string TomlString(const std::string& s) {
@@ -144,7 +146,7 @@ std::optional<InlineKey> ParseInlineKey(const std::string& entry) {
 
 void KeyReader::NodeId(const char* key, std::string& out) {
   Run([&] {
-    return t_.Read(key, true, [&](const toml::node& n) -> Status {
+    return t_.Read(key, Required(true), [&](const toml::node& n) -> Status {
       auto v = n.value<std::string>();
       if (!n.is_string() || !v) return t_.Fail(key, n, "must be a string");
       if (!IsNodeId(*v)) return t_.Fail(key, n, std::string("is not a node id: ") + kNodeIdRule);
@@ -156,15 +158,16 @@ void KeyReader::NodeId(const char* key, std::string& out) {
 
 void KeyReader::Endpoint(const char* key, std::string& out, EndpointUse use) {
   Run([&] {
-    return t_.Read(key, use != EndpointUse::kAdvertise, [&](const toml::node& n) -> Status {
-      auto v = n.value<std::string>();
-      if (!n.is_string() || !v) return t_.Fail(key, n, "must be a string");
-      // The node's own endpoint may use any interface or port.
-      std::string problem = TcpEndpointProblem(*v, use == EndpointUse::kListen);
-      if (!problem.empty()) return t_.Fail(key, n, problem);
-      out = *v;
-      return Status::Ok();
-    });
+    return t_.Read(key, Required(use != EndpointUse::kAdvertise),
+                   [&](const toml::node& n) -> Status {
+                     auto v = n.value<std::string>();
+                     if (!n.is_string() || !v) return t_.Fail(key, n, "must be a string");
+                     // The node's own endpoint may use any interface or port.
+                     std::string problem = TcpEndpointProblem(*v, use == EndpointUse::kListen);
+                     if (!problem.empty()) return t_.Fail(key, n, problem);
+                     out = *v;
+                     return Status::Ok();
+                   });
   });
 }
 
@@ -351,6 +354,14 @@ Result<NodeConfig> ParseNodeConfigTable(const toml::table& root, const std::stri
   MESHLEARN_RETURN_IF_ERROR(top.RejectUnknown());
   MESHLEARN_RETURN_IF_ERROR(CheckNodeConfig(config, name));
   return config;
+}
+
+Status ReadNodeConfigKeys(const toml::table& root, const std::string& name, NodeConfig& config) {
+  TableReader top(root, name, "");
+  KeyReader keys(top, Reading::kPresentKeysOnly);
+  NodeConfig::Describe(keys, config);
+  MESHLEARN_RETURN_IF_ERROR(keys.status());
+  return top.RejectUnknown();
 }
 
 Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& name) {

@@ -13,7 +13,7 @@
 // and rendering cannot drift apart. A `keys` object offers one call per kind of key:
 //   NodeId(name, s)                      a node id (protocol/wire_text.h); required
 //   Endpoint(name, s, use)               "tcp://host:port" (EndpointUse says whose and if required)
-//   String(name, s, need)                any string
+//   String(name, s, need, written)       any string; with kUnlessDefault, unwritten when empty
 //   PublicKey(name, s)                   a Z85 CURVE public key; optional, unwritten when empty
 //   PublicKeyList(name, v)               an array of them, each optionally "<key> <node id>"
 //   Choice(name, e, names)               one of a NameTable's names
@@ -503,6 +503,12 @@ struct NodeConfig {
 // Parses TOML text `text`; `name` (usually the file path) prefixes every error. kInvalidArgument
 // for a syntax error, an unknown key, a wrong type or a value outside what is allowed.
 Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& name);
+
+// The rules ParseNodeConfig() checks once every key is read: each section's own rules and the
+// rules between sections. Fills the defaults that derive from other keys (an empty output_dir
+// becomes "out/<id>"). For configs built as values (the launcher's): kInvalidArgument starting
+// with `name`, as ParseNodeConfig() would report for the same config read from a file.
+Status CheckNodeConfig(NodeConfig& config, const std::string& name);
 
 // Reads and parses the config file at `path` (kNotFound when it does not exist, kIoError when
 // it cannot be read).

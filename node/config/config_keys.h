@@ -40,20 +40,28 @@ void DescribePeer(Keys& keys, Peer& p) {
   keys.PublicKey("public_key", p.public_key);
 }
 
+// What a KeyReader reads: a whole config (its required keys must be there, and each section's
+// Check runs once its keys are read), or only the keys a table holds, onto a config that already
+// has the others (nothing is required and no Check runs: the caller checks the complete config
+// with CheckNodeConfig).
+enum class Reading { kWhole, kPresentKeysOnly };
+
 // Reads the keys a description names from one TOML table, through a TableReader (so errors name
 // the file, the line, the dotted key, the value and what is allowed). The first error sticks:
 // later calls do nothing, and status() returns it.
 class KeyReader {
  public:
-  explicit KeyReader(TableReader& table) : t_(table) {}
+  explicit KeyReader(TableReader& table, Reading reading = Reading::kWhole)
+      : t_(table), reading_(reading) {}
 
   // The first error, or Ok.
   const Status& status() const { return status_; }
 
   void NodeId(const char* key, std::string& out);
   void Endpoint(const char* key, std::string& out, EndpointUse use);
-  void String(const char* key, std::string& out, Need need = Need::kOptional) {
-    Run([&] { return t_.String(key, &out, need == Need::kRequired); });
+  void String(const char* key, std::string& out, Need need = Need::kOptional,
+              Written /*unused*/ = Written::kAlways) {
+    Run([&] { return t_.String(key, &out, Required(need == Need::kRequired)); });
   }
   void PublicKey(const char* key, std::string& out);
   void PublicKeyList(const char* key, std::vector<std::string>& out);
@@ -109,16 +117,22 @@ class KeyReader {
     if (status_.ok()) status_ = read();
   }
 
+  // `required`, unless this reader reads only the keys present.
+  bool Required(bool required) const { return required && reading_ == Reading::kWhole; }
+
   template <class S>
-  static Status ReadSection(TableReader& table, S& out) {
-    KeyReader keys(table);
+  Status ReadSection(TableReader& table, S& out) const {
+    KeyReader keys(table, reading_);
     S::Describe(keys, out);
     MESHLEARN_RETURN_IF_ERROR(keys.status());
-    if constexpr (requires { out.Check(table.file()); }) return out.Check(table.file());
+    if constexpr (requires { out.Check(table.file()); }) {
+      if (reading_ == Reading::kWhole) return out.Check(table.file());
+    }
     return Status::Ok();
   }
 
   TableReader& t_;
+  Reading reading_;
   Status status_;
 };
 
@@ -140,7 +154,9 @@ class KeyWriter {
     if (use == EndpointUse::kAdvertise && value.empty()) return;
     Line(key, TomlString(value));
   }
-  void String(const char* key, const std::string& value, Need /*unused*/ = Need::kOptional) {
+  void String(const char* key, const std::string& value, Need /*unused*/ = Need::kOptional,
+              Written written = Written::kAlways) {
+    if (written == Written::kUnlessDefault && value.empty() && !write_defaults_) return;
     Line(key, TomlString(value));
   }
   void PublicKey(const char* key, const std::string& value) {

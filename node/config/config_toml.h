@@ -1,6 +1,8 @@
 #pragma once
 // The node config parser at the level of TOML tables, for the parsers that edit a config's tree
-// before reading it (node/config/node_template.h). Internal to node/: it exposes toml++.
+// before reading it (node/config/node_template.h) and for the launcher, which reads a scenario's
+// node keys onto the configs it builds (tools/launch/scenario.h). It exposes toml++: include it
+// only where toml++ is linked.
 
 #include <string>
 
@@ -17,5 +19,11 @@ Result<toml::table> ParseTomlText(const std::string& text, const std::string& na
 
 // Reads a node config from the parsed table `root` (the rules of ParseNodeConfig()).
 Result<NodeConfig> ParseNodeConfigTable(const toml::table& root, const std::string& name);
+
+// Reads the keys `root` holds onto `config`, by the descriptions ParseNodeConfigTable() reads
+// with, and leaves every other key as it is: no key is required and no rule between keys is
+// checked (CheckNodeConfig() checks the config once it is complete). Errors as
+// ParseNodeConfig()'s, prefixed with `name` (and the line, for nodes that have one).
+Status ReadNodeConfigKeys(const toml::table& root, const std::string& name, NodeConfig& config);
 
 }  // namespace meshlearn::node

@@ -62,6 +62,7 @@ struct EngineSettings {
   std::string hostfile;   // mpi: the hostfile mpirun was given (its first host runs rank 0)
   std::string service;    // kubernetes: the headless Service's name
   int size = 0;           // kubernetes: the number of pods (the StatefulSet's replicas)
+  bool operator==(const EngineSettings&) const = default;
 };
 
 // What the process can see of its engine.

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/atomic_file.h"
+#include "node/config/config_keys.h"
 #include "node/config/config_toml.h"
 #include "node/config/toml_reader.h"
 
@@ -72,18 +73,29 @@ Status RejectPlaceholders(const toml::node& n, const std::string& name) {
       });
 }
 
+// The keys of [engine] (node/config/config.h, "One description per section"). The keys that
+// only some engines use are unwritten while they hold their defaults.
+struct EngineSection {
+  EngineSettings settings;
+  bool operator==(const EngineSection&) const = default;
+
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Choice("kind", s.settings.kind, EngineKindNames());
+    keys.Integer("port", s.settings.port, 1, 65535);
+    keys.String("hostfile", s.settings.hostfile, Need::kOptional, Written::kUnlessDefault);
+    keys.String("service", s.settings.service, Need::kOptional, Written::kUnlessDefault);
+    keys.Integer("size", s.settings.size, 1, 1000000, Written::kUnlessDefault);
+  }
+};
+
 Result<EngineSettings> ReadEngineSettings(const toml::table& root, const std::string& name) {
-  EngineSettings s;
+  EngineSection engine;
   TableReader top(root, name, "");
-  Status read = top.Table("engine", [&](TableReader& t) {
-    MESHLEARN_RETURN_IF_ERROR(t.Choice("kind", &s.kind, EngineKindNames()));
-    MESHLEARN_RETURN_IF_ERROR(t.Integer("port", &s.port, 1, 65535));
-    MESHLEARN_RETURN_IF_ERROR(t.String("hostfile", &s.hostfile));
-    MESHLEARN_RETURN_IF_ERROR(t.String("service", &s.service));
-    return t.Integer("size", &s.size, 1, 1000000);
-  });
-  if (!read.ok()) return read;
-  return s;
+  KeyReader keys(top);
+  keys.Section("engine", engine);
+  if (!keys.status().ok()) return keys.status();
+  return engine.settings;
 }
 
 }  // namespace
@@ -160,6 +172,13 @@ Result<LoadedNodeConfig> ParseNodeConfigOrTemplate(const std::string& text, cons
   loaded.config = std::move(*config);
   loaded.engine = *identity;
   return loaded;
+}
+
+std::string RenderNodeTemplate(const NodeConfig& config, const EngineSettings& engine) {
+  KeyWriter keys;
+  NodeConfig::Describe(keys, config);
+  keys.Section("engine", EngineSection{engine});
+  return keys.Text();
 }
 
 Result<LoadedNodeConfig> LoadNodeConfigOrTemplate(const std::string& path,

@@ -44,6 +44,12 @@ using EngineEnvironmentSource = std::function<Result<EngineEnvironment>(const En
 Result<LoadedNodeConfig> ParseNodeConfigOrTemplate(const std::string& text, const std::string& name,
                                                    const EngineEnvironmentSource& source);
 
+// Renders `config` (whose strings may hold placeholders) as a template for the ranks `engine`
+// describes: RenderNodeConfig()'s keys and the [engine] section, which
+// ParseNodeConfigOrTemplate() reads back. [engine]'s hostfile, service and size are left out
+// while they are empty (0).
+std::string RenderNodeTemplate(const NodeConfig& config, const EngineSettings& engine);
+
 // Reads the file at `path` and parses it with ParseNodeConfigOrTemplate() (kNotFound when it does
 // not exist).
 Result<LoadedNodeConfig> LoadNodeConfigOrTemplate(const std::string& path,

@@ -298,6 +298,37 @@ TEST(NodeTemplate, RefusalsNameTheFileAndWhatIsWrong) {
   EXPECT_NE(bad_placeholder.status().message().find("{rnak}"), std::string::npos);
 }
 
+// The launcher writes an engine's template with RenderNodeTemplate: the [engine] section it writes
+// reads back to the same settings, and the config to the one each rank resolves.
+TEST(NodeTemplate, ARenderedTemplateReadsBackItsEngineSettingsAndConfig) {
+  auto plain = ParseNodeConfigOrTemplate(kTemplate, "t.toml", SlurmRank(5));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  NodeConfig config = plain->config;
+  config.id = "{rank}";
+  config.listen = "tcp://0.0.0.0:{port}";
+  config.output_dir = "/runs/x/node-{rank}";
+  config.data.shard = "/runs/x/shards/client-{rank}.shard";
+  config.advertise.clear();
+  config.mesh_size = 0;
+  config.peers.clear();
+  for (const EngineSettings& engine :
+       {EngineSettings{EngineKind::kSlurm, 41000, "", "", 0},
+        EngineSettings{EngineKind::kMpi, 42000, "/runs/x/method/host \"file\"", "", 0},
+        EngineSettings{EngineKind::kKubernetes, 43000, "", "mesh", 4}}) {
+    const std::string text = RenderNodeTemplate(config, engine);
+    std::optional<EngineSettings> read;
+    auto loaded = ParseNodeConfigOrTemplate(text, "t.toml", [&](const EngineSettings& settings) {
+      read = settings;
+      return SlurmRank(5)(settings);
+    });
+    ASSERT_TRUE(read.has_value()) << text;
+    EXPECT_EQ(*read, engine) << text;
+    if (engine.kind != EngineKind::kSlurm) continue;  // the others read another environment
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString() << "\n" << text;
+    EXPECT_EQ(loaded->config, plain->config) << text;
+  }
+}
+
 TEST(NodeTemplate, APlainConfigWithAPlaceholderIsRefused) {
   const char* text =
       "id = \"{rank}\"\nlisten = \"tcp://127.0.0.1:1\"\n[data]\nshard = \"s\"\n"

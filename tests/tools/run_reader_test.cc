@@ -13,6 +13,7 @@
 #include "tools/launch/manifest.h"
 #include "tools/launch/report.h"
 #include "tools/launch/run_layout.h"
+#include "tools/launch/run_reader.h"
 
 namespace meshlearn::launch {
 namespace {

@@ -1,11 +1,12 @@
 // The launcher's scenario files: the [network] section of --simulate (sim/network_model.h), where
-// errors in node keys point, and [data] pixel_range.
+// errors in node keys point, [data] pixel_range, and the node configs built from them.
 #include "tools/launch/scenario.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace meshlearn::launch {
 namespace {
@@ -196,6 +197,135 @@ TEST(ScenarioData, InterpolationDefaultsToBilinearAndNamesItsChoicesWhenWrong) {
   EXPECT_NE(unknown.status().ToString().find("must be one of \"bilinear\", \"nearest\""),
             std::string::npos)
       << unknown.status().ToString();
+}
+
+// The node configs of every method of `scenario`: nodes "0", "1", "2" and "10" of two clusters,
+// the first an attacker, each knowing all others; with [security] when `secure`.
+std::vector<node::NodeConfig> ConfigsOf(const Scenario& scenario, bool secure) {
+  const std::vector<std::pair<std::string, int>> clusters = {
+      {"0", 0}, {"1", 1}, {"2", 0}, {"10", 1}};
+  std::vector<node::NodeConfig> configs;
+  for (const MethodSpec& method : scenario.methods) {
+    for (size_t i = 0; i < clusters.size(); ++i) {
+      std::vector<node::PeerAddress> peers;
+      for (size_t k = 0; k < clusters.size(); ++k) {
+        if (k == i) continue;
+        node::PeerAddress peer{clusters[k].first, "tcp://127.0.0.1:" + std::to_string(20000 + k)};
+        if (secure) peer.public_key = std::string(40, 'a');
+        peers.push_back(peer);
+      }
+      std::optional<node::SecuritySection> security;
+      if (secure) security = node::SecuritySection{"/keys/node.key", {}, "/keys/allowed_keys"};
+      auto config = MakeNodeConfig(
+          scenario, method, clusters[i].first, "tcp://127.0.0.1:" + std::to_string(20000 + i),
+          "/shards/x.shard", "/out/node-" + clusters[i].first, peers, clusters, security,
+          /*attacker=*/i == 0);
+      EXPECT_TRUE(config.ok()) << scenario.file << " " << method.name << ": "
+                               << config.status().ToString();
+      if (config.ok()) configs.push_back(std::move(*config));
+    }
+  }
+  return configs;
+}
+
+// The launcher writes node configs with the node's own key writer; every shipped scenario's
+// configs must read back, with the node's own parser, to the very config the launcher built (and
+// write again to the same bytes).
+TEST(ScenarioNodeConfigs, EveryShippedScenariosConfigsReadBackEqual) {
+  std::vector<std::string> files = {std::string(MESHLEARN_SOURCE_DIR) + "/configs/quickstart.toml"};
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(MESHLEARN_SOURCE_DIR) +
+                                                               "/configs/scenarios")) {
+    files.push_back(entry.path().string());
+  }
+  size_t checked = 0;
+  for (const std::string& file : files) {
+    auto scenario = LoadScenario(file, {});
+    ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+    for (bool secure : {false, true}) {
+      for (const node::NodeConfig& config : ConfigsOf(*scenario, secure)) {
+        const std::string text = node::RenderNodeConfig(config);
+        auto again = node::ParseNodeConfig(text, "node.toml");
+        ASSERT_TRUE(again.ok()) << file << ": " << again.status().ToString() << "\n" << text;
+        EXPECT_EQ(*again, config) << file << "\n" << text;
+        EXPECT_EQ(node::RenderNodeConfig(*again), text) << file;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, files.size() * 8);
+}
+
+// A scenario's node keys reach the config as a node config file with the same keys would give
+// them: the template's, a method's overrides, the oracle's clusters in node id order, and the
+// attack kind for attackers only.
+TEST(ScenarioNodeConfigs, TheConfigIsTheOneAFileWithTheSameKeysReadsTo) {
+  const std::string path = ::testing::TempDir() + "/node_configs.toml";
+  std::ofstream(path) << "name = \"configs\"\n[data]\ndataset = \"synthetic\"\nclients = 4\n"
+                         "[node.model]\narchitecture = \"linear\"\n"
+                         "[node.training]\nrounds = 7\nlearning_rate = 0.1\n"
+                         "[node.attack]\nkind = \"sign_flip\"\nfraction = 0.25\n"
+                         "[[methods]]\nname = \"oracle\"\n"
+                         "learning = { sampler = \"oracle\", tau = 12.5 }\n"
+                         "round = { max_protocol_version = 2 }\n";
+  auto scenario = LoadScenario(path, {});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  const std::vector<std::pair<std::string, int>> clusters = {
+      {"0", 0}, {"1", 1}, {"2", 0}, {"10", 1}};
+  auto built = MakeNodeConfig(*scenario, scenario->methods[0], "2", "tcp://127.0.0.1:9002",
+                              "/shards/client-2.shard", "/out/node-2",
+                              {{"0", "tcp://127.0.0.1:9000"}, {"10", "tcp://127.0.0.1:9010"}},
+                              clusters, std::nullopt, /*attacker=*/false);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  auto expected = node::ParseNodeConfig(R"(id = "2"
+listen = "tcp://127.0.0.1:9002"
+seed = 1
+output_dir = "/out/node-2"
+[data]
+shard = "/shards/client-2.shard"
+[model]
+architecture = "linear"
+[training]
+rounds = 7
+learning_rate = 0.1
+[learning]
+sampler = "oracle"
+tau = 12.5
+[learning.clusters]
+"0" = 0
+"1" = 1
+"2" = 0
+"10" = 1
+[round]
+max_protocol_version = 2
+[[peers]]
+id = "0"
+address = "tcp://127.0.0.1:9000"
+[[peers]]
+id = "10"
+address = "tcp://127.0.0.1:9010"
+)",
+                                        "expected.toml");
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  EXPECT_EQ(*built, *expected) << node::RenderNodeConfig(*built);
+
+  auto attacker = MakeNodeConfig(*scenario, scenario->methods[0], "0", "tcp://127.0.0.1:9000",
+                                 "/shards/client-0.shard", "/out/node-0",
+                                 {{"2", "tcp://127.0.0.1:9002"}}, clusters, std::nullopt,
+                                 /*attacker=*/true);
+  ASSERT_TRUE(attacker.ok()) << attacker.status().ToString();
+  EXPECT_EQ(attacker->attack.kind, node::AttackKind::kSignFlip);
+}
+
+// The node config's rules between keys name the scenario file and the method.
+TEST(ScenarioNodeConfigs, ARuleBetweenKeysNamesTheScenarioAndTheMethod) {
+  const std::string path = ::testing::TempDir() + "/node_configs_rule.toml";
+  std::ofstream(path) << "name = \"rule\"\n[data]\ndataset = \"synthetic\"\nclients = 4\n"
+                         "[node.model]\narchitecture = \"linear\"\n"
+                         "[[methods]]\nname = \"emd\"\nlearning = { metric = \"emd\" }\n";
+  auto scenario = LoadScenario(path, {});
+  ASSERT_FALSE(scenario.ok());
+  EXPECT_EQ(scenario.status().message().rfind(path + " (method 'emd'): metric \"emd\"", 0), 0u)
+      << scenario.status().message();
 }
 
 }  // namespace

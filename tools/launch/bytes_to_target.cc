@@ -16,6 +16,7 @@
 #include "tools/cli_exit.h"
 #include "tools/launch/run.h"
 #include "tools/launch/run_layout.h"
+#include "tools/launch/run_reader.h"
 
 namespace meshlearn::launch {
 namespace {

@@ -2,7 +2,8 @@
 // Bytes to reach an accuracy (issue 31, "Measured"): how many bytes a node sends, on average, until
 // the mean test accuracy of its mesh first reaches a target set by a baseline run (usually the
 // uncompressed one), for every method of every run. `meshlearn-launch bytes-to-target` reads the
-// run folders (run_layout.h) and writes the two tables (docs/experiments.md, "Bytes to reach an
+// run folders (run_reader.h) and writes the two tables (kBytesToTargetFile and
+// kBytesToTargetMeanFile of run_layout.h) (docs/experiments.md, "Bytes to reach an
 // accuracy").
 //
 // Specification.
@@ -38,10 +39,6 @@
 #include "node/config/config.h"
 
 namespace meshlearn::launch {
-
-// The file names the command writes into its --out folder.
-inline constexpr const char kBytesToTargetFile[] = "bytes_to_target.csv";
-inline constexpr const char kBytesToTargetMeanFile[] = "bytes_to_target_mean.csv";
 
 // One rounds.csv row of one node: the cells this measure reads.
 struct NodeRound {

@@ -13,6 +13,7 @@
 
 #include "base/atomic_file.h"
 #include "node/config/engine_identity.h"
+#include "node/config/node_template.h"
 #include "process/free_port.h"
 #include "tools/launch/node_processes.h"
 #include "tools/launch/run_layout.h"
@@ -144,13 +145,11 @@ Status RunOnEngine(Engine engine, const Scenario& scenario, const node::NodeConf
   t.peers.clear();
   t.advertise.clear();
   t.mesh_size = 0;
-  std::string template_text = node::RenderNodeConfig(t);
-  template_text += "\n[engine]\nkind = \"";
-  template_text += engine == Engine::kSlurm ? "slurm" : "mpi";
-  template_text += "\"\nport = " + std::to_string(*port) + "\n";
-  if (engine == Engine::kMpirun) {
-    template_text += "hostfile = \"" + hostfile + "\"\n";
-  }
+  node::EngineSettings settings;
+  settings.kind = engine == Engine::kSlurm ? node::EngineKind::kSlurm : node::EngineKind::kMpi;
+  settings.port = *port;
+  if (engine == Engine::kMpirun) settings.hostfile = hostfile;
+  const std::string template_text = node::RenderNodeTemplate(t, settings);
   const std::string template_path = PathIn(dir, kNodeTemplateFile);
   const std::string script = PathIn(dir, kRankScriptFile);
   const std::string engine_log = PathIn(dir, kEngineLogFile);

@@ -47,7 +47,7 @@ Result<std::vector<std::optional<node::SecuritySection>>> WriteMeshKeys(
     address.public_key = pair->public_key;
     allowlist.push_back({pair->public_key, address.id, name});
   }
-  std::string allowlist_path = keys_dir + "/allowed_keys";
+  std::string allowlist_path = PathIn(keys_dir, kAllowedKeysFile);
   MESHLEARN_RETURN_IF_ERROR(node::WritePublicKeysFile(
       allowlist_path, "allowlist of the " + std::to_string(addresses.size()) + " nodes",
       allowlist));

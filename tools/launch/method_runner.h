@@ -6,7 +6,9 @@
 //   "slurm"       runner_engine.cc      srun or sbatch starts the ranks (engine_run.h)
 //   "mpirun"      runner_engine.cc      Open MPI's mpirun starts the ranks
 // Runners() maps these names to factories; it is the only place runner names meet runner types,
-// and both --engine and the mode flags (--in-process, --simulate) pick from it.
+// and both --engine and the mode flags (--in-process, --simulate) pick from it. What differs
+// between runners past that choice is asked of the runner (Mode(), BindsPorts(), ReportRun(),
+// ...), never read from its name.
 //
 // Rules:
 // - RunMethod (experiment.h) does what every runner needs: the node configs, the method folder
@@ -55,6 +57,14 @@ class MethodRunner {
   virtual bool BindsPorts() const { return true; }
   // True when the dashboard reads each node's /status on its own HTTP port.
   virtual bool ServesStatusOverHttp() const { return false; }
+  // True when the nodes are threads of this one process, whose peak memory a method reports
+  // (MethodRun::process_peak_pss_mib) rather than each node's.
+  virtual bool NodesShareOneProcess() const { return false; }
+  // Writes what this runner adds to the run's outputs in `out_dir` once every method of the run
+  // ended (`runs`, those read back from an earlier launch included), and prints where; nothing by
+  // default. Errors are printed: the run's other outputs stand.
+  virtual void ReportRun(const std::string& /*out_dir*/,
+                         const std::vector<MethodRun>& /*runs*/) const {}
   // Runs `job`'s nodes; `run.dir` and `run.nodes` (their folders made) are set by the caller.
   virtual Status Run(const MethodJob& job, MethodRun& run) = 0;
 };

@@ -1,26 +1,27 @@
 #pragma once
 // The run folder's layout: the only place that names the folders and files of a run folder (the
-// launcher's --out), and the only reader of a run folder (`report`, `serve`, the dashboard and
-// --resume all read through ReadRunFolder / ReadMethodRun).
+// launcher's --out) and of the folders the launcher's commands write. Every tool that writes or
+// reads one (the launcher, meshlearn-heatmap, plot/, the dashboard) takes the names from here;
+// reading a run folder back is tools/launch/run_reader.h. Depends on base only, so that the small
+// tools link it without the launcher.
 //
 //   <out>/manifest.toml launch.lock summary.csv curves.png clusters.csv simulation.csv
 //         dashboard.csv
 //   <out>/shards/client-<i>.shard
-//   <out>/<method slug>/heatmap.csv heatmap.png emd_matrix.csv emd_matrix.png keys/
+//   <out>/<method slug>/heatmap.csv heatmap.png emd_matrix.csv emd_matrix.png
+//         keys/allowed_keys keys/node-<id>.key keys/node-<id>.pub  (security = true)
+//         snapshot/snapshot.txt ...                                  (--simulate --snapshot-every)
 //         (engine runs: hostfile node-template.toml rank.sh job.sh engine.log slurm_job_id)
 //   <out>/<method slug>/node-<id>/node.toml node.log rounds.csv comm.csv scores.csv cluster.csv
 //         emd.csv signature.csv checkpoint.bin node.lock exit_status
 //
+//   <bytes-to-target --out>/bytes_to_target.csv bytes_to_target_mean.csv
+//
 // Each file may also appear as "<name>.tmp" while it is written (base/atomic_file.h).
 
-#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
-#include <vector>
-
-#include "base/status.h"
-#include "tools/launch/run_types.h"
 
 namespace meshlearn::launch {
 
@@ -33,14 +34,18 @@ inline constexpr const char kClustersFile[] = "clusters.csv";
 inline constexpr const char kSimulationFile[] = "simulation.csv";
 inline constexpr const char kDashboardCostsFile[] = "dashboard.csv";
 inline constexpr const char kShardsFolder[] = "shards";
-// A simulated method's snapshots (sim/simulation.h, "Snapshots"), in its method folder.
+// A simulated method's snapshots (sim/simulation.h, "Snapshots"), in its method folder, and the
+// file that records the latest one there.
 inline constexpr const char kSnapshotFolder[] = "snapshot";
+inline constexpr const char kSnapshotStateFile[] = "snapshot.txt";
 // Files of a method folder.
 inline constexpr const char kHeatmapCsvFile[] = "heatmap.csv";
 inline constexpr const char kHeatmapPngFile[] = "heatmap.png";
 inline constexpr const char kEmdMatrixCsvFile[] = "emd_matrix.csv";
 inline constexpr const char kEmdMatrixPngFile[] = "emd_matrix.png";
 inline constexpr const char kKeysFolder[] = "keys";
+// The allowlist of a secure method's nodes, in its keys folder (beside node-<id>.key and .pub).
+inline constexpr const char kAllowedKeysFile[] = "allowed_keys";
 // Files of an engine run's method folder (tools/launch/engine_run.h).
 inline constexpr const char kHostfileFile[] = "hostfile";
 inline constexpr const char kNodeTemplateFile[] = "node-template.toml";
@@ -60,6 +65,10 @@ inline constexpr const char kSignatureFile[] = "signature.csv";
 inline constexpr const char kCheckpointFile[] = "checkpoint.bin";
 inline constexpr const char kExitStatusFile[] = "exit_status";  // engine runs: the rank's exit
 inline constexpr const char kNodeLockFile[] = "node.lock";      // held by the running node
+// The files `meshlearn-launch bytes-to-target` writes into its --out folder
+// (tools/launch/bytes_to_target.h).
+inline constexpr const char kBytesToTargetFile[] = "bytes_to_target.csv";
+inline constexpr const char kBytesToTargetMeanFile[] = "bytes_to_target_mean.csv";
 
 // "<folder>/<name>": a file or folder inside `folder`.
 std::string PathIn(const std::string& folder, const char* name);
@@ -85,43 +94,8 @@ bool WrittenByMeshlearn(const std::string& relative, const std::set<std::string>
 // node folders.
 bool FolderOfMeshlearn(const std::string& relative, const std::set<std::string>& method_folders);
 
-// The method `name` whose folder is `dir`, read back from disk: every node of `partition` with its
-// rounds.csv, whether it attacked, its compression and the run's last round (node.toml), and a
-// failure when its exit_status (engine runs) is not 0 or it left no rounds.csv. The wall time is
-// the slowest node's last wall_s; peak memory is not known (0).
-MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
-                        const Partition& partition);
-
-// A run folder read back from disk.
-struct RunFolder {
-  std::string title;               // the scenario's name (manifest.toml), else the folder's
-  Partition partition;             // ids and clusters (shard paths are not read)
-  std::vector<MethodRun> runs;     // one per method folder, nodes' rounds read
-  std::vector<std::string> notes;  // what could not be known and what was assumed instead
-  std::optional<uint64_t> seed;    // the run's seed (manifest.toml); nullopt without a manifest
-};
-
-// Reads the run folder `dir`, whoever made it: a launch (local or engine) or nodes started by
-// hand.
-// - Methods are the subfolders holding node-<id>/ folders, or `dir` itself when it holds them.
-//   Their names and order come from summary.csv when there is one (a method's folder is its
-//   name's Slug()), else from manifest.toml's methods, else the folder names in natural order.
-// - Nodes and clusters come from clusters.csv (node,cluster; ids in natural order); without it,
-//   every node found is in cluster 0 (a note says so).
-// - A node is failed when its exit_status (engine runs) is not 0, or it left no rounds.csv; an
-//   attacker when its node.toml has an [attack] kind; its compression is its node.toml's. Peak
-//   memory is not known (0).
-// - A method's real and simulated seconds are those its manifest.toml records for it once it
-//   ended; without that record, its real seconds are its slowest node's last wall_s. A method
-//   the manifest records as interrupted is read as interrupted.
-// kNotFound when `dir` does not exist or holds no node folder; kMalformed naming the file, line
-// and column for a clusters.csv or summary.csv that does not parse.
-Result<RunFolder> ReadRunFolder(const std::string& dir);
-
-// Reads the run folders `dirs` (ReadRunFolder) as one: the methods of each, in order. They must
-// be runs of one scenario, each method run once: kInvalidArgument naming both folders when two
-// hold different nodes or clusters, or the same method. The title is the first folder's; a note
-// names any folder whose scenario name differs.
-Result<RunFolder> ReadRunFolders(const std::vector<std::string>& dirs);
+// A file-name-safe form of a method name ("cos_weights FedSim" -> "cos_weights-fedsim"): the
+// name of its folder.
+std::string Slug(const std::string& name);
 
 }  // namespace meshlearn::launch

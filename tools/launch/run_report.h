@@ -1,6 +1,6 @@
 #pragma once
 // The report of a run folder, written at the end of a launch and rebuilt from any run folder by
-// `meshlearn-launch report RUN_DIR` (read by run_layout.h's ReadRunFolder): per method
+// `meshlearn-launch report RUN_DIR` (read by run_reader.h's ReadRunFolder): per method
 // heatmap.csv/.png, the EMD matrix and the clustering policies' ARI where the nodes wrote them;
 // for the run curves.png, summary.csv and the table.
 
@@ -11,6 +11,7 @@
 #include "tools/launch/experiment.h"
 #include "tools/launch/report.h"
 #include "tools/launch/run_layout.h"
+#include "tools/launch/run_reader.h"
 
 namespace meshlearn::launch {
 

@@ -21,6 +21,7 @@ namespace {
 class InProcessRunner : public MethodRunner {
  public:
   std::string Mode() const override { return "in-process"; }
+  bool NodesShareOneProcess() const override { return true; }
   Status Run(const MethodJob& job, MethodRun& run) override {
     const std::vector<node::NodeConfig>& configs = job.configs;
     RunObserver* observer = job.options.observer;

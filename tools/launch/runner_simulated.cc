@@ -8,6 +8,7 @@
 #include "sim/simulation.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/node_processes.h"
+#include "tools/launch/report.h"
 #include "tools/launch/run_layout.h"
 
 namespace meshlearn::launch {
@@ -29,6 +30,18 @@ class SimulatedRunner : public MethodRunner {
  public:
   std::string Mode() const override { return "simulated"; }
   bool BindsPorts() const override { return false; }
+  // The run's simulation.csv, and one line per simulated method.
+  void ReportRun(const std::string& out_dir, const std::vector<MethodRun>& runs) const override {
+    const std::string path = PathIn(out_dir, kSimulationFile);
+    Status written = WriteSimulationCsv(path, runs);
+    if (!written.ok()) {
+      std::fprintf(stderr, "meshlearn-launch: %s\n", written.ToString().c_str());
+    }
+    for (const MethodRun& run : runs) {
+      if (run.simulation) std::printf("%s\n", DescribeSimulation(run).c_str());
+    }
+    std::printf("simulation: %s\n", path.c_str());
+  }
   Status Run(const MethodJob& job, MethodRun& run) override {
     const std::vector<node::NodeConfig>& configs = job.configs;
     const Scenario& scenario = job.scenario;
@@ -48,7 +61,7 @@ class SimulatedRunner : public MethodRunner {
     sim.snapshot_dir = PathIn(run.dir, kSnapshotFolder);
     std::error_code ec;
     sim.resume =
-        options.resume && std::filesystem::exists(PathIn(sim.snapshot_dir, "snapshot.txt"), ec);
+        options.resume && std::filesystem::exists(PathIn(sim.snapshot_dir, kSnapshotStateFile), ec);
     // The dashboard reads the snapshot the simulation thread leaves at each progress report.
     std::mutex latest_mutex;
     std::vector<std::optional<node::NodeStatus>> latest(configs.size());
@@ -79,9 +92,10 @@ class SimulatedRunner : public MethodRunner {
       std::printf("[%s] resumed from the snapshot after round %lld\n", run.method.name.c_str(),
                   static_cast<long long>(report->resumed_from));
       if (std::isnan(report->earlier_real_seconds)) {
-        std::printf("[%s] that snapshot does not record the earlier launches' seconds: the "
-                    "method's real seconds count this launch only\n",
-                    run.method.name.c_str());
+        std::printf(
+            "[%s] that snapshot does not record the earlier launches' seconds: the "
+            "method's real seconds count this launch only\n",
+            run.method.name.c_str());
       }
     }
     if (report->interrupted && report->snapshot_round >= 0) {

@@ -9,7 +9,9 @@
 
 #include <toml++/toml.h>
 
+#include "node/config/config_toml.h"
 #include "node/config/toml_reader.h"
+#include "tools/launch/run_layout.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -17,10 +19,9 @@ namespace {
 using node::TableReader;
 
 // The node config sections a scenario's [node] template and methods may set.
-const std::vector<std::string> kNodeSections = {"model",     "training", "learning",
-                                                "emd",       "attack",   "clustering",
-                                                "signature", "privacy",  "round",
-                                                "compression"};
+const std::vector<std::string> kNodeSections = {"model",  "training",   "learning",  "emd",
+                                                "attack", "clustering", "signature", "privacy",
+                                                "round",  "compression"};
 
 constexpr NamedValue<DatasetKind> kDatasetNames[] = {
     {"fashion-mnist", DatasetKind::kFashionMnist},
@@ -32,17 +33,6 @@ constexpr NamedValue<DatasetKind> kDatasetNames[] = {
 
 // Keys the launcher sets per node; a scenario that sets them is told so.
 const std::set<std::string> kLauncherKeys = {"learning.clusters"};
-
-// True when `value_text`, a TOML value as ValueText() writes it, names the oracle sampler.
-bool IsOracle(const std::string& value_text) {
-  std::string name = value_text;
-  // toml++ writes strings quoted, with '' when no escape is needed, else with "".
-  if (name.size() >= 2 && (name.front() == '"' || name.front() == '\'') &&
-      name.back() == name.front()) {
-    name = name.substr(1, name.size() - 2);
-  }
-  return ValueNamed(topology::SamplerKindNames(), name) == topology::SamplerKind::kOracle;
-}
 
 std::string ValueText(const toml::node& n) {
   std::ostringstream out;
@@ -165,10 +155,14 @@ Status SwapLists(TableReader& t, const char* key,
   });
 }
 
-// Reads the node-config sections of `t` into "section.key" -> value text, and where each was
-// written into `origins`.
+// The node-config keys of a [node] template or a method as the scenario holds them:
+// "section.key" -> its value in the scenario's parsed tree.
+using NodeKeyValues = std::map<std::string, const toml::node*>;
+
+// Reads the node-config sections of `t` into "section.key" -> value text and value (`values`),
+// and where each was written into `origins`.
 Status ReadSections(TableReader& t, const SetPaths& set_paths,
-                    std::map<std::string, std::string>* out,
+                    std::map<std::string, std::string>* out, NodeKeyValues* values,
                     std::map<std::string, std::string>* origins) {
   for (const std::string& section : kNodeSections) {
     MESHLEARN_RETURN_IF_ERROR(t.Table(section.c_str(), [&](TableReader& s) {
@@ -178,6 +172,7 @@ Status ReadSections(TableReader& t, const SetPaths& set_paths,
           return s.Fail(key, n, "is set by the launcher from the partition; remove it");
         }
         (*out)[dotted] = ValueText(n);
+        (*values)[dotted] = &n;
         (*origins)[dotted] = OriginOf(s.Qualified(key), n, t.file(), set_paths);
         return Status::Ok();
       });
@@ -186,25 +181,30 @@ Status ReadSections(TableReader& t, const SetPaths& set_paths,
   return Status::Ok();
 }
 
-// `error`, from parsing the node config generated as `generated_name`, pointed at the scenario:
-// "<generated_name>:<line>: what" becomes "<origin of that line>: what (method 'x')", and
-// "<generated_name>: what" becomes "<file> (method 'x'): what".
-Status PointAtScenario(const Status& error, const std::string& generated_name,
-                       const std::map<int, std::string>& origin_of_line, const std::string& file,
-                       const std::string& method) {
-  const std::string& message = error.message();
-  if (message.rfind(generated_name, 0) != 0) return error;
-  std::string rest = message.substr(generated_name.size());
-  const std::string in_method = "method '" + method + "'";
-  if (rest.rfind(": ", 0) == 0) {
-    return Status(error.code(), file + " (" + in_method + ")" + rest);
+// The key of the node template that only the launcher reads: the share of attackers.
+constexpr const char kAttackFractionKey[] = "attack.fraction";
+
+// Reads `method`'s node keys (the template's `template_values`, then the method's own `values`)
+// onto `method.node_keys` with the node config's own readers. A bad key is reported where it was
+// written (MethodSpec::origins), with the method's name.
+Status ReadNodeKeys(const Scenario& scenario, const NodeKeyValues& template_values,
+                    const NodeKeyValues& values, MethodSpec& method) {
+  NodeKeyValues keys = template_values;
+  for (const auto& [dotted, value] : values) keys[dotted] = value;
+  keys.erase(kAttackFractionKey);
+  for (const auto& [dotted, value] : keys) {
+    const size_t dot = dotted.find('.');
+    toml::table section;
+    section.insert(dotted.substr(dot + 1), *value);  // a copy: without the scenario's line
+    const toml::table root{{dotted.substr(0, dot), std::move(section)}};
+    const std::string& origin =
+        method.origins.count(dotted) ? method.origins.at(dotted) : scenario.node_origins.at(dotted);
+    Status read = node::ReadNodeConfigKeys(root, origin, method.node_keys);
+    if (!read.ok()) {
+      return Status(read.code(), read.message() + " (method '" + method.name + "')");
+    }
   }
-  size_t colon = rest.find(": ");
-  if (rest.empty() || rest[0] != ':' || colon == std::string::npos) return error;
-  int line = std::atoi(rest.substr(1, colon - 1).c_str());
-  auto origin = origin_of_line.find(line);
-  if (origin == origin_of_line.end()) return error;  // a key of the launcher's own
-  return Status(error.code(), origin->second + rest.substr(colon) + " (" + in_method + ")");
+  return Status::Ok();
 }
 
 Status ParseData(TableReader& t, DataSpec& d) {
@@ -332,6 +332,59 @@ Status CheckNetworkNodes(const std::string& file, const sim::NetworkModel& netwo
   return Status::Ok();
 }
 
+// Sets the number of clients of `p` to `nodes` (--nodes). Cluster sizes given as node counts that
+// no longer add up become the proportions they were.
+void SetNodeCount(int nodes, training::PartitionConfig& p) {
+  std::vector<double>& sizes = p.cluster_sizes;
+  double total = 0;
+  bool counts = !sizes.empty();
+  for (double v : sizes) {
+    total += v;
+    counts = counts && v == std::floor(v);
+  }
+  if (counts && total > 0 && std::llround(total) != nodes) {
+    for (double& v : sizes) v /= total;  // keep the proportions for the new node count
+  }
+  p.num_clients = nodes;
+}
+
+// The scenario as run, for the run's manifest and --resume's check: `root` (the file with --set
+// applied) with the seed of `s` and, when --nodes was given (`nodes_set`), its clients and cluster
+// sizes.
+std::string ResolvedText(toml::table& root, const Scenario& s, bool nodes_set) {
+  root.insert_or_assign("seed", static_cast<int64_t>(s.seed));
+  if (nodes_set) {
+    toml::table* data = root.get_as<toml::table>("data");
+    if (!data) data = root.insert_or_assign("data", toml::table{}).first->second.as_table();
+    data->insert_or_assign("clients", static_cast<int64_t>(s.data.partition.num_clients));
+    if (!s.data.partition.cluster_sizes.empty()) {
+      toml::array sizes_array;
+      for (double v : s.data.partition.cluster_sizes) sizes_array.push_back(v);
+      data->insert_or_assign("cluster_sizes", std::move(sizes_array));
+    }
+  }
+  std::ostringstream resolved;
+  resolved << root << "\n";
+  return resolved.str();
+}
+
+// Reads and validates every method's node config once, before any data is loaded: its
+// attack.fraction, its node keys (`method_values[i]` over `template_values`) and the rules of a
+// node config built from them.
+Status ReadMethodConfigs(Scenario& s, const NodeKeyValues& template_values,
+                         const std::vector<NodeKeyValues>& method_values) {
+  for (size_t i = 0; i < s.methods.size(); ++i) {
+    MethodSpec& method = s.methods[i];
+    MESHLEARN_RETURN_IF_ERROR(AttackFraction(s, method).status());
+    MESHLEARN_RETURN_IF_ERROR(ReadNodeKeys(s, template_values, method_values[i], method));
+    auto config = MakeNodeConfig(s, method, "node-0", "tcp://127.0.0.1:1", "shard", "out",
+                                 {{"node-1", "tcp://127.0.0.1:2"}}, {{"node-0", 0}, {"node-1", 0}},
+                                 std::nullopt, /*attacker=*/true);
+    if (!config.ok()) return config.status();
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 NameTable<DatasetKind> DatasetKindNames() { return kDatasetNames; }
@@ -363,8 +416,10 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   MESHLEARN_RETURN_IF_ERROR(top.Bool("security", &s.security));
   MESHLEARN_RETURN_IF_ERROR(
       top.Table("data", [&](TableReader& t) { return ParseData(t, s.data); }));
+  NodeKeyValues template_values;
+  std::vector<NodeKeyValues> method_values;
   MESHLEARN_RETURN_IF_ERROR(top.Table("node", [&](TableReader& t) {
-    return ReadSections(t, set_paths, &s.node_template, &s.node_origins);
+    return ReadSections(t, set_paths, &s.node_template, &template_values, &s.node_origins);
   }));
   std::set<std::string> names;
   MESHLEARN_RETURN_IF_ERROR(top.TableArray("methods", [&](TableReader& t) {
@@ -374,7 +429,8 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
       return Status::InvalidArgument(path + ": [[methods]] name '" + method.name +
                                      "' is empty or not unique");
     }
-    MESHLEARN_RETURN_IF_ERROR(ReadSections(t, set_paths, &method.overrides, &method.origins));
+    MESHLEARN_RETURN_IF_ERROR(ReadSections(t, set_paths, &method.overrides,
+                                           &method_values.emplace_back(), &method.origins));
     s.methods.push_back(std::move(method));
     return Status::Ok();
   }));
@@ -383,23 +439,14 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
     return ParseNetwork(t, s.network);
   }));
   MESHLEARN_RETURN_IF_ERROR(top.RejectUnknown());
-  if (s.methods.empty()) s.methods.push_back({"default", {}, {}});
+  if (s.methods.empty()) {
+    s.methods.push_back({"default", {}, {}, {}});
+    method_values.emplace_back();
+  }
 
   if (overrides.seed) s.seed = *overrides.seed;
   s.data.partition.seed = s.seed;
-  if (overrides.nodes > 0) {
-    std::vector<double>& sizes = s.data.partition.cluster_sizes;
-    double total = 0;
-    bool counts = !sizes.empty();
-    for (double v : sizes) {
-      total += v;
-      counts = counts && v == std::floor(v);
-    }
-    if (counts && total > 0 && std::llround(total) != overrides.nodes) {
-      for (double& v : sizes) v /= total;  // keep the proportions for the new node count
-    }
-    s.data.partition.num_clients = overrides.nodes;
-  }
+  if (overrides.nodes > 0) SetNodeCount(overrides.nodes, s.data.partition);
   if (s.data.partition.num_clients < 2) {
     return Status::InvalidArgument(path +
                                    ": [data] clients must be at least 2 (a mesh needs "
@@ -407,31 +454,10 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   }
   auto sizes = training::ResolveClusterSizes(s.data.partition);
   if (!sizes.ok()) return sizes.status().WithContext(path + ": [data] cluster_sizes");
-  // The scenario as run, for the run's manifest and --resume's check.
-  root.insert_or_assign("seed", static_cast<int64_t>(s.seed));
-  if (overrides.nodes > 0) {
-    toml::table* data = root.get_as<toml::table>("data");
-    if (!data) data = root.insert_or_assign("data", toml::table{}).first->second.as_table();
-    data->insert_or_assign("clients", static_cast<int64_t>(s.data.partition.num_clients));
-    if (!s.data.partition.cluster_sizes.empty()) {
-      toml::array sizes_array;
-      for (double v : s.data.partition.cluster_sizes) sizes_array.push_back(v);
-      data->insert_or_assign("cluster_sizes", std::move(sizes_array));
-    }
-  }
-  std::ostringstream resolved;
-  resolved << root << "\n";
-  s.resolved = resolved.str();
+  s.resolved = ResolvedText(root, s, overrides.nodes > 0);
   MESHLEARN_RETURN_IF_ERROR(CheckNetworkNodes(path, s.network, s.data.partition.num_clients));
 
-  // Validate every method's node config once, before any data is loaded.
-  for (const MethodSpec& method : s.methods) {
-    MESHLEARN_RETURN_IF_ERROR(AttackFraction(s, method).status());
-    auto config = MakeNodeConfig(s, method, "node-0", "tcp://127.0.0.1:1", "shard", "out",
-                                 {{"node-1", "tcp://127.0.0.1:2"}}, {{"node-0", 0}, {"node-1", 0}},
-                                 std::nullopt, /*attacker=*/true);
-    if (!config.ok()) return config.status();
-  }
+  MESHLEARN_RETURN_IF_ERROR(ReadMethodConfigs(s, template_values, method_values));
   return s;
 }
 
@@ -457,71 +483,24 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
                                         const std::vector<std::pair<std::string, int>>& clusters,
                                         const std::optional<node::SecuritySection>& security,
                                         bool attacker) {
-  std::map<std::string, std::string> keys = scenario.node_template;
-  std::map<std::string, std::string> origins = scenario.node_origins;
-  for (const auto& [k, v] : method.overrides) keys[k] = v;
-  for (const auto& [k, v] : method.origins) origins[k] = v;
-  keys.erase("attack.fraction");
-  if (!attacker) keys.erase("attack.kind");
-  std::ostringstream doc;
-  doc << "id = " << toml::value<std::string>(id)
-      << "\nlisten = " << toml::value<std::string>(listen) << "\nseed = " << scenario.seed
-      << "\noutput_dir = " << toml::value<std::string>(output_dir)
-      << "\n[data]\nshard = " << toml::value<std::string>(shard) << "\n";
-  std::map<int, std::string> origin_of_line;  // generated line -> where the user wrote it
-  std::string section;
-  for (const auto& [dotted, value] : keys) {  // sorted: keys of one section are contiguous
-    std::string s = dotted.substr(0, dotted.find('.'));
-    if (s != section) {
-      doc << "[" << s << "]\n";
-      section = s;
-    }
-    if (auto origin = origins.find(dotted); origin != origins.end()) {
-      std::string so_far = doc.str();
-      origin_of_line[1 + static_cast<int>(std::count(so_far.begin(), so_far.end(), '\n'))] =
-          origin->second;
-    }
-    doc << dotted.substr(dotted.find('.') + 1) << " = " << value << "\n";
+  node::NodeConfig config = method.node_keys;
+  config.id = id;
+  config.listen = listen;
+  config.seed = scenario.seed;
+  config.output_dir = output_dir;
+  config.data.shard = shard;
+  config.peers = peers;
+  config.security = security;
+  if (!attacker) config.attack.kind = node::AttackKind::kNone;
+  // Only the oracle baseline is told the ground truth, in node id order (as a config file's
+  // [learning.clusters] table reads back).
+  if (config.learning.sampler == topology::SamplerKind::kOracle) {
+    config.learning.clusters = clusters;
+    std::sort(config.learning.clusters.begin(), config.learning.clusters.end());
   }
-  // Only the oracle baseline is told the ground truth.
-  auto sampler = keys.find("learning.sampler");
-  if (sampler != keys.end() && IsOracle(sampler->second)) {
-    doc << "[learning.clusters]\n";
-    for (const auto& [node_id, cluster] : clusters) {
-      doc << toml::value<std::string>(node_id) << " = " << cluster << "\n";
-    }
-  }
-  if (security) {
-    doc << "[security]\nsecret_key_file = " << toml::value<std::string>(security->secret_key_file)
-        << "\nallowed_keys_file = " << toml::value<std::string>(security->allowed_keys_file)
-        << "\n";
-  }
-  for (const node::PeerAddress& p : peers) {
-    doc << "[[peers]]\nid = " << toml::value<std::string>(p.id)
-        << "\naddress = " << toml::value<std::string>(p.endpoint) << "\n";
-    if (!p.public_key.empty())
-      doc << "public_key = " << toml::value<std::string>(p.public_key) << "\n";
-  }
-  const std::string generated =
-      scenario.file + " (method '" + method.name + "', generated node config)";
-  auto config = node::ParseNodeConfig(doc.str(), generated);
-  if (!config.ok()) {
-    return PointAtScenario(config.status(), generated, origin_of_line, scenario.file, method.name);
-  }
+  MESHLEARN_RETURN_IF_ERROR(
+      node::CheckNodeConfig(config, scenario.file + " (method '" + method.name + "')"));
   return config;
-}
-
-std::string Slug(const std::string& name) {
-  std::string slug;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') {
-      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    } else if (!slug.empty() && slug.back() != '-') {
-      slug += '-';
-    }
-  }
-  while (!slug.empty() && slug.back() == '-') slug.pop_back();
-  return slug.empty() ? "method" : slug;
 }
 
 }  // namespace meshlearn::launch

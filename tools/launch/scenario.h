@@ -8,8 +8,11 @@
 //   [[methods]] name = "...", <section> = {..} methods run one after another over the same
 //                                              partition; each overrides template keys
 //
-// Node configs are produced by rendering the template (plus per-node keys) and parsing it with
-// the node's own parser, so a bad value gets the node config's precise message.
+// Node configs are built as values: the template's and the method's keys are read with the node
+// config's own key readers (so a bad value gets the node config's precise message, pointing at
+// the scenario line or --set that gave it), the launcher sets the per-node keys, and the node
+// config's rules check the whole. The launcher writes them with the node's own key writer
+// (node::RenderNodeConfig); no config text is assembled by hand.
 
 #include <cstdint>
 #include <map>
@@ -55,8 +58,11 @@ struct MethodSpec {
   std::string name;
   std::map<std::string, std::string> overrides;  // "learning.metric" -> TOML value text
   // Where each override was written: "<file>:<line>", or "--set <assignment>" when it came from
-  // the command line. Errors in a key point there, never at the generated node config.
+  // the command line. Errors in a key point there.
   std::map<std::string, std::string> origins;
+  // The node template's keys with this method's overrides, read by the node config's own
+  // readers (LoadScenario); MakeNodeConfig adds what the launcher sets per node.
+  node::NodeConfig node_keys;
 };
 
 // A parsed scenario.
@@ -89,13 +95,13 @@ struct ScenarioOverrides {
 // key and what is allowed for an unknown key or bad value; kNotFound for a missing file.
 Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& overrides);
 
-// The node config of client `client` for `method`: the template with the method's overrides,
-// plus id, listen endpoint, seed, shard, output folder, peers (with their public keys when they
-// have one), (for the oracle) the clusters and, when given, the [security] section.
-// `attacker`: the node keeps the template's `attack.kind`; otherwise it gets none (the
-// launcher-only key `attack.fraction` never reaches a node).
-// Errors come from the node config parser and point at the scenario line (or the --set) that
-// gave the key, naming the method.
+// The node config of client `client` for `method`: `method.node_keys` (the template with the
+// method's overrides), plus id, listen endpoint, seed, shard, output folder, peers (with their
+// public keys when they have one), (for the oracle) the clusters in node id order and, when
+// given, the [security] section. `attacker`: the node keeps the template's `attack.kind`;
+// otherwise it gets none (the launcher-only key `attack.fraction` never reaches a node).
+// Errors are the node config's rules between keys (node::CheckNodeConfig), naming the scenario
+// file and the method.
 Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSpec& method,
                                         const std::string& id, const std::string& listen,
                                         const std::string& shard, const std::string& output_dir,
@@ -107,8 +113,5 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
 // The share of each cluster's nodes that attack under `method` (`attack.fraction` of the node
 // template or the method, default 0). kInvalidArgument when it is not a number in [0, 1].
 Result<double> AttackFraction(const Scenario& scenario, const MethodSpec& method);
-
-// A file-name-safe form of a method name ("cos_weights FedSim" -> "cos_weights-fedsim").
-std::string Slug(const std::string& name);
 
 }  // namespace meshlearn::launch

@@ -1,6 +1,7 @@
 #include "tools/plot/matrix_csv.h"
 
 #include "base/csv.h"
+#include "tools/launch/run_layout.h"
 
 #include <algorithm>
 #include <charconv>
@@ -266,8 +267,8 @@ Status ReadCommFolders(const std::string& run_dir, std::map<std::string, CommCou
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!entry.is_directory() || name.rfind("node-", 0) != 0 || name.size() == 5) continue;
-    const std::string path = (entry.path() / "comm.csv").string();
+    if (!entry.is_directory() || !launch::NodeIdOfFolder(name)) continue;
+    const std::string path = launch::PathIn(entry.path().string(), launch::kCommFile);
     if (!fs::exists(path, ec)) {
       folders[name] = std::nullopt;
       continue;
@@ -324,11 +325,11 @@ Result<LabeledMatrix> MergeCommCounts(const std::string& run_dir,
   size_t suffix_hits = 0;
   for (const auto& [name, counts] : folders) {
     whole_name_hits += ids.count(name);
-    suffix_hits += ids.count(name.substr(5));
+    suffix_hits += ids.count(*launch::NodeIdOfFolder(name));
   }
   std::map<std::string, CommCounts> rows;  // node id -> its counts
   for (auto& [name, counts] : folders) {
-    const std::string id = whole_name_hits > suffix_hits ? name : name.substr(5);
+    const std::string id = whole_name_hits > suffix_hits ? name : *launch::NodeIdOfFolder(name);
     ids.insert(id);
     rows[id] = std::move(counts);
   }
