@@ -465,14 +465,23 @@ def main():
                             'allowed_keys_file = "%s/keys/allowed_keys"\n'
                             '[compression]\ncodec = "topk"\ntopk_fraction = %g\n' %
                             (work, work, TOPK_FRACTION)))
+    # The held node: announces version 2 ([round] max_protocol_version). Its peer never answers,
+    # so that the played peers hear only the other nodes.
+    held_port = free_port()
+    with open(work + "/held.toml", "w") as f:
+        f.write(node_config("conf-held", held_port, work + "/part/shards/client-1.shard",
+                            work + "/held", [("py-silent", silent_endpoint, "")],
+                            "max_protocol_version = 2\n"))
     plain = start_node(args.node, work + "/plain.toml", work + "/plain.log")
     secure = start_node(args.node, work + "/secure.toml", work + "/secure.log")
+    held = start_node(args.node, work + "/held.toml", work + "/held.log")
     try:
         run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_peer, witness,
                    silent_endpoint, secure, "tcp://127.0.0.1:%d" % secure_port, node_public,
                    client_public, client_secret)
+        check_held_node(context, "tcp://127.0.0.1:%d" % held_port, held, work)
     finally:
-        for process in (plain, secure):
+        for process in (plain, secure, held):
             if process.poll() is None:
                 process.kill()
                 process.wait()
@@ -483,7 +492,7 @@ def main():
     for failure in failures:
         print("  failed: " + failure)
     if failures:
-        for name in ("plain.log", "secure.log"):
+        for name in ("plain.log", "secure.log", "held.log"):
             print("---- " + name + " (last 30 lines)")
             print("".join(open(work + "/" + name).readlines()[-30:]))
     context.destroy(0)
@@ -540,6 +549,39 @@ def check_compressed_embeddings(client, layout, weights, plain_rows, rows, cols)
     reply = client.send([envelope(TYPES["EmbedReply"], "py-client", 7104), pack([3, 3, 3]), good])
     if check(reply is not None, "EmbedReply.encoding = 3 (top-k) is answered"):
         check_error(reply, "malformed", 7104, "EmbedReply.encoding = 3 (top-k)")
+
+
+def check_held_node(context, endpoint, process, work):
+    """PROTOCOL.md, "Versions and compatibility": a node held at version 2 sends version 2, its
+    Errors included, and reads what its build reads."""
+    client = Client(context, endpoint, "py-client")
+
+    def pong():
+        if process.poll() is not None:
+            raise SystemExit("conformance: the held node exited with %s; see %s/held.log" %
+                             (process.returncode, work))
+        rid, reply = client.ask("Ping", [1], timeout=1.0)
+        if reply is None:
+            client.reconnect()
+        return reply
+    if not check(wait_for(pong, 120, step=0.5) is not None, "the held node answers a Ping"):
+        return
+    rid, reply = client.ask("Ping", [21], version=3, min_version=3)
+    check(reply is not None and reply.type == TYPES["Pong"] and reply.version == 2 and
+          reply.min_version == MIN_VERSION,
+          "a [3, 3] sender is answered, in a version-2 envelope",
+          reply and (reply.name, reply.version, reply.min_version))
+    reply = client.send([envelope(9, "py-client", 7101), b"\xc1"])
+    if check(reply is not None, "the held node answers a message it cannot decode"):
+        check_error(reply, "malformed", 7101, "the held node, a body that is not msgpack")
+        check(reply.version == 2 and reply.min_version == MIN_VERSION,
+              "its Error carries the version it announces", (reply.version, reply.min_version))
+    reply = client.send([envelope(9, "py-client", 7102, version=9, min_version=9), pack([1])])
+    if check(reply is not None, "the held node answers a version-9-only sender"):
+        check_error(reply, "unsupported_version", 7102, "the held node, version 9..9")
+        check(reply.version == 2 and "%d..%d" % (MIN_VERSION, VERSION) in reply.body[1],
+              "in a version-2 envelope, naming the build's range it reads",
+              (reply.version, reply.body[1]))
 
 
 def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_peer, witness,
