@@ -1,5 +1,7 @@
 #pragma once
-// Encoding and decoding of whole messages: Message <-> [envelope][body][blob...] frames.
+// Encoding and decoding of whole messages: Message <-> [envelope][body][blob...] frames. Every
+// struct is written and read by its one description (protocol/messages.h, "One description per
+// struct"); this file adds the frames, the envelope's checks and the choice of struct by type.
 //
 // Decoding never throws and never trusts the peer: every size and count is checked against
 // Limits before use, blobs must match their layout exactly, weights must be finite, and a layout

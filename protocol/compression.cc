@@ -10,11 +10,9 @@
 
 #include "base/crc32.h"
 #include "base/float_array.h"
+#include "base/little_endian.h"
 
 namespace meshlearn {
-
-static_assert(std::endian::native == std::endian::little,
-              "compressed blobs are read and written in host order on little-endian hosts only");
 
 // The helpers live in their own named namespace: the library may be built as unity batches, where
 // another .cc's anonymous-namespace names share this translation unit.
@@ -51,20 +49,6 @@ constexpr float kInt8FastPathMin = 127.0f * std::numeric_limits<float>::min();
 uint32_t BitsOf(float value) { return std::bit_cast<uint32_t>(value); }
 float FloatOf(uint32_t bits) { return std::bit_cast<float>(bits); }
 
-void PutU16(uint8_t* at, uint16_t value) { std::memcpy(at, &value, sizeof(value)); }
-void PutU32(uint8_t* at, uint32_t value) { std::memcpy(at, &value, sizeof(value)); }
-uint16_t GetU16(const uint8_t* at) {
-  uint16_t value;
-  std::memcpy(&value, at, sizeof(value));
-  return value;
-}
-uint32_t GetU32(const uint8_t* at) {
-  uint32_t value;
-  std::memcpy(&value, at, sizeof(value));
-  return value;
-}
-float GetF32(const uint8_t* at) { return FloatOf(GetU32(at)); }
-
 // binary16 bits of a finite float, round to nearest even, magnitudes above 65504 saturated.
 // Branch-free so that the loops over it vectorise (after F. Giesen's float_to_half_fast3_rtne).
 inline uint16_t HalfOf(float value) {
@@ -97,7 +81,7 @@ __attribute__((target_clones("avx2", "default"))) bool HalvesOf(const float* val
   uint32_t bad = 0;
   for (size_t i = 0; i < count; ++i) {
     bad |= static_cast<uint32_t>((BitsOf(values[i]) & kFloatExponent) == kFloatExponent);
-    PutU16(out + 2 * i, HalfOf(values[i]));
+    StoreLittleEndian<uint16_t>(out + 2 * i, HalfOf(values[i]));
   }
   return bad != 0;
 }
@@ -107,7 +91,7 @@ __attribute__((target_clones("avx2", "default"))) bool FloatsOfHalves(const uint
                                                                       size_t count, float* out) {
   uint32_t bad = 0;
   for (size_t i = 0; i < count; ++i) {
-    const uint16_t half = GetU16(in + 2 * i);
+    const uint16_t half = LoadLittleEndian<uint16_t>(in + 2 * i);
     bad |= static_cast<uint32_t>((half & kHalfExponent) == kHalfExponent);
     out[i] = FloatOfHalf(half);
   }
@@ -156,7 +140,7 @@ __attribute__((target_clones("avx2", "default"))) bool QuantizeInt8(const float*
         q[i] = static_cast<int8_t>(std::clamp(r, -127.0, 127.0));
       }
     }
-    PutU32(scales + 4 * b, BitsOf(scale));
+    StoreLittleEndian<uint32_t>(scales + 4 * b, BitsOf(scale));
   }
   return false;
 }
@@ -171,7 +155,7 @@ __attribute__((target_clones("avx2", "default"))) Status DequantizeInt8(const ui
   uint32_t minimum_seen = 0;
   for (size_t start = 0, b = 0; start < count; start += block, ++b) {
     const size_t length = std::min(block, count - start);
-    const float scale = GetF32(scales + 4 * b);
+    const float scale = LoadLittleEndian<float>(scales + 4 * b);
     if (!IsValidInt8Scale(scale)) {
       return Status::NonFinite("int8 block #" + std::to_string(b) + " has scale " +
                                std::to_string(scale) +
@@ -222,8 +206,8 @@ void PutHeader(uint8_t* at, CompressionCodec codec, CompressionCodec values, uin
                uint32_t count) {
   at[0] = static_cast<uint8_t>(codec);
   at[1] = static_cast<uint8_t>(values);
-  PutU16(at + 2, static_cast<uint16_t>(block));
-  PutU32(at + 4, count);
+  StoreLittleEndian<uint16_t>(at + 2, static_cast<uint16_t>(block));
+  StoreLittleEndian<uint32_t>(at + 4, count);
 }
 
 // Appends `value` in unsigned LEB128 (7 bits per byte, lowest first, high bit = more follow) at
@@ -326,7 +310,7 @@ Result<std::vector<uint8_t>> EncodeTopK(std::span<const float> values,
   const size_t value_bytes = ValueBytes(value_codec, k, block);
   std::vector<uint8_t> blob(kTopKHeaderBytes + value_bytes + kMaxVarintBytes * k);
   PutHeader(blob.data(), CompressionCodec::kTopK, value_codec, block, static_cast<uint32_t>(n));
-  PutU32(blob.data() + 8, static_cast<uint32_t>(k));
+  StoreLittleEndian<uint32_t>(blob.data() + 8, static_cast<uint32_t>(k));
   EncodeValues(value_codec, kept.data(), k, block, blob.data() + kTopKHeaderBytes);
   size_t at = kTopKHeaderBytes + value_bytes;
   uint32_t previous = 0;
@@ -346,7 +330,7 @@ Status DecodeTopK(std::span<const uint8_t> blob, CompressionCodec value_codec, s
                              " bytes is shorter than its 12-byte header");
   }
   const size_t n = out.size();
-  const size_t k = GetU32(blob.data() + 8);
+  const size_t k = LoadLittleEndian<uint32_t>(blob.data() + 8);
   if (k > n) {
     return Status::Malformed("topk keeps " + std::to_string(k) + " of " + std::to_string(n) +
                              " values");
@@ -437,8 +421,8 @@ Result<CompressedHeader> ReadHeader(std::span<const uint8_t> blob) {
   CompressedHeader header;
   header.codec = static_cast<CompressionCodec>(codec_id);
   header.values = static_cast<CompressionCodec>(blob[1]);
-  header.block_size = GetU16(blob.data() + 2);
-  header.count = GetU32(blob.data() + 4);
+  header.block_size = LoadLittleEndian<uint16_t>(blob.data() + 2);
+  header.count = LoadLittleEndian<uint32_t>(blob.data() + 4);
   return header;
 }
 
@@ -561,7 +545,7 @@ Result<std::vector<float>> DecodeCompressed(std::span<const uint8_t> blob, size_
 }
 
 uint32_t EstimateChecksum(std::span<const float> values) {
-  static_assert(std::endian::native == std::endian::little, "float32 bytes are little-endian");
+  // The host's float32 bytes are little-endian (base/little_endian.h).
   return Crc32(std::string_view(reinterpret_cast<const char*>(values.data()),
                                 values.size() * sizeof(float)));
 }

@@ -19,4 +19,12 @@ struct Limits {
   uint32_t max_embed_cols = 4096;             // columns of an EmbedReply
 };
 
+// The most entries an `accepts` codec list may hold (GetModel.accepts, EmbedRequest.accepts;
+// too_many above). Rationale: this build decodes three codecs; the list needs no tuning.
+inline constexpr uint32_t kMaxAcceptedCodecs = 16;
+
+// The largest tensor dimension and offset a Layout may hold (2^40; malformed above), so that no
+// product of a tensor's dimensions is computed from unbounded numbers.
+inline constexpr uint64_t kMaxLayoutValue = 1ull << 40;
+
 }  // namespace meshlearn

@@ -5,6 +5,47 @@
 //
 // Type numbers are append-only and frozen: a new message gets the next number, a retired one
 // stays here as a comment so its number is never reused.
+//
+// One description per struct. Every struct that travels (the envelope, each message body, and the
+// structs nested in them) describes its wire form once, in a static `Describe(fields, m)` beside
+// its members: its fields in wire order, the kind of each (which fixes its msgpack type, its
+// limit and its error), and its blob frames. The codec runs that description with one `fields`
+// object per job: FieldWriter writes the body array, BlobEncoder the blob frames, FieldReader
+// reads and checks both with the protocol's errors, and BlobSlots counts the frames a type
+// carries (protocol/field_writer.h, protocol/field_reader.h). A field added to a description is
+// therefore written, read, checked and counted, or it is nowhere; tests/protocol/
+// protocol_doc_test.cc renders every description and compares it with PROTOCOL.md's tables.
+// A `fields` object offers one call per kind of field:
+//   Uint(name, u, max)        an integer in [0, max] (malformed otherwise); also an enum's number
+//   Count(name, u, limit)     a uint32 count: too_many above the Limits member `limit`
+//   Int(name, i)              a signed 64-bit integer
+//   Bool(name, b)             true or false
+//   Float64(name, d)          a finite number (non_finite for NaN or Inf), written as float64
+//   String(name, s)           UTF-8 of at most max_string_bytes
+//   AnyString(name, s)        bytes of at most max_string_bytes, judged by the caller
+//   NodeId(name, s)           a node id (protocol/wire_text.h; invalid_argument otherwise)
+//   NodeIds(name, o, limit)   an array of node ids, at most the Limits member `limit`
+//   Codecs(name, v)           an array of codec numbers (uint8, unknown ones kept), at most
+//                             kMaxAcceptedCodecs
+//   Struct(name, s)           a nested struct, by its own Describe; std::optional: may be absent
+//   List(name, v, limit)      an array of nested structs, at most the Limits member `limit`
+//   Layout(name, l)           a Layout, each tensor by DescribeTensor: valid
+//   (ParamLayout::Validate)
+//                             and equal to the decoder's expected layout when it has one
+//   Dims(name, v)             a tensor shape: at most max_tensor_rank integers in [0, 2^40]
+//   Optional()                the fields after it are optional trailing fields (PROTOCOL.md,
+//                             "Encoding rules"): each written when set (true, not empty, present)
+//                             or when a later one is, and read as unset when the array ends first
+//   Present(name, o)          a bool: whether the optional values `o` travel (a blob frame, or
+//                             a chain's base)
+//   Encoding(name, e, what)   the codec of the blob frames that follow (uint8, one of the codecs of
+//                             `what`; absent or 0: raw float32), written only when the encoder
+//                             could compress them
+//   Chain(name, c)            a top-k Model's chain (EstimateChain::Describe), written and read
+//                             only with encoding topk; its frame then replaces the first blob and
+//                             the other blobs travel as int8
+//   Blob(name, a, count)      a blob frame of `count` values (an std::optional one: present when
+//                             its Present flag is true)
 
 #include <cstdint>
 #include <optional>
@@ -17,6 +58,7 @@
 #include "base/status.h"
 #include "protocol/compression.h"
 #include "protocol/frame.h"
+#include "protocol/limits.h"
 
 namespace meshlearn {
 
@@ -44,6 +86,18 @@ enum class MessageType : uint16_t {
 // Returns the name of `type` ("GetModel"), or "unknown".
 const char* MessageTypeName(MessageType type);
 
+// What the blob frames after an Encoding field hold, which decides the codecs they may travel in:
+// a model's (ModelCodecs() of protocol/codec.h) or projected embeddings (EmbeddingCodecs()).
+enum class BlobContents : uint8_t { kModel, kEmbeddings };
+
+// The fields of one tensor of a Layout (PROTOCOL.md, "TensorSpec"), for the Layout kind of field.
+template <class Fields, class Tensor>
+void DescribeTensor(Fields& f, Tensor& t) {
+  f.String("name", t.name);
+  f.Dims("shape", t.shape);
+  f.Uint("offset", t.offset, kMaxLayoutValue);
+}
+
 // Frame 0 of every message: who sent it, what it is, and which request it belongs to.
 struct Envelope {
   uint32_t magic = 0;                     // must equal kProtocolMagic
@@ -54,6 +108,18 @@ struct Envelope {
   uint64_t request_id = 0;                // a reply repeats its request's id
   int64_t round = 0;                      // the sender's current round
   bool operator==(const Envelope&) const = default;
+  // The fields. The values are judged after the array is read (protocol/codec.h, DecodeEnvelope),
+  // so that a refusal can still name the request id.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& e) {
+    f.Uint("magic", e.magic, UINT32_MAX);
+    f.Uint("protocol_version", e.protocol_version, UINT16_MAX);
+    f.Uint("min_version", e.min_version, UINT16_MAX);
+    f.Uint("type", e.type, UINT16_MAX);
+    f.AnyString("sender", e.sender);
+    f.Uint("request_id", e.request_id, UINT64_MAX);
+    f.Int("round", e.round);
+  }
 };
 
 // A node introducing itself to a peer (request) and its answer (HelloAck, same fields).
@@ -66,6 +132,15 @@ struct Hello {
   std::string public_key;       // the sender's CURVE public key in Z85 (40 chars), or empty
   uint64_t nonce = 0;           // random per process start; seeds shared projections (EMD)
   bool operator==(const Hello&) const = default;
+  // The fields (HelloAck's too).
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.String("listen_endpoint", m.listen_endpoint);
+    f.String("architecture_id", m.architecture_id);
+    f.String("metric", m.metric);
+    f.String("public_key", m.public_key);
+    f.Uint("nonce", m.nonce, UINT64_MAX);
+  }
 };
 
 // The answer to Hello: the responder's own identity.
@@ -80,6 +155,14 @@ struct PeerInfo {
   std::string endpoint;    // its listen endpoint
   std::string public_key;  // Z85 CURVE public key or empty
   bool operator==(const PeerInfo&) const = default;
+  // The fields. Rationale: the endpoint and key are not checked beyond UTF-8; a list is gossip
+  // the sender relays (PROTOCOL.md, "A PeerList member the node cannot use").
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& p) {
+    f.NodeId("id", p.id);
+    f.String("endpoint", p.endpoint);
+    f.String("public_key", p.public_key);
+  }
 };
 
 // Membership gossip: the peers the sender knows (alive ones).
@@ -87,9 +170,13 @@ struct PeerList {
   static constexpr MessageType kType = MessageType::kPeerList;
   std::vector<PeerInfo> peers;
   bool operator==(const PeerList&) const = default;
+  // The fields.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.List("peers", m.peers, &Limits::max_peers);
+  }
 };
 
-// A request for the responder's published model snapshot.
 // The public estimate x̂ of a responder's model that a requester holds (top-k, PROTOCOL.md "Top-k
 // update chains"): the lineage and the round of the last update applied.
 struct HeldEstimate {
@@ -98,8 +185,15 @@ struct HeldEstimate {
   // The snapshot round whose update was applied last; start_round when none was.
   int64_t round = -1;
   bool operator==(const HeldEstimate&) const = default;
+  // The fields.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& h) {
+    f.Int("start_round", h.start_round);
+    f.Int("round", h.round);
+  }
 };
 
+// A request for the responder's published model snapshot.
 struct GetModel {
   static constexpr MessageType kType = MessageType::kGetModel;
   int64_t min_round = 0;  // the oldest snapshot round the requester accepts
@@ -117,6 +211,16 @@ struct GetModel {
   // A responder answers in top-k only to a GetModel that lists kTopK in accepts and sets this.
   std::optional<HeldEstimate> estimate = std::nullopt;
   bool operator==(const GetModel&) const = default;
+  // The fields.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Int("min_round", m.min_round);
+    f.Bool("wait", m.wait);
+    f.Optional();
+    f.Bool("with_update", m.with_update);
+    f.Codecs("accepts", m.accepts);
+    f.Struct("estimate", m.estimate);
+  }
 };
 
 // A similarity score of one peer, as carried in score rows (for the DAC two-hop update).
@@ -124,6 +228,12 @@ struct PeerScore {
   std::string peer;
   double score = 0;
   bool operator==(const PeerScore&) const = default;
+  // The fields.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& s) {
+    f.NodeId("peer", s.peer);
+    f.Float64("score", s.score);
+  }
 };
 
 // A top-k reply's chain (Model field 7 and blob frame 2; PROTOCOL.md "Top-k update chains"): what
@@ -142,6 +252,15 @@ struct EstimateChain {
   // applied (PublicEstimate::Apply), their headers and counts when decoded.
   std::vector<std::vector<uint8_t>> updates;
   bool operator==(const EstimateChain&) const = default;
+  // The fields of Model field 7; the base and the updates travel in the chain frame.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& c) {
+    f.Int("start_round", c.start_round);
+    f.Int("from_round", c.from_round);
+    f.Int("to_round", c.to_round);
+    f.Uint("checksum", c.checksum, UINT32_MAX);
+    f.Present("has_base", c.base);
+  }
 };
 
 // A published model snapshot. The weights travel as one blob frame.
@@ -170,6 +289,21 @@ struct Model {
   // public estimate, which replaces `weights` (left empty); the update then travels as int8.
   std::optional<EstimateChain> chain;
   bool operator==(const Model&) const = default;
+  // The fields and blob frames.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Int("round", m.round);
+    f.Uint("train_size", m.train_size, UINT64_MAX);
+    f.Bool("early_stopped", m.early_stopped);
+    f.Layout("layout", m.layout);
+    f.List("score_row", m.score_row, &Limits::max_score_entries);
+    f.Optional();
+    f.Present("update", m.update);
+    f.Encoding("encoding", m.encoding, BlobContents::kModel);
+    f.Chain("chain", m.chain);
+    f.Blob("weights", m.weights, m.layout.total_floats());
+    f.Blob("update", m.update, m.layout.total_floats());
+  }
 };
 
 // A request to embed the responder's validation samples with the requester's model (EMD).
@@ -185,6 +319,17 @@ struct EmbedRequest {
   // bytes as before the field existed. Unknown codec numbers are kept.
   std::vector<CompressionCodec> accepts = {};
   bool operator==(const EmbedRequest&) const = default;
+  // The fields and blob frame. Rationale: the weights travel float32 always, so that the
+  // responder embeds with exactly the requester's model.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Uint("projection_seed", m.projection_seed, UINT64_MAX);
+    f.Count("max_samples", m.max_samples, &Limits::max_embed_rows);
+    f.Layout("layout", m.layout);
+    f.Optional();
+    f.Codecs("accepts", m.accepts);
+    f.Blob("weights", m.weights, m.layout.total_floats());
+  }
 };
 
 // Projected embeddings, row-major rows × cols, in one blob frame. Never raw samples.
@@ -200,6 +345,15 @@ struct EmbedReply {
   // holds the decoded floats, the codec and, for int8, the blob's block size.
   CompressionSettings encoding = {};
   bool operator==(const EmbedReply&) const = default;
+  // The fields and blob frame.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Count("rows", m.rows, &Limits::max_embed_rows);
+    f.Count("cols", m.cols, &Limits::max_embed_cols);
+    f.Optional();
+    f.Encoding("encoding", m.encoding, BlobContents::kEmbeddings);
+    f.Blob("embeddings", m.embeddings, uint64_t{m.rows} * m.cols);
+  }
 };
 
 // One side's decision about an EMD edge; the edge holds only if both sides accept.
@@ -212,6 +366,15 @@ struct EmdDecision {
   // to accept, sorted. Absent on the wire with a fixed ε and from older nodes.
   std::optional<std::vector<std::string>> accepts;
   bool operator==(const EmdDecision&) const = default;
+  // The fields.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Bool("accepted", m.accepted);
+    f.Float64("emd", m.emd);
+    f.Float64("reference", m.reference);
+    f.Optional();
+    f.NodeIds("accepts", m.accepts, &Limits::max_peers);
+  }
 };
 
 // Witness mode of the EMD exchange (DESIGN.md "EMD embedding exchange", emd_witness): like
@@ -227,6 +390,16 @@ struct WitnessEmbedRequest {
   ParamLayout layout;            // describes `weights`
   FloatArray weights;            // blob frame 2: the requester's model
   bool operator==(const WitnessEmbedRequest&) const = default;
+  // The fields and blob frame.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Uint("projection_seed", m.projection_seed, UINT64_MAX);
+    f.Count("max_samples", m.max_samples, &Limits::max_embed_rows);
+    f.Uint("session", m.session, UINT64_MAX);
+    f.Struct("witness", m.witness);
+    f.Layout("layout", m.layout);
+    f.Blob("weights", m.weights, m.layout.total_floats());
+  }
 };
 
 // Which set of a witnessed measurement a WitnessRows carries.
@@ -253,6 +426,19 @@ struct WitnessRows {
   // such node decodes EmbeddingCodecs()).
   CompressionSettings encoding = {};
   bool operator==(const WitnessRows&) const = default;
+  // The fields and blob frame.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Uint("session", m.session, UINT64_MAX);
+    f.NodeId("requester", m.requester);
+    f.NodeId("responder", m.responder);
+    f.Uint("side", m.side, 1);
+    f.Count("rows", m.rows, &Limits::max_embed_rows);
+    f.Count("cols", m.cols, &Limits::max_embed_cols);
+    f.Optional();
+    f.Encoding("encoding", m.encoding, BlobContents::kEmbeddings);
+    f.Blob("embeddings", m.embeddings, uint64_t{m.rows} * m.cols);
+  }
 };
 
 // The witness's answer to both sides of a measurement: only the scalar distance.
@@ -261,6 +447,12 @@ struct WitnessResult {
   uint64_t session = 0;
   double emd = 0;  // W(train_requester, val_responder)
   bool operator==(const WitnessResult&) const = default;
+  // The fields.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Uint("session", m.session, UINT64_MAX);
+    f.Float64("emd", m.emd);
+  }
 };
 
 // A request for the responder's FLT data signature (DESIGN.md "Other seed methods", FLT).
@@ -269,6 +461,9 @@ struct WitnessResult {
 struct GetSignature {
   static constexpr MessageType kType = MessageType::kGetSignature;
   bool operator==(const GetSignature&) const = default;
+  // No fields: an empty array.
+  template <class Fields, class Self>
+  static void Describe(Fields& /*f*/, Self& /*m*/) {}
 };
 
 // The responder's data signature: the k-means centroids of its training samples' embeddings
@@ -279,6 +474,13 @@ struct Signature {
   uint32_t cols = 0;     // the embedding width
   FloatArray centroids;  // blob frame 2: rows * cols float32 values, one centroid per row
   bool operator==(const Signature&) const = default;
+  // The fields and blob frame.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Count("rows", m.rows, &Limits::max_embed_rows);
+    f.Count("cols", m.cols, &Limits::max_embed_cols);
+    f.Blob("centroids", m.centroids, uint64_t{m.rows} * m.cols);
+  }
 };
 
 // A node leaving the mesh (it stops, or finished its rounds) tells each active peer, so that the
@@ -289,6 +491,11 @@ struct Goodbye {
   static constexpr MessageType kType = MessageType::kGoodbye;
   std::string reason;  // why the sender leaves, for the receiver's log (e.g. "stopped by signal")
   bool operator==(const Goodbye&) const = default;
+  // The fields.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.String("reason", m.reason);
+  }
 };
 
 // Liveness probe and its answer.
@@ -296,6 +503,11 @@ struct Ping {
   static constexpr MessageType kType = MessageType::kPing;
   uint64_t nonce = 0;
   bool operator==(const Ping&) const = default;
+  // The fields (Pong's too).
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Uint("nonce", m.nonce, UINT64_MAX);
+  }
 };
 struct Pong : Ping {
   static constexpr MessageType kType = MessageType::kPong;
@@ -308,6 +520,12 @@ struct Error {
   ErrorCode code = ErrorCode::kInternal;
   std::string text;
   bool operator==(const Error&) const = default;
+  // The fields. Unknown codes are kept as numbers.
+  template <class Fields, class Self>
+  static void Describe(Fields& f, Self& m) {
+    f.Uint("code", m.code, UINT16_MAX);
+    f.String("text", m.text);
+  }
 };
 
 // Any message body. The variant order is irrelevant to the wire (the envelope's type selects).

@@ -6,25 +6,13 @@
 
 #include "base/atomic_file.h"
 #include "base/crc32.h"
+#include "base/little_endian.h"
 
 namespace meshlearn::training {
 namespace {
 
-static_assert(std::endian::native == std::endian::little,
-              "shard files are little-endian; add byte swapping for this platform");
-
 constexpr char kMagic[8] = {'M', 'L', 'S', 'H', 'A', 'R', 'D', '1'};
 constexpr uint32_t kMaxRank = 8;
-
-template <typename T>
-void Put(std::string& out, const T& value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-
-template <typename T>
-void PutArray(std::string& out, const std::vector<T>& values) {
-  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
 
 // Bounds-checked little-endian reader over the shard bytes.
 class ByteReader {
@@ -33,7 +21,7 @@ class ByteReader {
   template <typename T>
   Status Get(T& value, const char* field) {
     if (bytes_.size() - at_ < sizeof(T)) return Truncated(field);
-    std::memcpy(&value, bytes_.data() + at_, sizeof(T));
+    value = LoadLittleEndian<T>(Here());
     at_ += sizeof(T);
     return Status::Ok();
   }
@@ -41,13 +29,14 @@ class ByteReader {
   Status GetArray(std::vector<T>& values, uint64_t count, const char* field) {
     if ((bytes_.size() - at_) / sizeof(T) < count) return Truncated(field);
     values.resize(count);
-    std::memcpy(values.data(), bytes_.data() + at_, count * sizeof(T));
+    LoadLittleEndian(Here(), std::span<T>(values));
     at_ += count * sizeof(T);
     return Status::Ok();
   }
   size_t remaining() const { return bytes_.size() - at_; }
 
  private:
+  const uint8_t* Here() const { return reinterpret_cast<const uint8_t*>(bytes_.data() + at_); }
   Status Truncated(const char* field) const {
     return Status::Malformed(name_ + ": shard file truncated while reading " + field);
   }
@@ -85,23 +74,23 @@ std::string ShardPath(const std::string& dir, int client_id) {
 std::string EncodeShard(const ClientShard& shard) {
   const Dataset& first = shard.train;
   std::string out(kMagic, sizeof(kMagic));
-  Put(out, kShardFormatVersion);
-  Put(out, static_cast<uint32_t>(first.task));
-  Put(out, static_cast<int32_t>(shard.client_id));
-  Put(out, static_cast<int32_t>(shard.cluster_id));
-  Put(out, first.num_classes);
-  Put(out, static_cast<uint32_t>(first.sample_shape.size()));
-  PutArray(out, first.sample_shape);
+  AppendLittleEndian(out, kShardFormatVersion);
+  AppendLittleEndian(out, static_cast<uint32_t>(first.task));
+  AppendLittleEndian(out, static_cast<int32_t>(shard.client_id));
+  AppendLittleEndian(out, static_cast<int32_t>(shard.cluster_id));
+  AppendLittleEndian(out, first.num_classes);
+  AppendLittleEndian(out, static_cast<uint32_t>(first.sample_shape.size()));
+  AppendLittleEndian(out, first.sample_shape);
   for (const Dataset* d : {&shard.train, &shard.validation, &shard.test}) {
-    Put(out, static_cast<uint64_t>(d->size()));
-    PutArray(out, d->features);
+    AppendLittleEndian(out, static_cast<uint64_t>(d->size()));
+    AppendLittleEndian(out, d->features);
     if (d->task == Task::kClassification) {
-      PutArray(out, d->labels);
+      AppendLittleEndian(out, d->labels);
     } else {
-      PutArray(out, d->targets);
+      AppendLittleEndian(out, d->targets);
     }
   }
-  Put(out, Crc32(out));
+  AppendLittleEndian(out, Crc32(out));
   return out;
 }
 
@@ -109,8 +98,8 @@ Result<ClientShard> DecodeShard(std::string_view bytes, const std::string& name)
   if (bytes.size() < sizeof(kMagic) + 4 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
     return Status::Malformed(name + ": not a meshlearn shard file (magic \"MLSHARD1\" missing)");
   }
-  uint32_t stored_crc = 0;
-  std::memcpy(&stored_crc, bytes.data() + bytes.size() - 4, 4);
+  const uint32_t stored_crc =
+      LoadLittleEndian<uint32_t>(reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size() - 4);
   const std::string_view body = bytes.substr(0, bytes.size() - 4);
   ByteReader in(body.substr(sizeof(kMagic)), name);
   uint32_t version = 0;

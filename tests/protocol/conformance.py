@@ -70,6 +70,7 @@ ARCHITECTURE = re.compile(r"^[a-z_]+/[0-9]+/[0-9]+(x[0-9]+)*/[0-9]+$")
 Z85_KEY = re.compile(r"^[0-9a-zA-Z.\-:+=^!/*?&<>()\[\]{}@%$#]{40}$")
 MAX_MESSAGE_BYTES = 131072  # the plain node's [round] max_message_bytes
 ROUND_DEADLINE_S = 2.0      # the plain node's [round] round_deadline_s = its GetModel hold limit
+TOPK_FRACTION = 0.1         # the secure node's [compression] topk_fraction
 
 # ---- wire helpers ------------------------------------------------------------------------------
 
@@ -86,6 +87,20 @@ def envelope(msg_type, sender, request_id, round_=0, version=VERSION, min_versio
 
 def blob(values):
     return struct.pack("<%df" % len(values), *values)
+
+
+def with_raw_str(frame, text, raw):
+    """`frame` with the msgpack str `text` replaced by one holding the bytes `raw` (which need
+    not be UTF-8, so pack() cannot write them)."""
+    packed, replacement = pack(text), pack("x" * len(raw))[:-len(raw)] + raw
+    if packed not in frame:
+        raise ValueError("%r is not in the frame" % text)
+    return frame.replace(packed, replacement, 1)
+
+
+def round_half_away(x):
+    """C's round() of a non-negative double: the nearest integer, halves away from zero."""
+    return math.floor(x + 0.5)
 
 
 def floats(frame):
@@ -448,15 +463,25 @@ def main():
                             [("py-client", silent_endpoint, client_public.decode())],
                             '[security]\nsecret_key_file = "%s/keys/conf-secure.key"\n'
                             'allowed_keys_file = "%s/keys/allowed_keys"\n'
-                            '[compression]\ncodec = "topk"\ntopk_fraction = 0.1\n' % (work, work)))
+                            '[compression]\ncodec = "topk"\ntopk_fraction = %g\n' %
+                            (work, work, TOPK_FRACTION)))
+    # The held node: announces version 2 ([round] max_protocol_version). Its peer never answers,
+    # so that the played peers hear only the other nodes.
+    held_port = free_port()
+    with open(work + "/held.toml", "w") as f:
+        f.write(node_config("conf-held", held_port, work + "/part/shards/client-1.shard",
+                            work + "/held", [("py-silent", silent_endpoint, "")],
+                            "max_protocol_version = 2\n"))
     plain = start_node(args.node, work + "/plain.toml", work + "/plain.log")
     secure = start_node(args.node, work + "/secure.toml", work + "/secure.log")
+    held = start_node(args.node, work + "/held.toml", work + "/held.log")
     try:
         run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_peer, witness,
                    silent_endpoint, secure, "tcp://127.0.0.1:%d" % secure_port, node_public,
                    client_public, client_secret)
+        check_held_node(context, "tcp://127.0.0.1:%d" % held_port, held, work)
     finally:
-        for process in (plain, secure):
+        for process in (plain, secure, held):
             if process.poll() is None:
                 process.kill()
                 process.wait()
@@ -467,7 +492,7 @@ def main():
     for failure in failures:
         print("  failed: " + failure)
     if failures:
-        for name in ("plain.log", "secure.log"):
+        for name in ("plain.log", "secure.log", "held.log"):
             print("---- " + name + " (last 30 lines)")
             print("".join(open(work + "/" + name).readlines()[-30:]))
     context.destroy(0)
@@ -524,6 +549,39 @@ def check_compressed_embeddings(client, layout, weights, plain_rows, rows, cols)
     reply = client.send([envelope(TYPES["EmbedReply"], "py-client", 7104), pack([3, 3, 3]), good])
     if check(reply is not None, "EmbedReply.encoding = 3 (top-k) is answered"):
         check_error(reply, "malformed", 7104, "EmbedReply.encoding = 3 (top-k)")
+
+
+def check_held_node(context, endpoint, process, work):
+    """PROTOCOL.md, "Versions and compatibility": a node held at version 2 sends version 2, its
+    Errors included, and reads what its build reads."""
+    client = Client(context, endpoint, "py-client")
+
+    def pong():
+        if process.poll() is not None:
+            raise SystemExit("conformance: the held node exited with %s; see %s/held.log" %
+                             (process.returncode, work))
+        rid, reply = client.ask("Ping", [1], timeout=1.0)
+        if reply is None:
+            client.reconnect()
+        return reply
+    if not check(wait_for(pong, 120, step=0.5) is not None, "the held node answers a Ping"):
+        return
+    rid, reply = client.ask("Ping", [21], version=3, min_version=3)
+    check(reply is not None and reply.type == TYPES["Pong"] and reply.version == 2 and
+          reply.min_version == MIN_VERSION,
+          "a [3, 3] sender is answered, in a version-2 envelope",
+          reply and (reply.name, reply.version, reply.min_version))
+    reply = client.send([envelope(9, "py-client", 7101), b"\xc1"])
+    if check(reply is not None, "the held node answers a message it cannot decode"):
+        check_error(reply, "malformed", 7101, "the held node, a body that is not msgpack")
+        check(reply.version == 2 and reply.min_version == MIN_VERSION,
+              "its Error carries the version it announces", (reply.version, reply.min_version))
+    reply = client.send([envelope(9, "py-client", 7102, version=9, min_version=9), pack([1])])
+    if check(reply is not None, "the held node answers a version-9-only sender"):
+        check_error(reply, "unsupported_version", 7102, "the held node, version 9..9")
+        check(reply.version == 2 and "%d..%d" % (MIN_VERSION, VERSION) in reply.body[1],
+              "in a version-2 envelope, naming the build's range it reads",
+              (reply.version, reply.body[1]))
 
 
 def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_peer, witness,
@@ -631,6 +689,18 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
         rid, v2 = client.ask("GetModel", [asked, True], version=2)
         rid, v3 = client.ask("GetModel", [asked, True, False, [CODECS["fp16"], CODECS["int8"]]])
         rid, fp16 = client.ask("GetModel", [asked, True, False, [CODECS["fp16"]]])
+        # PROTOCOL.md, "A field or type newer than its envelope": accepts is honoured in a
+        # version-2 envelope; an entry 0 (none) is ignored like an unknown number.
+        rid, v2_accepting = client.ask("GetModel", [asked, True, False, [CODECS["int8"]]],
+                                       version=2)
+        check(v2_accepting is not None and v2_accepting.type == TYPES["Model"] and
+              len(v2_accepting.body) == 7 and v2_accepting.body[6] == CODECS["int8"],
+              "a version-2 envelope's GetModel accepting int8 gets int8",
+              v2_accepting and (v2_accepting.name, v2_accepting.body[5:]))
+        rid, zero = client.ask("GetModel", [asked, True, False, [CODECS["none"]]])
+        check(zero is not None and zero.type == TYPES["Model"] and len(zero.body) == 5 and
+              len(zero.blobs[0]) == 4 * total,
+              "a GetModel accepting only 0 (none) gets float32", zero and zero.name)
         for reply, what in ((v2, "a version-2 GetModel"), (fp16, "a GetModel accepting fp16")):
             check(reply is not None and reply.type == TYPES["Model"] and len(reply.body) == 5 and
                   len(reply.frames) == 3 and len(reply.blobs[0]) == 4 * total and
@@ -821,6 +891,23 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
         "unknown_type", 7034)
     raw([envelope(9, "bad id", 7035), pack([1]), b"", b"", b""],
         "5 frames and a bad sender at once", "too_many", 7035)
+    # PROTOCOL.md, "Node ids": an id that is not UTF-8 breaks the id rule (invalid_argument).
+    raw([with_raw_str(envelope(9, "py-@@", 7036), "py-@@", b"py-\xff\xfe"), pack([1])],
+        "a sender that is not UTF-8", "invalid_argument", 7036)
+    raw([envelope(3, "py-client", 7037),
+         with_raw_str(pack([[["py-@@", "tcp://127.0.0.1:1", ""]]]), "py-@@", b"py-\xff\xfe")],
+        "a PeerInfo id that is not UTF-8", "invalid_argument", 7037)
+    # "A list's count before its entries".
+    raw([envelope(4, "py-client", 7038), b"\x94\x00\xc2\xc2\xdd\xff\xff\xff\xff"],
+        "accepts whose header claims 2^32 - 1 entries, none following", "too_many", 7038)
+    raw([envelope(4, "py-client", 7039), b"\x94\x00\xc2\xc2\xdc\x00\x64\x01\x02"],
+        "accepts whose header claims 100 entries, 2 following", "malformed", 7039)
+    raw([envelope(4, "py-client", 7040), pack([0, False, False, [1] * 16 + [300]])],
+        "17 accepts entries, the last above 255", "too_many", 7040)
+    # "Limits": EmdDecision.accepts holds at most max_peers ids.
+    raw([envelope(8, "py-client", 7041),
+         pack([True, 0.5, 0.25, ["n%d" % i for i in range(MAX_PEERS + 1)]])],
+        "EmdDecision.accepts of max_peers + 1", "too_many", 7041)
     for version, what in ((VERSION, "a Goodbye from a stranger"),
                           (1, "a Goodbye from a stranger in a version-1 envelope")):
         rid, reply = client.ask("Goodbye", ["leaving"], sender="py-stranger", version=version,
@@ -896,6 +983,9 @@ def run_checks(context, args, work, plain, plain_endpoint, http_port, peer, old_
                       (has_base, start, first, codec, n, count))
                 for update in items[1:]:
                     estimate = [f32(a + b) for a, b in zip(estimate, topk_update(update, count))]
+                ks = [struct.unpack_from("<I", update, 8)[0] for update in items[1:]]
+                check(all(k == round_half_away(TOPK_FRACTION * count) for k in ks),
+                      "each top-k blob keeps k = round(f * n)", (ks, TOPK_FRACTION, count))
                 check(len(items) - 1 == last - first,
                       "one update per round after the base", (len(items), first, last))
                 check(zlib.crc32(blob(estimate)) == checksum,
