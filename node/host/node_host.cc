@@ -61,6 +61,7 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
   // Bind before anything else talks to peers; the Hello carries the bound endpoint.
   TransportOptions transport_options;
   transport_options.node_id = config.id;
+  transport_options.protocol_version = config.round.ProtocolVersion();
   transport_options.listen_endpoint = config.listen;
   transport_options.limits.max_message_bytes = config.round.max_message_bytes;
   // Idle connections close after a second: a node meets many peers by gossip but talks to a few

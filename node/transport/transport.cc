@@ -92,7 +92,9 @@ std::vector<Frame> TooManyPendingReply(const TransportOptions& options,
   Error error{ErrorCode::kUnavailable,
               "node " + options.node_id + " has too many requests pending; retry later"};
   // The transport does not know the node's round; 0 marks a transport-level answer.
-  return Encode(MakeMessage(options.node_id, request_id, 0, error));
+  Message reply = MakeMessage(options.node_id, request_id, 0, error);
+  if (options.protocol_version != 0) reply.envelope.protocol_version = options.protocol_version;
+  return Encode(reply);
 }
 
 }  // namespace meshlearn::node

@@ -62,6 +62,10 @@ struct CurveOptions {
 struct TransportOptions {
   // This node's id; the sender of the Error replies the transport writes itself.
   std::string node_id;
+  // The protocol version this node announces (RoundSection::ProtocolVersion): the version of the
+  // Error replies the transport writes itself (PROTOCOL.md: everything a node held at an older
+  // version sends carries that version). 0: this build's, kProtocolVersion.
+  uint16_t protocol_version = 0;
   // Where the transport listens, e.g. "tcp://127.0.0.2:5555". A port of 0 or "*" binds an ephemeral
   // port; Transport::bound_endpoint() tells which.
   std::string listen_endpoint;

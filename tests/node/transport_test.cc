@@ -455,6 +455,27 @@ TEST_P(TransportContract, TheTotalInboundBoundHoldsAcrossPeers) {
   server.reset();
 }
 
+// PROTOCOL.md: everything a node held at an older version sends carries that version, the
+// transport's own Error(unavailable) included.
+TEST_P(TransportContract, TheTransportsOwnErrorCarriesTheAnnouncedVersion) {
+  TransportOptions options = Options("server");
+  options.max_pending_inbound = 1;
+  options.protocol_version = 2;
+  HeldRequests held;
+  auto server = StartOrDie(options, [&held](InboundRequest r) { held.Hold(std::move(r)); });
+  ASSERT_TRUE(server);
+  auto client = StartClient("client");
+  ReplyFuture first = Send(*client, server->bound_endpoint(), 1, Ping{1});
+  ASSERT_TRUE(WaitFor([&] { return held.size() == 1; }));
+  ReplyFuture second = Send(*client, server->bound_endpoint(), 2, Ping{2});
+  Message refused = ReplyOf(second);
+  ASSERT_TRUE(std::holds_alternative<Error>(refused.body));
+  EXPECT_EQ(std::get<Error>(refused.body).code, ErrorCode::kUnavailable);
+  EXPECT_EQ(refused.envelope.protocol_version, 2);
+  client.reset();
+  server.reset();
+}
+
 TEST_P(TransportContract, ASecondReplyToTheSameRequestIsDroppedAndCounted) {
   ASSERT_TRUE(StartHolderAndClient());
   ReplyFuture reply = PingHolder(1, 1);
