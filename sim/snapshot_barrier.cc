@@ -109,7 +109,7 @@ std::string SnapshotBarrier::RoundDir(int64_t round) const {
   return dir_ + "/round-" + std::to_string(round);
 }
 
-std::string SnapshotBarrier::SnapshotPath() const { return dir_ + "/snapshot.txt"; }
+std::string SnapshotBarrier::SnapshotPath() const { return dir_ + "/" + kSnapshotFileName; }
 
 void SnapshotBarrier::Begin(int64_t round) {
   round_dir_ = RoundDir(round);
