@@ -1,31 +1,33 @@
+// The simulator's scheduling (sim/simulation.h): the virtual clock and its events, the node hosts
+// and their jobs, ticks and outages. The snapshot barrier's rules and folder are
+// sim/snapshot_barrier.h's; the node logs and progress reports are sim/outputs.h's.
 #include "sim/simulation.h"
-
-#include <spdlog/sinks/base_sink.h>
 
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <deque>
-#include <filesystem>
-#include <fstream>
-#include <future>
+#include <functional>
 #include <map>
-#include <mutex>
+#include <memory>
+#include <optional>
 #include <random>
-#include <set>
 #include <sstream>
+#include <string>
 #include <thread>
-#include <tuple>
 #include <unordered_map>
+#include <variant>
+#include <vector>
 
-#include "base/atomic_file.h"
 #include "base/stable_hash.h"
-#include "node/config/logging.h"
+#include "node/host/checkpoint.h"
 #include "node/host/node_host.h"
 #include "node/transport/simulated_network.h"
 #include "protocol/codec.h"
+#include "sim/outputs.h"
 #include "sim/scheduling.h"
+#include "sim/sim_node.h"
 #include "sim/snapshot.h"
+#include "sim/snapshot_barrier.h"
 
 namespace meshlearn::sim {
 namespace {
@@ -36,41 +38,6 @@ using node::TimePoint;
 Clock::duration VirtualSeconds(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
-
-// A node's log, kept in memory and appended to its node.log in batches, so that a simulated node
-// holds no file open.
-class BufferedFileSink final : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  explicit BufferedFileSink(std::string path) : path_(std::move(path)) {}
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    spdlog::memory_buf_t formatted;
-    formatter_->format(msg, formatted);
-    buffer_.append(formatted.data(), formatted.size());
-    if (buffer_.size() >= kBatchBytes) flush_();
-  }
-  void flush_() override {
-    if (buffer_.empty()) return;
-    std::ofstream out(path_, std::ios::app | std::ios::binary);
-    out << buffer_;
-    buffer_.clear();
-  }
-
- private:
-  static constexpr size_t kBatchBytes = 16 * 1024;
-  std::string path_;
-  std::string buffer_;
-};
-
-enum class NodeState { kRunning, kPaused, kDead, kFinished };
-
-// A learner job waiting for a worker.
-struct QueuedJob {
-  std::shared_ptr<node::Learner> learner;
-  node::LearnerJob job;
-  std::function<void(node::LearnerResult)> done;
-};
 
 class Simulator;
 
@@ -93,34 +60,10 @@ class SimulatedWorld final : public node::World {
   size_t index_;
 };
 
-// One simulated node: its host, what it is doing and waiting for.
-struct SimNode {
-  node::NodeConfig config;
-  std::shared_ptr<spdlog::logger> log;
-  std::unique_ptr<SimulatedWorld> world;
-  std::unique_ptr<node::NodeHost> host;
-  NodeState state = NodeState::kRunning;
-  uint64_t generation = 0;
-  bool in_event = false;  // a task of this node is running
-  bool leaving = false;
-  bool at_barrier = false;        // waits at the snapshot barrier (or finished)
-  uint64_t bytes_in_before = 0;   // received by its earlier incarnations (snapshot barriers)
-  uint64_t bytes_out_before = 0;  // sent by them
-  std::deque<QueuedJob> jobs;     // queued behind the running one
-  std::optional<std::shared_future<node::LearnerResult>> running;
-  std::function<void(node::LearnerResult)> running_done;
-  std::deque<std::function<void()>> deferred;  // arrived while paused, in order
-  int64_t last_round = -1;
-  double last_val_loss = NAN;
-  std::optional<node::NodeStatus> final_status;  // once its host is gone
-  std::vector<size_t> outages;                   // indexes into the network's outages still to come
-  std::optional<size_t> outage_due;
-  std::optional<std::string> failure;
-};
-
 class Simulator {
  public:
-  explicit Simulator(const SimulationOptions& options)
+  // A simulation of `nodes` nodes with `options`.
+  Simulator(const SimulationOptions& options, size_t nodes)
       : options_(options),
         threads_(options.threads > 0
                      ? options.threads
@@ -128,58 +71,26 @@ class Simulator {
         pool_(threads_),
         clock_(std::make_shared<VirtualClock>()),
         network_(clock_, [this](node::LinkMessage m) { return Transit(m); }),
-        loss_rng_(options.seed) {}
+        loss_rng_(options.seed),
+        barrier_(options.snapshot_every, options.snapshot_dir, nodes),
+        progress_(options.on_progress) {}
 
+  // Sets up the nodes of `configs` (resuming from the last snapshot with options.resume) and
+  // assembles the hosts of those that run.
   Status Prepare(const std::vector<node::NodeConfig>& configs) {
-    std::map<std::string, size_t> endpoints;
-    nodes_.reserve(configs.size());
-    for (size_t i = 0; i < configs.size(); ++i) {
-      SimNode n;
-      n.config = configs[i];
-      if (!endpoints.emplace(n.config.listen, i).second) {
-        return Status::InvalidArgument("nodes '" + nodes_[endpoints[n.config.listen]].config.id +
-                                       "' and '" + n.config.id + "' listen at the same endpoint " +
-                                       n.config.listen);
-      }
-      n.log = MakeNodeLogger(n.config.id, n.config.log_level,
-                             std::make_shared<BufferedFileSink>(n.config.output_dir + "/node.log"));
-      // A process flushes every line so that node.log survives its death; a simulated node's log
-      // is written where the simulation writes its other outputs (Close, Retire, the end).
-      n.log->flush_on(spdlog::level::off);
-      n.world = std::make_unique<SimulatedWorld>(*this, i);
-      ids_[n.config.id] = i;
-      nodes_.push_back(std::move(n));
-    }
-    for (size_t o = 0; o < options_.network.outages.size(); ++o) {
-      const Outage& outage = options_.network.outages[o];
-      auto it = ids_.find(outage.node);
-      if (it == ids_.end()) {
-        return Status::InvalidArgument("[network] outage names node '" + outage.node +
-                                       "', which is not a node of this run");
-      }
-      nodes_[it->second].outages.push_back(o);
-    }
-    for (const Partition& p : options_.network.partitions) {
-      for (const auto& group : p.groups) {
-        for (const std::string& id : group) {
-          if (!ids_.count(id)) {
-            return Status::InvalidArgument("[network] partition names node '" + id +
-                                           "', which is not a node of this run");
-          }
-        }
-      }
-    }
+    MESHLEARN_RETURN_IF_ERROR(AddNodes(configs));
+    MESHLEARN_RETURN_IF_ERROR(CheckNetworkNames());
     if ((options_.snapshot_every > 0 || options_.resume) && options_.snapshot_dir.empty()) {
       return Status::InvalidArgument("snapshots need a folder (SimulationOptions::snapshot_dir)");
     }
     int64_t from_round = 0;
     if (options_.resume) {
-      auto round = RestoreSnapshot();
+      auto round = Resume();
       if (!round.ok()) return round.status();
       from_round = *round;
       report_.resumed_from = from_round;
     }
-    next_barrier_ = NextBarrier(from_round);
+    barrier_.PlanAfter(from_round, LastRounds());
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (nodes_[i].state != NodeState::kRunning) continue;  // finished before the snapshot
       MESHLEARN_RETURN_IF_ERROR(Build(i).WithContext("node " + nodes_[i].config.id));
@@ -187,25 +98,18 @@ class Simulator {
     return Status::Ok();
   }
 
+  // Runs the events until every node finished, the interrupt is set, or a barrier stopped it.
   SimulationReport Run() {
-    real_start_ = std::chrono::steady_clock::now();
-    const auto real_start = real_start_;
-    auto last_progress = real_start;
+    progress_.Start();
     StartAll();
     while (!stop_ && clock_->RunNext()) {
       ++report_.events;
       // With a snapshot barrier ahead the run goes on to it, takes the snapshot and stops there.
-      if (options_.interrupt && options_.interrupt->load() && next_barrier_ < 0) {
+      if (options_.interrupt && options_.interrupt->load() && barrier_.next() < 0) {
         report_.interrupted = true;
         break;
       }
-      if (options_.on_progress && report_.events % 256 == 0) {
-        auto real_now = std::chrono::steady_clock::now();
-        if (real_now - last_progress >= std::chrono::seconds(1)) {
-          last_progress = real_now;
-          options_.on_progress(Progress(real_start));
-        }
-      }
+      if (progress_.Due(report_.events)) progress_.Report(Progress());
     }
     for (size_t i = 0; i < nodes_.size(); ++i) {
       SimNode& n = nodes_[i];
@@ -215,15 +119,13 @@ class Simulator {
       report_.failures.push_back(n.failure);
     }
     if (report_.interrupted) {  // how far it got
-      report_.simulated_seconds =
-          std::max(report_.simulated_seconds, node::Seconds(clock_->Now() - TimePoint{}));
+      report_.simulated_seconds = std::max(report_.simulated_seconds, SimulatedSeconds());
     }
-    report_.real_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start).count();
+    report_.real_seconds = progress_.real_seconds();
     report_.compute_seconds = static_cast<double>(compute_ns_.load()) * 1e-9;
     report_.exchange_compute_seconds = static_cast<double>(exchange_compute_ns_.load()) * 1e-9;
     report_.threads = threads_;
-    if (options_.on_progress) options_.on_progress(Progress(real_start));
+    if (progress_.wanted()) progress_.Report(Progress());
     return report_;
   }
 
@@ -260,41 +162,82 @@ class Simulator {
   }
 
  private:
-  SimulationProgress Progress(std::chrono::steady_clock::time_point real_start) const {
-    SimulationProgress p;
-    double sum = 0;
-    int count = 0;
-    for (const SimNode& n : nodes_) {
-      p.reached.push_back(n.last_round);
-      if (n.last_round >= 0 && std::isfinite(n.last_val_loss)) {
-        sum += n.last_val_loss;
-        ++count;
+  // ---- Setting up.
+
+  // One node per config, each with its world and logger; two may not share an endpoint.
+  Status AddNodes(const std::vector<node::NodeConfig>& configs) {
+    std::map<std::string, size_t> endpoints;
+    nodes_.reserve(configs.size());
+    for (size_t i = 0; i < configs.size(); ++i) {
+      SimNode n;
+      n.config = configs[i];
+      if (!endpoints.emplace(n.config.listen, i).second) {
+        return Status::InvalidArgument("nodes '" + nodes_[endpoints[n.config.listen]].config.id +
+                                       "' and '" + n.config.id + "' listen at the same endpoint " +
+                                       n.config.listen);
       }
+      n.log = MakeBufferedNodeLogger(n.config);
+      n.world = std::make_unique<SimulatedWorld>(*this, i);
+      ids_[n.config.id] = i;
+      nodes_.push_back(std::move(n));
     }
-    p.mean_val_loss = count ? sum / count : NAN;
-    p.simulated_seconds = node::Seconds(clock_->Now() - TimePoint{});
-    p.real_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start).count();
-    p.events = report_.events;
-    if (options_.with_status) {
-      for (const SimNode& n : nodes_) {
-        if (n.host) {
-          p.statuses.push_back(n.host->TakeStatus());
-        } else if (n.final_status) {
-          p.statuses.push_back(*n.final_status);
-        } else {  // dead: what it had
-          node::NodeStatus dead;
-          dead.id = n.config.id;
-          dead.endpoint = n.config.listen;
-          dead.round = n.last_round;
-          dead.rounds = n.config.training.rounds;
-          dead.val_loss = n.last_val_loss;
-          p.statuses.push_back(std::move(dead));
+    return Status::Ok();
+  }
+
+  // Gives each node its outages; every node the [network] names must be one of the run.
+  Status CheckNetworkNames() {
+    for (size_t o = 0; o < options_.network.outages.size(); ++o) {
+      const Outage& outage = options_.network.outages[o];
+      auto it = ids_.find(outage.node);
+      if (it == ids_.end()) {
+        return Status::InvalidArgument("[network] outage names node '" + outage.node +
+                                       "', which is not a node of this run");
+      }
+      nodes_[it->second].outages.push_back(o);
+    }
+    for (const Partition& p : options_.network.partitions) {
+      for (const auto& group : p.groups) {
+        for (const std::string& id : group) {
+          if (!ids_.count(id)) {
+            return Status::InvalidArgument("[network] partition names node '" + id +
+                                           "', which is not a node of this run");
+          }
         }
       }
     }
-    return p;
+    return Status::Ok();
   }
+
+  // Restores the simulation and the nodes' checkpoints from the last snapshot
+  // (sim/snapshot_barrier.h); the round it was taken after.
+  Result<int64_t> Resume() {
+    std::vector<std::string> ids;
+    for (const SimNode& n : nodes_) ids.push_back(n.config.id);
+    auto snapshot = barrier_.Load(ids, options_.network.outages.size(), loss_rng_);
+    if (!snapshot.ok()) return snapshot.status();
+    const SimulationSnapshot& s = *snapshot;
+    report_.simulated_seconds = s.simulated_seconds;
+    report_.earlier_real_seconds = s.real_seconds;
+    report_.earlier_compute_seconds = s.compute_seconds;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      SimNode& n = nodes_[i];
+      RestoreFromSnapshot(s.nodes[i], n);
+      if (n.state != NodeState::kRunning) continue;
+      MESHLEARN_RETURN_IF_ERROR(
+          barrier_.RestoreCheckpoint(s.round, n.config.id, node::CheckpointPathOf(n.config)));
+    }
+    clock_->StartAt(TimePoint{} + std::chrono::nanoseconds(s.virtual_ns));
+    return s.round;
+  }
+
+  // Each node's number of rounds, in config order.
+  std::vector<int64_t> LastRounds() const {
+    std::vector<int64_t> rounds;
+    for (const SimNode& n : nodes_) rounds.push_back(n.config.training.rounds);
+    return rounds;
+  }
+
+  // ---- Node hosts.
 
   // Assembles node `i`'s host in its world; it resumes from its checkpoint when its folder has
   // one (a restart after a death).
@@ -304,8 +247,8 @@ class Simulator {
     host_options.logger = n.log;
     host_options.bytes_in_before = n.bytes_in_before;
     host_options.bytes_out_before = n.bytes_out_before;
-    if (next_barrier_ >= 0 && next_barrier_ < n.config.training.rounds) {
-      host_options.hold_before = next_barrier_ + 1;
+    if (barrier_.next() >= 0 && barrier_.next() < n.config.training.rounds) {
+      host_options.hold_before = barrier_.next() + 1;
     }
     auto host = node::NodeHost::Create(n.config, *n.world, std::move(host_options));
     if (!host.ok()) return host.status();
@@ -313,18 +256,16 @@ class Simulator {
     return Status::Ok();
   }
 
-  // How long a message takes on its link (sim/network_model.h), or nullopt when it is lost.
-  std::optional<Clock::duration> Transit(node::LinkMessage m) {
-    ++report_.messages;
-    if (options_.network.loss > 0) {
-      double draw = static_cast<double>(loss_rng_() >> 11) * 0x1.0p-53;
-      if (draw < options_.network.loss) return std::nullopt;
+  // Starts every node that runs (at the start, after a barrier, or on resuming).
+  void StartAll() {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!nodes_[i].host) {
+        UpdateBarrierPlace(i);
+        continue;
+      }
+      Deliver(i, [this, i] { nodes_[i].host->Start(); });
+      ScheduleTick(i);
     }
-    const SimNode& sender = nodes_[ids_.at(m.from)];
-    int64_t round = sender.host ? sender.host->completed_round() + 1 : sender.last_round + 1;
-    if (options_.network.Cut(m.from, m.to, round)) return std::nullopt;
-    options_.network.Damage(m.frames, loss_rng_);
-    return VirtualSeconds(options_.network.TransferSeconds(TotalBytes(m.frames)));
   }
 
   void ScheduleTick(size_t i) {
@@ -346,8 +287,7 @@ class Simulator {
     if (!n.host->failure().ok()) return Fail(i, n.host->failure().ToString());
     if (n.host->finished() && !n.leaving) {
       n.leaving = true;
-      report_.simulated_seconds =
-          std::max(report_.simulated_seconds, node::Seconds(clock_->Now() - TimePoint{}));
+      report_.simulated_seconds = std::max(report_.simulated_seconds, SimulatedSeconds());
       n.host->Leave("finished its rounds");
     }
     if (n.host->done()) {
@@ -356,110 +296,20 @@ class Simulator {
     } else {
       TakeDueOutage(i);
     }
-    UpdateBarrierFlag(i);
+    UpdateBarrierPlace(i);
   }
 
-  // Starts every node that runs (at the start, after a barrier, or on resuming).
-  void StartAll() {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (!nodes_[i].host) {
-        UpdateBarrierFlag(i);
-        continue;
-      }
-      Deliver(i, [this, i] { nodes_[i].host->Start(); });
-      ScheduleTick(i);
-    }
-  }
-
-  // The round of the first snapshot barrier after round `round` (-1: none before the last round
-  // of every node).
-  int64_t NextBarrier(int64_t round) const {
-    if (options_.snapshot_every <= 0) return -1;
-    int64_t next = round + options_.snapshot_every;
-    for (const SimNode& n : nodes_) {
-      if (next < n.config.training.rounds) return next;
-    }
-    return -1;
-  }
-
-  // Keeps node `i`'s place at the barrier up to date; the barrier comes once every node is there.
-  void UpdateBarrierFlag(size_t i) {
+  void NoteRound(size_t i) {
     SimNode& n = nodes_[i];
-    bool there = next_barrier_ >= 0 &&
-                 (n.state == NodeState::kFinished || (n.state == NodeState::kRunning && n.host &&
-                                                      n.host->completed_round() >= next_barrier_));
-    if (there != n.at_barrier) {
-      n.at_barrier = there;
-      if (there) {
-        ++at_barrier_;
-      } else {
-        --at_barrier_;
+    n.last_round = n.host->completed_round();
+    n.last_val_loss = n.host->last_val_loss();
+    for (size_t k = 0; k < n.outages.size(); ++k) {
+      if (n.last_round >= options_.network.outages[n.outages[k]].after_round) {
+        n.outage_due = n.outages[k];
+        n.outages.erase(n.outages.begin() + static_cast<long>(k));
+        break;
       }
     }
-    if (at_barrier_ == nodes_.size() && !barrier_scheduled_) {
-      barrier_scheduled_ = true;
-      clock_->At(clock_->Now(), [this] { Barrier(); });
-    }
-  }
-
-  // Every node waits after round next_barrier_: snapshot, then stop or restart them all.
-  void Barrier() {
-    barrier_scheduled_ = false;
-    if (at_barrier_ != nodes_.size()) return;  // someone left the barrier since (an outage)
-    const int64_t round = next_barrier_;
-    const std::string round_dir = options_.snapshot_dir + "/round-" + std::to_string(round);
-    std::error_code ec;
-    std::filesystem::create_directories(round_dir, ec);
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      SimNode& n = nodes_[i];
-      if (!n.host) continue;
-      node::TransportStats bytes = n.host->transport_stats();
-      Status written = n.host->Flush();
-      n.log->flush();
-      if (written.ok()) {
-        std::filesystem::copy_file(n.config.output_dir + "/checkpoint.bin",
-                                   round_dir + "/" + n.config.id + ".checkpoint.bin",
-                                   std::filesystem::copy_options::overwrite_existing, ec);
-        if (ec)
-          written = Status::IoError(round_dir + ": cannot copy the checkpoint of node " +
-                                    n.config.id + ": " + ec.message());
-      }
-      if (!written.ok()) {
-        Fail(i, "cannot write the snapshot of round " + std::to_string(round) + ": " +
-                    written.ToString());
-        continue;
-      }
-      n.bytes_in_before = bytes.bytes_in;
-      n.bytes_out_before = bytes.bytes_out;
-      n.last_round = n.host->completed_round();
-      n.last_val_loss = n.host->last_val_loss();
-      Retire(i);
-    }
-    Status saved = WriteFileAtomically(options_.snapshot_dir + "/snapshot.txt",
-                                       SnapshotText(TakeSnapshot(round)));
-    if (!saved.ok()) {
-      for (SimNode& n : nodes_) n.log->error("cannot write the snapshot: {}", saved.ToString());
-    }
-    for (const auto& entry : std::filesystem::directory_iterator(options_.snapshot_dir, ec)) {
-      if (entry.is_directory() && entry.path() != round_dir) {
-        std::filesystem::remove_all(entry.path(), ec);
-      }
-    }
-    report_.snapshot_round = round;
-    for (SimNode& n : nodes_) n.at_barrier = false;
-    at_barrier_ = 0;
-    if (options_.interrupt && options_.interrupt->load()) {
-      report_.interrupted = true;
-      stop_ = true;
-      return;
-    }
-    next_barrier_ = NextBarrier(round);
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i].state != NodeState::kRunning) continue;
-      Status built = Build(i);
-      if (!built.ok()) Fail(i, "cannot restart after the snapshot: " + built.ToString());
-    }
-    StartAll();
   }
 
   // Takes node `i`'s host apart (its state stays); every event of this incarnation is dropped.
@@ -477,110 +327,31 @@ class Simulator {
     n.state = state;
   }
 
-  // The simulation's state at the barrier after round `round` (sim/snapshot.h).
-  SimulationSnapshot TakeSnapshot(int64_t round) const {
-    SimulationSnapshot s;
-    s.round = round;
-    s.every = options_.snapshot_every;
-    s.virtual_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_->Now() - TimePoint{}).count();
-    s.simulated_seconds = report_.simulated_seconds;
-    s.real_seconds =
-        report_.earlier_real_seconds +
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - real_start_).count();
-    s.compute_seconds =
-        report_.earlier_compute_seconds + static_cast<double>(compute_ns_.load()) * 1e-9;
-    std::ostringstream generator;
-    generator << loss_rng_;
-    s.generator = generator.str();
-    for (const SimNode& n : nodes_) {
-      s.nodes.push_back({n.config.id, n.state == NodeState::kRunning, n.generation,
-                         n.bytes_in_before, n.bytes_out_before, n.last_round, n.last_val_loss,
-                         n.outages, n.failure});
-    }
-    return s;
-  }
-
-  // Reads the last snapshot, puts its checkpoints back into the node folders and restores the
-  // simulation's state; the round it was taken after.
-  Result<int64_t> RestoreSnapshot() {
-    const std::string path = options_.snapshot_dir + "/snapshot.txt";
-    auto text = ReadWholeFile(path);
-    if (!text.ok()) {
-      if (text.status().code() == ErrorCode::kNotFound) {
-        return Status::NotFound(path +
-                                ": no snapshot to resume from (a run takes one only with "
-                                "snapshot_every > 0)");
-      }
-      return text.status();
-    }
-    auto snapshot = ParseSnapshot(*text, path);
-    if (!snapshot.ok()) return snapshot.status();
-    const SimulationSnapshot& s = *snapshot;
-    if (s.every != options_.snapshot_every) {
-      return Status::InvalidArgument(
-          path + ": taken with a snapshot every " + std::to_string(s.every) +
-          " rounds; resume with the same setting (snapshot_every, --snapshot-every " +
-          std::to_string(s.every) + "), since the snapshots are part of what the run computes");
-    }
-    if (s.nodes.size() != nodes_.size()) {
-      return Status::InvalidArgument(path + ": the snapshot holds " +
-                                     std::to_string(s.nodes.size()) + " nodes, this run " +
-                                     std::to_string(nodes_.size()));
-    }
-    std::istringstream generator(s.generator);
-    if (!(generator >> loss_rng_)) {
-      return Status::Malformed(path + ": the network generator's state does not read back");
-    }
-    report_.simulated_seconds = s.simulated_seconds;
-    report_.earlier_real_seconds = s.real_seconds;
-    report_.earlier_compute_seconds = s.compute_seconds;
-    const std::string round_dir = options_.snapshot_dir + "/round-" + std::to_string(s.round);
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      SimNode& n = nodes_[i];
-      const NodeSnapshot& saved = s.nodes[i];
-      if (saved.id != n.config.id) {
-        return Status::InvalidArgument(path + ": node '" + saved.id + "' where this run has '" +
-                                       n.config.id + "'");
-      }
-      for (size_t o : saved.outages) {
-        if (o >= options_.network.outages.size()) {
-          return Status::InvalidArgument(path + ": node '" + saved.id + "' has outage " +
-                                         std::to_string(o) + ", this run's [network] has " +
-                                         std::to_string(options_.network.outages.size()));
-        }
-      }
-      n.state = saved.running ? NodeState::kRunning : NodeState::kFinished;
-      std::tie(n.generation, n.bytes_in_before, n.bytes_out_before, n.last_round, n.last_val_loss,
-               n.outages, n.failure) =
-          std::tie(saved.generation, saved.bytes_in, saved.bytes_out, saved.last_round,
-                   saved.last_val_loss, saved.outages, saved.failure);
-      if (!saved.running) continue;
-      std::error_code ec;
-      std::filesystem::copy_file(round_dir + "/" + n.config.id + ".checkpoint.bin",
-                                 n.config.output_dir + "/checkpoint.bin",
-                                 std::filesystem::copy_options::overwrite_existing, ec);
-      if (ec) {
-        return Status::IoError(round_dir + ": cannot restore the checkpoint of node " +
-                               n.config.id + ": " + ec.message());
-      }
-    }
-    clock_->StartAt(TimePoint{} + std::chrono::nanoseconds(s.virtual_ns));
-    return s.round;
-  }
-
-  void NoteRound(size_t i) {
+  // Writes node `i`'s outputs and lets its host go (it finished, failed, or the run ends).
+  void Close(size_t i) {
     SimNode& n = nodes_[i];
+    if (!n.host) return;
+    NodeState state = n.state;
+    n.state = NodeState::kFinished;  // nothing reaches a host being taken apart
+    Status written = n.host->Flush();
+    if (!written.ok() && !n.failure) n.failure = "cannot write outputs: " + written.ToString();
+    n.host->LogStopped();
     n.last_round = n.host->completed_round();
-    n.last_val_loss = n.host->last_val_loss();
-    for (size_t k = 0; k < n.outages.size(); ++k) {
-      if (n.last_round >= options_.network.outages[n.outages[k]].after_round) {
-        n.outage_due = n.outages[k];
-        n.outages.erase(n.outages.begin() + static_cast<long>(k));
-        break;
-      }
-    }
+    if (options_.with_status) n.final_status = n.host->TakeStatus();
+    n.host.reset();
+    n.log->flush();
+    if (state == NodeState::kPaused || state == NodeState::kDead) n.state = state;
   }
+
+  void Fail(size_t i, const std::string& why) {
+    SimNode& n = nodes_[i];
+    n.log->error("{}", why);
+    n.failure = why;
+    n.state = NodeState::kFinished;
+    Close(i);
+  }
+
+  // ---- Learner jobs.
 
   void StartNextJob(size_t i) {
     SimNode& n = nodes_[i];
@@ -622,28 +393,20 @@ class Simulator {
     done(std::move(result));
   }
 
-  // Writes node `i`'s outputs and lets its host go (it finished, failed, or the run ends).
-  void Close(size_t i) {
-    SimNode& n = nodes_[i];
-    if (!n.host) return;
-    NodeState state = n.state;
-    n.state = NodeState::kFinished;  // nothing reaches a host being taken apart
-    Status written = n.host->Flush();
-    if (!written.ok() && !n.failure) n.failure = "cannot write outputs: " + written.ToString();
-    n.host->LogStopped();
-    n.last_round = n.host->completed_round();
-    if (options_.with_status) n.final_status = n.host->TakeStatus();
-    n.host.reset();
-    n.log->flush();
-    if (state == NodeState::kPaused || state == NodeState::kDead) n.state = state;
-  }
+  // ---- The network and outages.
 
-  void Fail(size_t i, const std::string& why) {
-    SimNode& n = nodes_[i];
-    n.log->error("{}", why);
-    n.failure = why;
-    n.state = NodeState::kFinished;
-    Close(i);
+  // How long a message takes on its link (sim/network_model.h), or nullopt when it is lost.
+  std::optional<Clock::duration> Transit(node::LinkMessage m) {
+    ++report_.messages;
+    if (options_.network.loss > 0) {
+      double draw = static_cast<double>(loss_rng_() >> 11) * 0x1.0p-53;
+      if (draw < options_.network.loss) return std::nullopt;
+    }
+    const SimNode& sender = nodes_[ids_.at(m.from)];
+    int64_t round = sender.host ? sender.host->completed_round() + 1 : sender.last_round + 1;
+    if (options_.network.Cut(m.from, m.to, round)) return std::nullopt;
+    options_.network.Damage(m.frames, loss_rng_);
+    return VirtualSeconds(options_.network.TransferSeconds(TotalBytes(m.frames)));
   }
 
   // Starts the outage node `i` has due after its last round, if any.
@@ -689,7 +452,7 @@ class Simulator {
       n.state = NodeState::kFinished;
       n.failure = "cannot restart: " + built.ToString();
       n.log->error("{}", *n.failure);
-      UpdateBarrierFlag(i);
+      UpdateBarrierPlace(i);
       return;
     }
     n.log->warn("[network] outage over: restarted");
@@ -697,10 +460,97 @@ class Simulator {
     ScheduleTick(i);
   }
 
+  // ---- Snapshot barriers (sim/snapshot_barrier.h).
+
+  // Tells the barrier where node `i` is; schedules the barrier when that makes it due.
+  void UpdateBarrierPlace(size_t i) {
+    const SimNode& n = nodes_[i];
+    std::optional<int64_t> completed;
+    if (n.state == NodeState::kRunning && n.host) completed = n.host->completed_round();
+    if (barrier_.Update(i, n.state == NodeState::kFinished, completed)) {
+      clock_->At(clock_->Now(), [this] { Barrier(); });
+    }
+  }
+
+  // Every node waits after round barrier_.next(): snapshot, then stop or restart them all.
+  void Barrier() {
+    if (!barrier_.Take()) return;  // someone left the barrier since (an outage)
+    const int64_t round = barrier_.next();
+    barrier_.Begin(round);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].host) SnapshotNode(i, round);
+    }
+    Status saved = barrier_.Commit(TakeSnapshot(round));
+    if (!saved.ok()) {
+      for (SimNode& n : nodes_) n.log->error("cannot write the snapshot: {}", saved.ToString());
+    }
+    report_.snapshot_round = round;
+    barrier_.Clear();
+    if (options_.interrupt && options_.interrupt->load()) {
+      report_.interrupted = true;
+      stop_ = true;
+      return;
+    }
+    barrier_.PlanAfter(round, LastRounds());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].state != NodeState::kRunning) continue;
+      Status built = Build(i);
+      if (!built.ok()) Fail(i, "cannot restart after the snapshot: " + built.ToString());
+    }
+    StartAll();
+  }
+
+  // Writes node `i`'s outputs, keeps its checkpoint in the snapshot of barrier `round` and takes
+  // its host apart; a node whose snapshot cannot be written fails.
+  void SnapshotNode(size_t i, int64_t round) {
+    SimNode& n = nodes_[i];
+    node::TransportStats bytes = n.host->transport_stats();
+    Status written = n.host->Flush();
+    n.log->flush();
+    if (written.ok()) {
+      written = barrier_.KeepCheckpoint(n.config.id, node::CheckpointPathOf(n.config));
+    }
+    if (!written.ok()) {
+      return Fail(i, "cannot write the snapshot of round " + std::to_string(round) + ": " +
+                         written.ToString());
+    }
+    n.bytes_in_before = bytes.bytes_in;
+    n.bytes_out_before = bytes.bytes_out;
+    n.last_round = n.host->completed_round();
+    n.last_val_loss = n.host->last_val_loss();
+    Retire(i);
+  }
+
+  // The simulation's state at the barrier after round `round` (sim/snapshot.h).
+  SimulationSnapshot TakeSnapshot(int64_t round) const {
+    SimulationSnapshot s;
+    s.round = round;
+    s.every = options_.snapshot_every;
+    s.virtual_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock_->Now() - TimePoint{}).count();
+    s.simulated_seconds = report_.simulated_seconds;
+    s.real_seconds = report_.earlier_real_seconds + progress_.real_seconds();
+    s.compute_seconds =
+        report_.earlier_compute_seconds + static_cast<double>(compute_ns_.load()) * 1e-9;
+    std::ostringstream generator;
+    generator << loss_rng_;
+    s.generator = generator.str();
+    for (const SimNode& n : nodes_) s.nodes.push_back(SnapshotOf(n));
+    return s;
+  }
+
+  // ---- Progress.
+
+  double SimulatedSeconds() const { return node::Seconds(clock_->Now() - TimePoint{}); }
+
+  SimulationProgress Progress() const {
+    return ProgressOf(nodes_, SimulatedSeconds(), progress_.real_seconds(), report_.events,
+                      options_.with_status);
+  }
+
   const SimulationOptions& options_;
-  std::chrono::steady_clock::time_point real_start_;  // when this launch's Run() began
-  std::atomic<int64_t> compute_ns_{0};                // written by the workers
-  std::atomic<int64_t> exchange_compute_ns_{0};       // the part in jobs other than rounds
+  std::atomic<int64_t> compute_ns_{0};           // written by the workers
+  std::atomic<int64_t> exchange_compute_ns_{0};  // the part in jobs other than rounds
   int threads_;
   WorkerPool pool_;
   std::shared_ptr<VirtualClock> clock_;
@@ -709,9 +559,8 @@ class Simulator {
   std::vector<SimNode> nodes_;
   std::unordered_map<std::string, size_t> ids_;  // node id -> node
   SimulationReport report_;
-  int64_t next_barrier_ = -1;  // the round after which the next snapshot is taken (-1: none)
-  size_t at_barrier_ = 0;      // nodes whose at_barrier is set
-  bool barrier_scheduled_ = false;
+  SnapshotBarrier barrier_;
+  ProgressReports progress_;
   bool stop_ = false;  // stopped at a barrier
 };
 
@@ -736,7 +585,7 @@ uint64_t SimulatedWorld::Nonce(const std::string& node_id) { return sim_.Nonce(i
 Result<SimulationReport> Simulate(const std::vector<node::NodeConfig>& configs,
                                   const SimulationOptions& options) {
   if (configs.empty()) return Status::InvalidArgument("a simulation needs at least one node");
-  Simulator simulator(options);
+  Simulator simulator(options, configs.size());
   MESHLEARN_RETURN_IF_ERROR(simulator.Prepare(configs));
   return simulator.Run();
 }

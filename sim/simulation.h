@@ -3,6 +3,12 @@
 // state machine (node/logic/state_machine.h) and real learner (node/logic/learner.h), on a virtual
 // clock and a modelled network (sim/network_model.h) instead of sockets and threads per node.
 //
+// Its parts, each with its own contract, over one record per node (sim/sim_node.h):
+// - scheduling (sim/simulation.cc, sim/scheduling.h): the virtual clock and its events, the node
+//   hosts in their simulated worlds, their learner jobs, ticks and outages;
+// - the snapshot barrier and restore (sim/snapshot_barrier.h; the snapshot's text: sim/snapshot.h);
+// - outputs and progress (sim/outputs.h): node logs buffered in memory, progress reports.
+//
 // Specification.
 // - Time is virtual: events (a message arriving, a request's deadline, a learner job finishing, a
 //   node's tick every 50 ms, an outage starting or ending) are processed in order of their time

@@ -369,6 +369,10 @@ Result<Checkpoint> DecodeCheckpoint(const std::string& bytes, const std::string&
   }
 }
 
+std::string CheckpointPathOf(const NodeConfig& config) {
+  return config.output_dir + "/" + kCheckpointFileName;
+}
+
 Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
   return WriteFileAtomically(path, EncodeCheckpoint(checkpoint));
 }

@@ -23,6 +23,13 @@
 
 namespace meshlearn::node {
 
+// The name of a node's checkpoint in its output folder.
+inline constexpr const char kCheckpointFileName[] = "checkpoint.bin";
+
+// "<output_dir>/checkpoint.bin": the checkpoint the node of `config` writes after every completed
+// round and resumes from when it starts.
+std::string CheckpointPathOf(const NodeConfig& config);
+
 // The run a checkpoint belongs to. A node resumes only from a checkpoint of its own run.
 struct CheckpointIdentity {
   std::string node_id;

@@ -25,6 +25,10 @@ std::string EpsilonText(double epsilon) {
 
 }  // namespace
 
+std::string NodeLogPathOf(const NodeConfig& config) {
+  return config.output_dir + "/" + kNodeLogFileName;
+}
+
 NodeHost::NodeHost(const NodeConfig& config, World& world)
     : config_(config), world_(world), last_val_loss_(std::nan("")) {}
 
@@ -256,7 +260,7 @@ void NodeHost::AfterEvent() {
 }
 
 Result<int64_t> NodeHost::ResumeFromCheckpoint() {
-  std::string path = config_.output_dir + "/checkpoint.bin";
+  std::string path = CheckpointPathOf(config_);
   identity_ = IdentityOf(config_);
   auto checkpoint = ReadCheckpointOfRun(path, identity_);
   if (!checkpoint.ok()) {

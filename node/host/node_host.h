@@ -38,6 +38,13 @@ namespace meshlearn::node {
 // (the launcher's report looks for them in node.log).
 inline constexpr const char* kNeverReachedAPeer = "without ever reaching a peer";
 
+// The name of a node's log in its output folder. A world that writes the log itself (the
+// simulator) writes it there; a process's log is its stderr, which the launcher sends there.
+inline constexpr const char kNodeLogFileName[] = "node.log";
+
+// "<output_dir>/node.log": the log file of the node of `config`.
+std::string NodeLogPathOf(const NodeConfig& config);
+
 // Sees every message a node receives and decodes (requests and replies) on the node's thread,
 // before the node acts on it. For tracing and for tests of what travels on the wire; it must not
 // block and must not keep references into the message.
