@@ -1,7 +1,5 @@
 #include "base/csv.h"
 
-#include <charconv>
-
 namespace meshlearn {
 
 std::string CsvField(std::string_view field) {
@@ -16,12 +14,6 @@ std::string QuotedCsvField(std::string_view field) {
     quoted += c;
   }
   return quoted + "\"";
-}
-
-std::string ExactNumber(double value) {
-  char buffer[64];
-  const auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return error == std::errc() ? std::string(buffer, end) : std::string("nan");
 }
 
 std::string CsvWhere(const std::string& name, size_t line, size_t column) {

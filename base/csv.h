@@ -1,15 +1,16 @@
 #pragma once
-// CSV as meshlearn writes and reads it: one quoting rule, one number text and one parser, shared
-// by every file a node or a tool writes (rounds.csv, comm.csv, scores.csv, heatmap.csv,
-// summary.csv, ...).
+// CSV as meshlearn writes and reads it: one quoting rule, one splitter and one number text
+// (base/number_text.h), shared by every file a node or a tool writes or reads (rounds.csv,
+// comm.csv, scores.csv, heatmap.csv, summary.csv, ...).
 //
 // Specification.
 // - Fields follow RFC 4180: a field holding a comma, a quote, a carriage return or a line feed is
 //   quoted, and a quote inside is doubled. Records end at "\n" or "\r\n"; a quoted field may span
 //   lines. Rationale: ids and method names are the user's text; a comma in one must not shift
 //   the columns after it.
-// - ExactNumber writes the shortest text that reads back to the same double. Rationale: write ->
-//   read -> write gives the same bytes, so files can be compared and merged without drift.
+// - A number cell is written by ExactNumber and read by ParseNumber (base/number_text.h): the
+//   shortest text that reads back to the same double, empty for NaN (not known); CsvNumber reads
+//   one cell and names its place.
 // - Every parse error names the file, the 1-based line and column, what was found and what is
 //   allowed.
 
@@ -18,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/number_text.h"
 #include "base/status.h"
 
 namespace meshlearn {
@@ -34,10 +36,6 @@ std::string CsvField(std::string_view field);
 // `field` as one quoted CSV field, whatever it holds (quotes inside doubled).
 std::string QuotedCsvField(std::string_view field);
 
-// The shortest decimal text that reads back as exactly `value` ("nan", "inf" and "-inf" for
-// those values).
-std::string ExactNumber(double value);
-
 // Splits RFC 4180 `text` into records; lines that are entirely empty are skipped. `name` and
 // `first_line` (the line number of text's first line) place errors: kMalformed for a quoted
 // field that is never closed or text after a closing quote.
@@ -51,5 +49,16 @@ Result<std::vector<std::string>> SplitCsvLine(std::string_view line, const std::
 
 // "<name> line <line>, column <column>": where a CSV error is.
 std::string CsvWhere(const std::string& name, size_t line, size_t column);
+
+// Field `column` (0-based) of `record` in file `name`, read as a T under `form` (ParseNumber);
+// kMalformed "<name> line <line>, column <column> (<what>): '<text>' is not ...; allowed: ..."
+// otherwise. `what` names the column (or the row and column) for the reader.
+template <typename T>
+Result<T> CsvNumber(const std::string& name, const CsvRecord& record, size_t column,
+                    std::string_view what, const NumberForm& form = {}) {
+  return ParseNumber<T>(record.fields[column],
+                        CsvWhere(name, record.line, column + 1) + " (" + std::string(what) + ")",
+                        form);
+}
 
 }  // namespace meshlearn

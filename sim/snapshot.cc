@@ -1,8 +1,9 @@
 #include "sim/snapshot.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
+
+#include "base/number_text.h"
 
 namespace meshlearn::sim {
 namespace {
@@ -97,7 +98,9 @@ Result<SimulationSnapshot> ParseSnapshot(const std::string& text, const std::str
       return bad("bad node line");
     }
     n.running = state == "running";
-    n.last_val_loss = std::strtod(val_loss.c_str(), nullptr);  // "nan" included
+    auto last_val_loss = NumberFromText<double>(val_loss, {.non_finite = true});  // "nan" included
+    if (!last_val_loss) return bad("bad last validation loss '" + val_loss + "'");
+    n.last_val_loss = *last_val_loss;
     for (size_t k = 0; k < outages; ++k) {
       size_t o = 0;
       if (!(*f >> o)) return bad("bad outage index");

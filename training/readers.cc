@@ -3,28 +3,26 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
 #include <vector>
 
+#include "base/number_text.h"
+
 namespace meshlearn::training {
 namespace {
 
 constexpr uint64_t kMaxDecompressedBytes = uint64_t{2} << 30;
 
-// Parses one float from the whole of `text` (leading/trailing blanks allowed).
+// Parses one float from the whole of `text` (blanks around it and a leading '+' allowed;
+// base/number_text.h).
 bool ParseFloat(std::string_view text, float& out) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
-    text.remove_suffix(1);
-  }
-  if (text.empty()) return false;
-  if (text.front() == '+') text.remove_prefix(1);
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
+  const std::optional<float> value =
+      NumberFromText<float>(text, {.non_finite = true, .padded = true});
+  if (value) out = *value;
+  return value.has_value();
 }
 
 uint32_t BigEndian32(const std::string& bytes, size_t at) {
@@ -306,15 +304,14 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
     if (Trimmed(header[c]) == options.label_column) label_index = c;
   }
   if (label_index == columns) {
-    size_t index = 0;
     const std::string& s = options.label_column;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), index);
-    if (ec != std::errc() || end != s.data() + s.size() || index >= columns) {
+    const std::optional<size_t> index = NumberFromText<size_t>(s);
+    if (!index || *index >= columns) {
       return Status::InvalidArgument(path + ": label column '" + s +
                                      "' is neither a header name nor a column index below " +
                                      std::to_string(columns));
     }
-    label_index = index;
+    label_index = *index;
   }
   if (columns < 2) return Status::Malformed(path + ": needs at least one feature column");
 

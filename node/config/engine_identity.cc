@@ -1,6 +1,6 @@
 #include "node/config/engine_identity.h"
 
-#include <charconv>
+#include "base/number_text.h"
 
 namespace meshlearn::node {
 namespace {
@@ -25,13 +25,10 @@ const std::string* Variable(const EngineEnvironment& env, const std::string& nam
   return it == env.variables.end() ? nullptr : &it->second;
 }
 
-// Parses a whole decimal number in [min, max].
+// The whole of `text` as a decimal number in [min, max] (base/number_text.h).
 std::optional<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max) {
-  int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  if (value < min || value > max) return std::nullopt;
-  return value;
+  return NumberFromText<int64_t>(
+      text, {.min = static_cast<double>(min), .max = static_cast<double>(max)});
 }
 
 // Reads the integer variable `name`; `what` says what it should hold.

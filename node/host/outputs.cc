@@ -13,15 +13,6 @@
 namespace meshlearn::node {
 namespace {
 
-// Shortest text that reads back to the same double; empty for NaN (not applicable).
-std::string CsvNumber(double value) {
-  if (std::isnan(value)) return "";
-  std::ostringstream out;
-  out.precision(9);
-  out << value;
-  return out.str();
-}
-
 // Peer ids joined by ';', as one CSV field (base/csv.h).
 std::string JoinPeers(const std::vector<std::string>& peers) {
   std::string joined;
@@ -29,8 +20,41 @@ std::string JoinPeers(const std::vector<std::string>& peers) {
   return CsvField(joined);
 }
 
-double Cell(const std::string& text) {
-  return text.empty() ? std::nan("") : std::strtod(text.c_str(), nullptr);
+// Reads the cells of one rounds.csv row (17 columns, epsilon included) into `r`.
+Status ReadRoundRow(const std::string& path, const CsvRecord& row, RoundRow& r) {
+  static const std::vector<std::string> kColumns = [] {
+    auto header = ParseCsv(kRoundsCsvHeader, "header");
+    return header->front().fields;
+  }();
+  Status status;
+  // Cell `column` into `out`, unless an earlier cell failed.
+  auto read = [&]<typename T>(size_t column, T& out, const NumberForm& form) {
+    if (!status.ok()) return;
+    auto value = CsvNumber<T>(path, row, column, kColumns[column], form);
+    if (value.ok()) out = *value;
+    status = value.status();
+  };
+  int stopped = 0;
+  read(0, r.round, {});
+  read(1, r.wall_s, kExactNumberForm);
+  read(2, r.train_loss, kExactNumberForm);
+  read(3, r.val_loss, kExactNumberForm);
+  read(4, r.val_acc, kExactNumberForm);
+  read(5, r.test_loss, kExactNumberForm);
+  read(6, r.test_acc, kExactNumberForm);
+  read(7, r.sampled, {.min = 0});
+  read(8, r.answered, {.min = 0});
+  read(9, r.bytes_in, {});
+  read(10, r.bytes_out, {});
+  read(11, stopped, {.min = 0, .max = 1});
+  read(12, r.train_s, kExactNumberForm);
+  read(13, r.eval_s, kExactNumberForm);
+  read(14, r.temperature, kExactNumberForm);
+  read(15, r.epsilon, kExactNumberForm);
+  r.stopped = stopped == 1;
+  std::istringstream peers(row.fields[16]);
+  for (std::string p; std::getline(peers, p, ';');) r.peers.push_back(p);
+  return status;
 }
 
 }  // namespace
@@ -38,44 +62,24 @@ double Cell(const std::string& text) {
 Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
-  std::istringstream lines(*text);
-  std::string line;
-  if (!std::getline(lines, line) ||
-      (line != kRoundsCsvHeader && line != kRoundsCsvHeaderWithoutEpsilon)) {
+  const std::string_view first_line = std::string_view(*text).substr(0, text->find('\n'));
+  if (first_line != kRoundsCsvHeader && first_line != kRoundsCsvHeaderWithoutEpsilon) {
     return Status::Malformed(path + ":1: header is not '" + std::string(kRoundsCsvHeader) + "'");
   }
-  const size_t columns = line == kRoundsCsvHeader ? 17 : 16;
+  auto records = ParseCsv(*text, path);
+  if (!records.ok()) return records.status();
+  const size_t columns = first_line == kRoundsCsvHeader ? 17 : 16;
   std::vector<RoundRow> rows;
-  for (int number = 2; std::getline(lines, line); ++number) {
-    if (line.empty()) continue;
-    auto cells = SplitCsvLine(line, path, number);
-    if (!cells.ok()) return cells.status();
-    std::vector<std::string> c = std::move(*cells);
-    if (c.size() != columns) {
-      return Status::Malformed(path + ":" + std::to_string(number) + ": " +
-                               std::to_string(c.size()) + " cells, expected " +
+  for (size_t i = 1; i < records->size(); ++i) {
+    CsvRecord& row = (*records)[i];
+    if (row.fields.size() != columns) {
+      return Status::Malformed(path + ":" + std::to_string(row.line) + ": " +
+                               std::to_string(row.fields.size()) + " cells, expected " +
                                std::to_string(columns));
     }
-    if (columns == 16) c.insert(c.begin() + 15, "");  // no epsilon
+    if (columns == 16) row.fields.insert(row.fields.begin() + 15, "");  // no epsilon
     RoundRow r;
-    r.round = std::strtoll(c[0].c_str(), nullptr, 10);
-    r.wall_s = Cell(c[1]);
-    r.train_loss = Cell(c[2]);
-    r.val_loss = Cell(c[3]);
-    r.val_acc = Cell(c[4]);
-    r.test_loss = Cell(c[5]);
-    r.test_acc = Cell(c[6]);
-    r.sampled = std::atoi(c[7].c_str());
-    r.answered = std::atoi(c[8].c_str());
-    r.bytes_in = std::strtoull(c[9].c_str(), nullptr, 10);
-    r.bytes_out = std::strtoull(c[10].c_str(), nullptr, 10);
-    r.stopped = c[11] == "1";
-    r.train_s = Cell(c[12]);
-    r.eval_s = Cell(c[13]);
-    r.temperature = Cell(c[14]);
-    r.epsilon = Cell(c[15]);
-    std::istringstream peers(c[16]);
-    for (std::string p; std::getline(peers, p, ';');) r.peers.push_back(p);
+    MESHLEARN_RETURN_IF_ERROR(ReadRoundRow(path, row, r));
     rows.push_back(std::move(r));
   }
   return rows;
@@ -136,10 +140,12 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
       std::string line;
       std::getline(lines, line);  // header
       const bool without_epsilon = line == kRoundsCsvHeaderWithoutEpsilon;
-      while (std::getline(lines, line)) {
+      for (size_t number = 2; std::getline(lines, line); ++number) {
         if (line.empty()) continue;
-        int64_t round = std::strtoll(line.c_str(), nullptr, 10);
-        if (round > resume_round) continue;
+        auto round = ParseNumber<int64_t>(line.substr(0, line.find(',')),
+                                          CsvWhere(path, number, 1) + " (round)");
+        if (!round.ok()) return round.status();
+        if (*round > resume_round) continue;
         if (without_epsilon) {  // an empty epsilon cell before the peers, the last cell
           size_t cut = line.find(',');
           for (int i = 1; i < 15 && cut != std::string::npos; ++i) cut = line.find(',', cut + 1);
@@ -189,12 +195,12 @@ Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_
   if (!buffered_) MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
   const RoundOutcome& o = r.outcome;
   std::ostringstream row;
-  row << r.round << ',' << CsvNumber(r.wall_seconds) << ',' << CsvNumber(o.train_loss) << ','
-      << CsvNumber(o.val_loss) << ',' << CsvNumber(o.val_acc) << ',' << CsvNumber(o.test_loss)
-      << ',' << CsvNumber(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in
-      << ',' << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << CsvNumber(o.train_seconds) << ','
-      << CsvNumber(o.eval_seconds) << ',' << CsvNumber(o.temperature) << ',' << CsvNumber(o.epsilon)
-      << ',' << JoinPeers(r.sampled_peers) << '\n';
+  row << r.round << ',' << ExactNumber(r.wall_seconds) << ',' << ExactNumber(o.train_loss) << ','
+      << ExactNumber(o.val_loss) << ',' << ExactNumber(o.val_acc) << ',' << ExactNumber(o.test_loss)
+      << ',' << ExactNumber(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in
+      << ',' << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << ExactNumber(o.train_seconds)
+      << ',' << ExactNumber(o.eval_seconds) << ',' << ExactNumber(o.temperature) << ','
+      << ExactNumber(o.epsilon) << ',' << JoinPeers(r.sampled_peers) << '\n';
   if (buffered_) {
     rounds_text_ += row.str();
     rounds_unwritten_ = true;
@@ -239,13 +245,12 @@ Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
   csv << "peer,emd,ref,accepted,peer_accepted,mutual,witness,threshold,measured_round,measured_s\n";
   auto flag = [](const std::optional<bool>& b) { return b ? (*b ? "1" : "0") : ""; };
   for (const EmdRow& r : rows) {
-    csv << JoinPeers({r.peer}) << ',' << (r.emd ? CsvNumber(*r.emd) : "") << ','
-        << (r.reference ? CsvNumber(*r.reference) : "") << ',' << flag(r.accepted) << ','
-        << flag(r.peer_accepted) << ',' << (r.mutual() ? 1 : 0) << ','
-        << (r.witness.empty() ? "" : JoinPeers({r.witness})) << ','
-        << (r.threshold ? CsvNumber(*r.threshold) : "") << ','
+    csv << JoinPeers({r.peer}) << ',' << ExactNumber(r.emd) << ',' << ExactNumber(r.reference)
+        << ',' << flag(r.accepted) << ',' << flag(r.peer_accepted) << ',' << (r.mutual() ? 1 : 0)
+        << ',' << (r.witness.empty() ? "" : JoinPeers({r.witness})) << ','
+        << ExactNumber(r.threshold) << ','
         << (r.measured_round ? std::to_string(*r.measured_round) : "") << ','
-        << (r.measured_seconds ? CsvNumber(*r.measured_seconds) : "") << '\n';
+        << ExactNumber(r.measured_seconds) << '\n';
   }
   return Replace("emd.csv", csv.str());
 }
@@ -254,7 +259,7 @@ Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
   std::ostringstream csv;
   csv << "peer,distance,related\n";
   for (const SignatureRow& r : rows) {
-    csv << JoinPeers({r.peer}) << ',' << CsvNumber(r.distance) << ',' << (r.related ? 1 : 0)
+    csv << JoinPeers({r.peer}) << ',' << ExactNumber(r.distance) << ',' << (r.related ? 1 : 0)
         << '\n';
   }
   return Replace("signature.csv", csv.str());

@@ -52,7 +52,8 @@ struct RoundRow {
 
 // Reads a rounds.csv written by NodeOutputs. kNotFound when missing; kMalformed naming the line
 // for a header other than kRoundsCsvHeader (or kRoundsCsvHeaderWithoutEpsilon) or a row that does
-// not parse.
+// not parse, and the line, column and what is allowed for a cell that is not its column's number
+// (base/number_text.h: whole numbers, and decimal numbers, inf or empty for not known).
 Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path);
 
 // The process holding the lock of node folder `dir` ("<dir>/node.lock"): its id, -1 when the lock
@@ -78,7 +79,8 @@ class NodeOutputs {
   // `resume_round` (written before a crash, not checkpointed) are dropped so that the resumed
   // run continues without gaps or repeats. kUnavailable when another node holds the folder's
   // lock (two writers would mix their rows); kIoError naming the path when the folder or
-  // rounds.csv cannot be written. `log`, when given, hears of a folder recreated (below). A
+  // rounds.csv cannot be written; kMalformed naming the line when, resuming, a row's round is not
+  // a whole number (base/number_text.h). `log`, when given, hears of a folder recreated (below). A
   // kBuffered folder is neither locked nor written before Flush().
   static Result<NodeOutputs> Open(const std::string& dir, int64_t resume_round,
                                   std::shared_ptr<spdlog::logger> log = nullptr,

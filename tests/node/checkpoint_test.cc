@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace meshlearn::node {
@@ -228,6 +229,71 @@ TEST(RoundsCsv, AFolderWrittenBeforeTheEpsilonColumnReadsAndResumes) {
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 2u);
   EXPECT_EQ((*rows)[1].peers, (std::vector<std::string>{"a,b", "c"}));
+}
+
+// rounds.csv's numbers read back as exactly the doubles that were written (base/number_text.h),
+// NaN as an empty cell and inf as "inf"; a cell that is not its column's number is an error
+// naming the line, the column and what is allowed.
+TEST(RoundsCsv, NumbersReadBackExactlyAndABadCellIsNamed) {
+  std::string dir = ::testing::TempDir() + "/rounds_exact";
+  std::filesystem::remove_all(dir);
+  auto outputs = NodeOutputs::Open(dir, /*resume_round=*/-1);
+  ASSERT_TRUE(outputs.ok()) << outputs.status().ToString();
+  RoundRecord record;
+  record.round = 3;
+  record.wall_seconds = 0.1 + 0.2;
+  record.outcome.train_loss = 1.0 / 3.0;
+  record.outcome.val_loss = std::numeric_limits<double>::infinity();
+  record.outcome.val_acc = static_cast<double>(0.7f);
+  record.outcome.test_loss = 123456.78901234567;
+  record.outcome.test_acc = 1e-300;
+  record.outcome.train_seconds = 2.5;
+  record.sampled = 2;
+  record.answered = 1;
+  record.sampled_peers = {"a,b", "c"};
+  ASSERT_TRUE(outputs->AppendRound(record, 10, 18446744073709551615u).ok());
+  auto rows = ReadRoundsCsv(dir + "/rounds.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  const RoundRow& row = rows->front();
+  EXPECT_EQ(row.round, 3);
+  EXPECT_EQ(row.wall_s, 0.1 + 0.2);
+  EXPECT_EQ(row.train_loss, 1.0 / 3.0);
+  EXPECT_EQ(row.val_loss, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(row.val_acc, static_cast<double>(0.7f));
+  EXPECT_EQ(row.test_loss, 123456.78901234567);
+  EXPECT_EQ(row.test_acc, 1e-300);
+  EXPECT_TRUE(std::isnan(row.temperature));
+  EXPECT_TRUE(std::isnan(row.epsilon));
+  EXPECT_EQ(row.bytes_out, 18446744073709551615u);
+  EXPECT_EQ(row.peers, (std::vector<std::string>{"a,b", "c"}));
+
+  std::ofstream(dir + "/bad.csv") << kRoundsCsvHeader << "\n"
+                                  << "0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,,\n"
+                                  << "1,1.5,1,2x,,3,,2,2,30,40,0,0.1,0.2,,,d\n";
+  auto bad = ReadRoundsCsv(dir + "/bad.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kMalformed);
+  EXPECT_NE(
+      bad.status().message().find("bad.csv line 3, column 4 (val_loss): '2x' is not a number"),
+      std::string::npos)
+      << bad.status().message();
+}
+
+// Resuming keeps the rows up to the checkpointed round; a row whose round is not a whole number
+// stops the resume with its place, instead of being read as round 0 and kept.
+TEST(RoundsCsv, ResumingRefusesARowWhoseRoundIsNotANumber) {
+  std::string dir = ::testing::TempDir() + "/rounds_bad_round";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/rounds.csv") << kRoundsCsvHeader << "\n"
+                                     << "0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,,\n"
+                                     << "x1,1.5,1,2,,3,,2,2,30,40,0,0.1,0.2,,,d\n";
+  auto outputs = NodeOutputs::Open(dir, /*resume_round=*/1);
+  ASSERT_FALSE(outputs.ok());
+  EXPECT_EQ(outputs.status().code(), ErrorCode::kMalformed);
+  EXPECT_NE(outputs.status().message().find("line 3, column 1 (round): 'x1'"), std::string::npos)
+      << outputs.status().message();
 }
 
 }  // namespace

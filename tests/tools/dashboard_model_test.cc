@@ -156,5 +156,39 @@ TEST(DashboardModel, ShowsAFinishedMethodFromItsFiles) {
   EXPECT_EQ(node0["scores"][0][0], 0.5);  // the score of peer 1, first in cluster order
 }
 
+// scores.csv is read by base/csv.h's splitter: a peer id holding a comma is one quoted field, and
+// its score reaches the page.
+TEST(DashboardModel, ReadsQuotedPeerIdsInScoresCsv) {
+  std::string dir = ::testing::TempDir() + "/dashboard_quoted";
+  std::filesystem::remove_all(dir);
+  RunInfo info = ThreeNodes();
+  info.partition.ids = {"a,b", "c"};
+  info.partition.clusters = {0, 0};
+  info.partition.num_clusters = 1;
+  launch::MethodRun run;
+  run.method.name = "dac";
+  run.dir = dir;
+  for (const std::string id : {"a,b", "c"}) {
+    launch::NodeRun n;
+    n.id = id;
+    n.dir = dir + "/node-" + id;
+    run.nodes.push_back(n);
+    auto outputs = node::NodeOutputs::Open(n.dir, -1);
+    ASSERT_TRUE(outputs.ok()) << outputs.status().ToString();
+    node::RoundRecord record;
+    ASSERT_TRUE(outputs->AppendRound(record, 1, 1).ok());
+    topology::PeerRecord score;
+    score.peer = id == "c" ? "a,b" : "c";
+    score.score = 0.25;
+    score.probability = 0.75;
+    ASSERT_TRUE(outputs->WriteCommAndScores({{score.peer, 1, 1}}, {score}).ok());
+  }
+  DashboardModel model(info);
+  ASSERT_TRUE(model.ShowFinished(run).ok());
+  json c = json::parse(*model.NodeJson("dac", "c"));
+  EXPECT_EQ(c["scores"][0][0], 0.25);  // the score of peer "a,b"
+  EXPECT_EQ(c["probabilities"][0][0], 0.75);
+}
+
 }  // namespace
 }  // namespace meshlearn::dashboard

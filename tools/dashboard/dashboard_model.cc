@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/csv.h"
 #include "node/host/outputs.h"
 #include "tools/launch/run_layout.h"
 #include "tools/plot/matrix_csv.h"
@@ -42,21 +42,23 @@ Status ReadScores(const std::string& path, const std::map<std::string, size_t>& 
                   std::vector<float>& scores, std::vector<float>& probabilities) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
-  std::istringstream lines(*text);
-  std::string line;
-  std::getline(lines, line);  // header
-  for (int number = 2; std::getline(lines, line); ++number) {
-    std::vector<std::string> cells;
-    std::istringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    if (cells.size() < 3) {
-      return Status::Malformed(path + ":" + std::to_string(number) +
+  auto records = ParseCsv(*text, path);
+  if (!records.ok()) return records.status();
+  for (size_t r = 1; r < records->size(); ++r) {  // after the header
+    const CsvRecord& row = (*records)[r];
+    if (row.fields.size() < 3) {
+      return Status::Malformed(path + ":" + std::to_string(row.line) +
                                ": expected peer,score,probability");
     }
-    auto it = index.find(cells[0]);
+    auto it = index.find(row.fields[0]);
     if (it == index.end()) continue;
-    scores[it->second] = cells[1].empty() ? NAN : std::strtof(cells[1].c_str(), nullptr);
-    probabilities[it->second] = std::strtof(cells[2].c_str(), nullptr);
+    // Read as the doubles they were written from, then narrowed (a tiny probability becomes 0).
+    auto score = CsvNumber<double>(path, row, 1, "score", kExactNumberForm);
+    if (!score.ok()) return score.status();
+    auto probability = CsvNumber<double>(path, row, 2, "probability", kExactNumberForm);
+    if (!probability.ok()) return probability.status();
+    scores[it->second] = static_cast<float>(*score);
+    probabilities[it->second] = static_cast<float>(*probability);
   }
   return Status::Ok();
 }

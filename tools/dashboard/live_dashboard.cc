@@ -204,14 +204,15 @@ std::string DescribeCosts(const std::vector<DashboardCost>& costs) {
 
 Status WriteCostsCsv(const std::string& path, const std::vector<DashboardCost>& costs) {
   std::ostringstream csv;
-  csv.precision(6);
   csv << "method,wall_s,run_cpu_s,dashboard_cpu_s,cpu_share,polling_cpu_s,serving_cpu_s,"
          "nodes_http_cpu_s,polls,mean_poll_ms\n";
   for (const DashboardCost& c : costs) {
-    csv << QuotedCsvField(c.method) << "," << c.wall_s << ',' << c.run_cpu_s << ','
-        << c.polling_cpu_s + c.serving_cpu_s + c.nodes_http_cpu_s << ',' << c.cpu_share() << ','
-        << c.polling_cpu_s << ',' << c.serving_cpu_s << ',' << c.nodes_http_cpu_s << ',' << c.polls
-        << ',' << c.mean_poll_ms << '\n';
+    csv << QuotedCsvField(c.method) << "," << ExactNumber(c.wall_s) << ','
+        << ExactNumber(c.run_cpu_s) << ','
+        << ExactNumber(c.polling_cpu_s + c.serving_cpu_s + c.nodes_http_cpu_s) << ','
+        << ExactNumber(c.cpu_share()) << ',' << ExactNumber(c.polling_cpu_s) << ','
+        << ExactNumber(c.serving_cpu_s) << ',' << ExactNumber(c.nodes_http_cpu_s) << ',' << c.polls
+        << ',' << ExactNumber(c.mean_poll_ms) << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }

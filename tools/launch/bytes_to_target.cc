@@ -1,7 +1,6 @@
 #include "tools/launch/bytes_to_target.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -21,43 +20,11 @@
 namespace meshlearn::launch {
 namespace {
 
-// `cell` as a T when all of it is one (a finite number for floating-point T); nullopt otherwise.
-template <typename T>
-std::optional<T> NumberCell(const std::string& cell) {
-  T value{};
-  const char* end = cell.data() + cell.size();
-  const auto [ptr, ec] = std::from_chars(cell.data(), end, value);
-  if (cell.empty() || ec != std::errc() || ptr != end) return std::nullopt;
-  if constexpr (std::is_floating_point_v<T>) {
-    if (!std::isfinite(value)) return std::nullopt;
-  }
-  return value;
-}
-
-// The cell of `record` in column `column` (0-based) of file `path`, read as a T: kMalformed
-// naming the place, the column and what is allowed (`allowed`) when it is not one.
-template <typename T>
-Result<T> CellOf(const std::string& path, const CsvRecord& record, size_t column,
-                 const std::string& name, const char* allowed) {
-  const std::string& cell = record.fields[column];
-  std::optional<T> value = NumberCell<T>(cell);
-  if (!value) {
-    return Status::Malformed(CsvWhere(path, record.line, column + 1) + " (" + name + "): '" + cell +
-                             "' is not " + allowed);
-  }
-  return *value;
-}
-
 // The mean of `values`.
 double Mean(const std::vector<double>& values) {
   double sum = 0;
   for (double v : values) sum += v;
   return values.empty() ? 0 : sum / static_cast<double>(values.size());
-}
-
-// `value` as a CSV cell: ExactNumber, or empty when it is not known.
-std::string Cell(const std::optional<double>& value) {
-  return value ? ExactNumber(*value) : std::string();
 }
 
 // The codec of the nodes of `run`: CodecText of each node's compression, distinct ones joined by
@@ -307,13 +274,15 @@ Result<std::vector<NodeRound>> ReadNodeRounds(const std::string& path) {
                                std::to_string(record.fields.size()) + " cells, the header has " +
                                std::to_string(header.fields.size()));
     }
-    auto round = CellOf<int64_t>(path, record, columns[0], names[0], "a whole number");
+    auto round = CsvNumber<int64_t>(path, record, columns[0], names[0]);
     if (!round.ok()) return round.status();
-    auto test_acc = CellOf<double>(
-        path, record, columns[1], names[1],
-        "a finite number (bytes to target needs the test accuracy of a classification run)");
-    if (!test_acc.ok()) return test_acc.status();
-    auto bytes_out = CellOf<uint64_t>(path, record, columns[2], names[2], "a whole number >= 0");
+    auto test_acc = CsvNumber<double>(path, record, columns[1], names[1]);
+    if (!test_acc.ok()) {
+      return Status::Malformed(
+          test_acc.status().message() +
+          " (bytes to target needs the test accuracy of a classification run)");
+    }
+    auto bytes_out = CsvNumber<uint64_t>(path, record, columns[2], names[2]);
     if (!bytes_out.ok()) return bytes_out.status();
     rows.push_back({*round, *test_acc, *bytes_out});
   }
@@ -350,7 +319,7 @@ Status WriteBytesToTargetCsv(const std::string& path, const std::vector<BytesToT
         << QuotedCsvField(r.baseline) << ',' << ExactNumber(r.final_accuracy) << ','
         << ExactNumber(r.target) << ',' << (r.reached ? std::to_string(r.reached->round) : "")
         << ',' << (r.reached ? ExactNumber(r.reached->bytes_per_node) : "") << ','
-        << ExactNumber(r.bytes_total) << ',' << Cell(r.ratio) << '\n';
+        << ExactNumber(r.bytes_total) << ',' << ExactNumber(r.ratio) << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -362,8 +331,8 @@ Status WriteBytesToTargetMeanCsv(const std::string& path,
   for (const BytesToTargetMean& m : means) {
     csv << QuotedCsvField(m.method) << ',' << QuotedCsvField(m.codec) << ',' << m.runs << ','
         << Seeds(m.seeds) << ',' << ExactNumber(m.final_accuracy) << ',' << m.reached << ','
-        << Cell(m.bytes_to_target) << ',' << ExactNumber(m.bytes_total) << ',' << Cell(m.ratio)
-        << '\n';
+        << ExactNumber(m.bytes_to_target) << ',' << ExactNumber(m.bytes_total) << ','
+        << ExactNumber(m.ratio) << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }

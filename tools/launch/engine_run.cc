@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/atomic_file.h"
+#include "base/number_text.h"
 #include "node/config/engine_identity.h"
 #include "node/config/node_template.h"
 #include "process/free_port.h"
@@ -71,10 +72,9 @@ Status WriteExecutable(const std::string& path, const std::string& text) {
 
 // The exit status a rank script wrote, or nullopt when there is none (yet).
 std::optional<int> ExitStatus(const NodeRun& n) {
-  std::ifstream in(PathIn(n.dir, kExitStatusFile));
-  int status = 0;
-  if (!(in >> status)) return std::nullopt;
-  return status;
+  Result<std::string> text = ReadWholeFile(PathIn(n.dir, kExitStatusFile));
+  if (!text.ok()) return std::nullopt;
+  return NumberFromText<int>(*text, {.padded = true});
 }
 
 std::string DescribeRankExit(int status) {

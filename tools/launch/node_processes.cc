@@ -11,6 +11,7 @@
 #include <deque>
 #include <fstream>
 
+#include "base/number_text.h"
 #include "tools/launch/experiment.h"
 #include "tools/launch/run_layout.h"
 
@@ -50,12 +51,20 @@ Result<pid_t> SpawnLogged(const std::vector<std::string>& argv, const std::strin
   return pid;
 }
 
-double PssMib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+double ProcSizeMib(const std::string& path, std::string_view key) {
+  std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("Pss:", 0) == 0) return std::strtod(line.c_str() + 4, nullptr) / 1024.0;
+    if (!line.starts_with(key)) continue;
+    const std::string_view size = std::string_view(line).substr(key.size());
+    const std::optional<double> kib =
+        NumberFromText<double>(size.substr(0, size.rfind(" kB")), {.padded = true});
+    return kib ? *kib / 1024.0 : 0;
   }
   return 0;
+}
+
+double PssMib(pid_t pid) {
+  return ProcSizeMib("/proc/" + std::to_string(pid) + "/smaps_rollup", "Pss:");
 }
 
 std::string DescribeExit(int status) {

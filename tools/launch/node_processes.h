@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -24,6 +25,10 @@ double SecondsSince(std::chrono::steady_clock::time_point start);
 // that a Ctrl-C at the terminal reaches the launcher only. kUnavailable when it cannot start.
 Result<pid_t> SpawnLogged(const std::vector<std::string>& argv, const std::string& log_path,
                           bool own_group = false);
+
+// The size on line "<key> <n> kB" of the /proc file `path` (status, smaps_rollup) in MiB; 0 when
+// the file or the line is missing or the size is not a number.
+double ProcSizeMib(const std::string& path, std::string_view key);
 
 // Proportional set size of process `pid` in MiB (0 when unavailable).
 double PssMib(pid_t pid);

@@ -18,9 +18,6 @@
 namespace meshlearn::launch {
 namespace {
 
-// `value` as ExactNumber writes it, or empty when it is not known (NaN).
-std::string KnownNumber(double value) { return std::isnan(value) ? "" : ExactNumber(value); }
-
 std::string Fixed(double value, int digits) {
   if (!std::isfinite(value)) return "-";
   char text[64];
@@ -130,7 +127,6 @@ MethodRecord RecordOf(const MethodSummary& s) {
 Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
                        int num_clusters) {
   std::ostringstream csv;
-  csv.precision(9);
   csv << "method,metric";
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
@@ -138,22 +134,16 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
          "last_node_round,exchange_s,exchange_rounds,epsilon,bytes_sent_per_node\n";
   for (const MethodSummary& s : summaries) {
     csv << QuotedCsvField(s.name) << ',' << s.metric;
-    for (double v : s.per_cluster) csv << ',' << v;
-    csv << ',' << s.mean << ',' << s.in_cluster << ',' << s.wall_seconds << ',';
-    if (s.simulated_seconds) csv << *s.simulated_seconds;
-    csv << ',' << s.overhead << ',' << s.nodes << ',' << s.nodes_failed << ','
-        << s.peak_pss_mib_mean << ',' << s.peak_pss_mib_max << ',';
-    if (s.ari) csv << *s.ari;
-    csv << ',';
-    if (s.cluster_round) csv << *s.cluster_round;
-    csv << ',' << s.attackers << ',' << s.status << ',' << s.rounds << ',' << s.first_node_round
-        << ',' << s.last_node_round << ',';
-    if (s.exchange_seconds) csv << *s.exchange_seconds;
-    csv << ',';
+    for (double v : s.per_cluster) csv << ',' << ExactNumber(v);
+    csv << ',' << ExactNumber(s.mean) << ',' << ExactNumber(s.in_cluster) << ','
+        << ExactNumber(s.wall_seconds) << ',' << ExactNumber(s.simulated_seconds) << ','
+        << ExactNumber(s.overhead) << ',' << s.nodes << ',' << s.nodes_failed << ','
+        << ExactNumber(s.peak_pss_mib_mean) << ',' << ExactNumber(s.peak_pss_mib_max) << ','
+        << ExactNumber(s.ari) << ',' << ExactNumber(s.cluster_round) << ',' << s.attackers << ','
+        << s.status << ',' << s.rounds << ',' << s.first_node_round << ',' << s.last_node_round
+        << ',' << ExactNumber(s.exchange_seconds) << ',';
     if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
-    csv << ',';
-    if (s.epsilon) csv << *s.epsilon;
-    csv << ',' << s.bytes_sent_per_node << '\n';
+    csv << ',' << ExactNumber(s.epsilon) << ',' << ExactNumber(s.bytes_sent_per_node) << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -269,18 +259,22 @@ std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& pa
     for (size_t r = 1; r < records->size(); ++r) {
       const std::vector<std::string>& cells = (*records)[r].fields;
       if (cells.size() < 6 || !index.count(cells[0])) continue;
+      const std::optional<double> value = NumberFromText<double>(cells[1], kExactNumberForm);
+      if (!value) continue;
       size_t j = index[cells[0]];
-      if (!cells[1].empty()) emd.matrix.values[i * n + j] = std::strtod(cells[1].c_str(), nullptr);
+      emd.matrix.values[i * n + j] = *value;
       accepted[i][j] = cells[5] == "1";
       // measured_round, measured_s (columns 9 and 10; absent in files of older nodes).
-      if (cells.size() >= 10 && !cells[8].empty() && !cells[9].empty()) {
-        const int64_t round = std::strtoll(cells[8].c_str(), nullptr, 10);
-        const double seconds = std::strtod(cells[9].c_str(), nullptr);
-        emd.exchange_seconds = std::max(emd.exchange_seconds.value_or(0.0), seconds);
+      const std::optional<int64_t> round =
+          cells.size() >= 10 ? NumberFromText<int64_t>(cells[8]) : std::nullopt;
+      const std::optional<double> seconds =
+          cells.size() >= 10 ? NumberFromText<double>(cells[9]) : std::nullopt;
+      if (round && seconds) {
+        emd.exchange_seconds = std::max(emd.exchange_seconds.value_or(0.0), *seconds);
         emd.exchange_rounds = emd.exchange_rounds
-                                  ? std::make_pair(std::min(emd.exchange_rounds->first, round),
-                                                   std::max(emd.exchange_rounds->second, round))
-                                  : std::make_pair(round, round);
+                                  ? std::make_pair(std::min(emd.exchange_rounds->first, *round),
+                                                   std::max(emd.exchange_rounds->second, *round))
+                                  : std::make_pair(*round, *round);
       }
     }
   }
@@ -321,17 +315,20 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
     if (!text.ok()) continue;
     auto records = ParseCsv(*text, path);  // node,label,round
     if (!records.ok()) return records.status();
-    std::map<std::string, long> label;
-    long round = 0;
+    std::map<std::string, int> label;
+    int64_t round = 0;
     for (size_t r = 1; r < records->size(); ++r) {
-      const std::vector<std::string>& cells = (*records)[r].fields;
-      char* end = nullptr;
-      if (cells.size() != 3) {
-        return Status::Malformed(path + ":" + std::to_string((*records)[r].line) +
+      const CsvRecord& record = (*records)[r];
+      if (record.fields.size() != 3) {
+        return Status::Malformed(path + ":" + std::to_string(record.line) +
                                  ": expected node,label,round");
       }
-      label[cells[0]] = std::strtol(cells[1].c_str(), &end, 10);
-      round = std::strtol(cells[2].c_str(), &end, 10);
+      auto cell_label = CsvNumber<int>(path, record, 1, "label");
+      if (!cell_label.ok()) return cell_label.status();
+      auto cell_round = CsvNumber<int64_t>(path, record, 2, "round");
+      if (!cell_round.ok()) return cell_round.status();
+      label[record.fields[0]] = *cell_label;
+      round = *cell_round;
     }
     if (!label.count(partition.ids[i])) continue;
     // This node's view: its labels of the nodes it clustered against their true clusters.
@@ -339,7 +336,7 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
     for (const auto& [id, l] : label) {
       if (!index.count(id)) continue;
       truth.push_back(partition.clusters[index[id]]);
-      labels.push_back(static_cast<int>(l));
+      labels.push_back(l);
     }
     ++found.clustered_nodes;
     found.mean_round += static_cast<double>(round);
@@ -416,13 +413,15 @@ Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>&
     if (!run.simulation) continue;
     const sim::SimulationReport& r = *run.simulation;
     double nodes = static_cast<double>(std::max<size_t>(run.nodes.size(), 1));
-    csv << QuotedCsvField(run.method.name) << ',' << r.simulated_seconds << ',' << r.real_seconds
-        << ',' << r.events << ',' << (r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ','
-        << r.messages << ',' << r.jobs << ',' << r.compute_seconds << ',' << r.threads << ','
-        << RealOverCompute(r) << ',' << run.nodes.size() << ',' << run.simulation_peak_rss_mib
-        << ',' << run.simulation_peak_rss_mib / nodes << ',' << r.exchange_compute_seconds << ','
-        << KnownNumber(r.earlier_real_seconds) << ',' << KnownNumber(r.earlier_compute_seconds)
-        << '\n';
+    csv << QuotedCsvField(run.method.name) << ',' << ExactNumber(r.simulated_seconds) << ','
+        << ExactNumber(r.real_seconds) << ',' << r.events << ','
+        << ExactNumber(r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ',' << r.messages
+        << ',' << r.jobs << ',' << ExactNumber(r.compute_seconds) << ',' << r.threads << ','
+        << ExactNumber(RealOverCompute(r)) << ',' << run.nodes.size() << ','
+        << ExactNumber(run.simulation_peak_rss_mib) << ','
+        << ExactNumber(run.simulation_peak_rss_mib / nodes) << ','
+        << ExactNumber(r.exchange_compute_seconds) << ',' << ExactNumber(r.earlier_real_seconds)
+        << ',' << ExactNumber(r.earlier_compute_seconds) << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }

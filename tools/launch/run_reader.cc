@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "base/atomic_file.h"
 #include "base/csv.h"
+#include "base/number_text.h"
 #include "node/config/config.h"
 #include "tools/launch/manifest.h"
 #include "tools/launch/run_layout.h"
@@ -103,11 +103,12 @@ MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
     }
     auto rows = node::ReadRoundsCsv(PathIn(n.dir, kRoundsFile));
     if (rows.ok()) n.rounds = std::move(*rows);
-    std::ifstream exit_file(PathIn(n.dir, kExitStatusFile));
-    int status = 0;
-    if (exit_file >> status && status != 0) {
-      n.failure = status > 128 ? "killed by signal " + std::to_string(status - 128)
-                               : "exited with code " + std::to_string(status);
+    auto exit_text = ReadWholeFile(PathIn(n.dir, kExitStatusFile));
+    const std::optional<int> status =
+        exit_text.ok() ? NumberFromText<int>(*exit_text, {.padded = true}) : std::nullopt;
+    if (status && *status != 0) {
+      n.failure = *status > 128 ? "killed by signal " + std::to_string(*status - 128)
+                                : "exited with code " + std::to_string(*status);
     } else if (!rows.ok()) {
       n.failure = std::string("no ") + kRoundsFile;
     }

@@ -1,7 +1,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 
 #include "base/atomic_file.h"
@@ -15,13 +14,7 @@ namespace meshlearn::launch {
 namespace {
 
 // Peak resident memory of this process in MiB (0 when unavailable).
-double PeakRssMib() {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
-  }
-  return 0;
-}
+double PeakRssMib() { return ProcSizeMib("/proc/self/status", "VmHWM:"); }
 
 // The mesh simulated in this process: the nodes' real logic on a virtual clock and the
 // scenario's [network] model, deterministic for a seed. The one call into the simulator

@@ -9,6 +9,7 @@
 
 #include <toml++/toml.h>
 
+#include "base/number_text.h"
 #include "node/config/config_toml.h"
 #include "node/config/toml_reader.h"
 #include "tools/launch/run_layout.h"
@@ -466,14 +467,13 @@ Result<double> AttackFraction(const Scenario& scenario, const MethodSpec& method
   for (const auto& [k, v] : method.overrides) keys[k] = v;
   auto it = keys.find("attack.fraction");
   if (it == keys.end()) return 0.0;
-  char* end = nullptr;
-  double fraction = std::strtod(it->second.c_str(), &end);
-  if (end == it->second.c_str() || *end != '\0' || !(fraction >= 0 && fraction <= 1)) {
+  const std::optional<double> fraction = NumberFromText<double>(it->second, {.min = 0, .max = 1});
+  if (!fraction) {
     return Status::InvalidArgument(scenario.file + ": method '" + method.name +
                                    "': attack.fraction = " + it->second +
                                    " must be a number in [0, 1]");
   }
-  return fraction;
+  return *fraction;
 }
 
 Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSpec& method,

@@ -4,7 +4,6 @@
 #include "tools/launch/run_layout.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -71,30 +70,8 @@ Result<std::vector<CsvRecord>> ReadCsv(const std::string& path) {
   return ParseCsv(*text, path);
 }
 
-// Parses a finite decimal number (surrounding blanks allowed); nullopt otherwise.
-std::optional<double> ParseDouble(const std::string& cell) {
-  const std::string t = Trim(cell);
-  if (t.empty()) return std::nullopt;
-  const char* begin = t.data() + (t[0] == '+' ? 1 : 0);
-  double value = 0;
-  const auto result = std::from_chars(begin, t.data() + t.size(), value);
-  if (result.ec != std::errc() || result.ptr != t.data() + t.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-// Parses an integer of type T (surrounding blanks allowed); nullopt otherwise.
-template <typename T>
-std::optional<T> ParseInteger(const std::string& cell) {
-  const std::string t = Trim(cell);
-  T value = 0;
-  const auto result = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (t.empty() || result.ec != std::errc() || result.ptr != t.data() + t.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
+// Numbers in files a user may type: blanks around them and a leading '+' allowed.
+constexpr NumberForm kTyped{.padded = true};
 
 // Checks that `header` starts with `expected` cells; `exact` also requires no further cells.
 Status CheckHeader(const std::string& path, const std::vector<CsvRecord>& records,
@@ -213,17 +190,10 @@ Result<LabeledMatrix> ReadMatrixCsv(const std::string& path) {
     }
     m.row_ids.push_back(id);
     for (size_t c = 1; c < width; ++c) {
-      if (Trim(row.fields[c]).empty()) {
-        m.values.push_back(std::numeric_limits<double>::quiet_NaN());
-        continue;
-      }
-      const std::optional<double> value = ParseDouble(row.fields[c]);
-      if (!value) {
-        return Status::Malformed(CsvWhere(path, row.line, c + 1) + " (row '" + id + "', column '" +
-                                 m.col_ids[c - 1] + "'): '" + row.fields[c] +
-                                 "' is not a number; allowed: a finite decimal number such as 12 "
-                                 "or -0.5e-3, or an empty cell for unknown");
-      }
+      const Result<double> value =
+          CsvNumber<double>(path, row, c, "row '" + id + "', column '" + m.col_ids[c - 1] + "'",
+                            {.empty_is_nan = true, .padded = true});
+      if (!value.ok()) return value.status();
       m.values.push_back(*value);
     }
   }
@@ -289,11 +259,8 @@ Status ReadCommFolders(const std::string& run_dir, std::map<std::string, CommCou
                                  (peer.empty() ? "empty" : "repeated") +
                                  "; allowed: each peer once");
       }
-      const std::optional<uint64_t> count = ParseInteger<uint64_t>(row.fields[1]);
-      if (!count) {
-        return Status::Malformed(CsvWhere(path, row.line, 2) + ": times_sampled '" + row.fields[1] +
-                                 "' is not a count; allowed: a whole number >= 0");
-      }
+      const Result<uint64_t> count = CsvNumber<uint64_t>(path, row, 1, "times_sampled", kTyped);
+      if (!count.ok()) return count.status();
       counts[peer] = *count;
       peers.insert(peer);
     }
@@ -376,11 +343,8 @@ Result<std::map<std::string, int>> ReadClusterCsv(const std::string& path) {
       return Status::Malformed(CsvWhere(path, row.line, 1) + ": node id '" + node + "' is " +
                                (node.empty() ? "empty" : "repeated") + "; allowed: each node once");
     }
-    const std::optional<int> cluster = ParseInteger<int>(row.fields[1]);
-    if (!cluster) {
-      return Status::Malformed(CsvWhere(path, row.line, 2) + ": cluster '" + row.fields[1] +
-                               "' is not an integer; allowed: a whole number such as 0 or 3");
-    }
+    const Result<int> cluster = CsvNumber<int>(path, row, 1, "cluster", kTyped);
+    if (!cluster.ok()) return cluster.status();
     clusters[node] = *cluster;
   }
   return clusters;
