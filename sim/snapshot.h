@@ -27,6 +27,9 @@
 
 namespace meshlearn::sim {
 
+// The file of the snapshot folder that records the last snapshot (sim/snapshot_barrier.h).
+inline constexpr const char kSnapshotFileName[] = "snapshot.txt";
+
 // One node at the barrier.
 struct NodeSnapshot {
   std::string id;

@@ -13,7 +13,7 @@ namespace {
 
 // The name of node `id`'s checkpoint in a round folder.
 std::string KeptCheckpointName(const std::string& id) {
-  return id + "." + node::kCheckpointFileName;
+  return id + "." + node::kCheckpointFile;
 }
 
 // Copies `from` over `to`; kIoError "<round_dir>: cannot <what> the checkpoint of node <id>: ...".

@@ -37,9 +37,6 @@
 
 namespace meshlearn::sim {
 
-// The file of the snapshot folder that records the last snapshot.
-inline constexpr const char kSnapshotFileName[] = "snapshot.txt";
-
 // A simulation's snapshot barriers and its snapshot folder. Not thread-safe: used on the
 // simulation thread.
 class SnapshotBarrier {

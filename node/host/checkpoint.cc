@@ -370,7 +370,7 @@ Result<Checkpoint> DecodeCheckpoint(const std::string& bytes, const std::string&
 }
 
 std::string CheckpointPathOf(const NodeConfig& config) {
-  return config.output_dir + "/" + kCheckpointFileName;
+  return config.output_dir + "/" + kCheckpointFile;
 }
 
 Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint) {

@@ -18,13 +18,11 @@
 
 #include "base/status.h"
 #include "node/config/config.h"
+#include "node/host/node_files.h"
 #include "node/logic/learner.h"
 #include "node/logic/state_machine.h"
 
 namespace meshlearn::node {
-
-// The name of a node's checkpoint in its output folder.
-inline constexpr const char kCheckpointFileName[] = "checkpoint.bin";
 
 // "<output_dir>/checkpoint.bin": the checkpoint the node of `config` writes after every completed
 // round and resumes from when it starts.

@@ -26,7 +26,7 @@ std::string EpsilonText(double epsilon) {
 }  // namespace
 
 std::string NodeLogPathOf(const NodeConfig& config) {
-  return config.output_dir + "/" + kNodeLogFileName;
+  return config.output_dir + "/" + kNodeLogFile;
 }
 
 NodeHost::NodeHost(const NodeConfig& config, World& world)

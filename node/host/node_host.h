@@ -38,11 +38,9 @@ namespace meshlearn::node {
 // (the launcher's report looks for them in node.log).
 inline constexpr const char* kNeverReachedAPeer = "without ever reaching a peer";
 
-// The name of a node's log in its output folder. A world that writes the log itself (the
-// simulator) writes it there; a process's log is its stderr, which the launcher sends there.
-inline constexpr const char kNodeLogFileName[] = "node.log";
-
-// "<output_dir>/node.log": the log file of the node of `config`.
+// "<output_dir>/node.log" (kNodeLogFile): the log file of the node of `config`. A world that
+// writes the log itself (the simulator) writes it there; a process's log is its stderr, which the
+// launcher sends there.
 std::string NodeLogPathOf(const NodeConfig& config);
 
 // Sees every message a node receives and decodes (requests and replies) on the node's thread,

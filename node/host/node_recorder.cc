@@ -22,7 +22,7 @@ Status NodeRecorder::WriteTables(const NodeStateMachine& machine) {
 }
 
 Status NodeRecorder::WriteCheckpoint(const Checkpoint& checkpoint) {
-  return outputs_.Replace(kCheckpointFileName, EncodeCheckpoint(checkpoint));
+  return outputs_.Replace(kCheckpointFile, EncodeCheckpoint(checkpoint));
 }
 
 Status NodeRecorder::FollowExchanges(const NodeStateMachine& machine) {

@@ -9,6 +9,7 @@
 
 #include "base/atomic_file.h"
 #include "base/csv.h"
+#include "node/host/node_files.h"
 
 namespace meshlearn::node {
 namespace {
@@ -85,11 +86,13 @@ Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
   return rows;
 }
 
-pid_t NodeFolderLockHolder(const std::string& dir) { return FileLock::Holder(dir + "/node.lock"); }
+pid_t NodeFolderLockHolder(const std::string& dir) {
+  return FileLock::Holder(dir + "/" + kNodeLockFile);
+}
 
 Status NodeOutputs::Lock() {
   lock_.reset();
-  auto lock = FileLock::Acquire(dir_ + "/node.lock");
+  auto lock = FileLock::Acquire(dir_ + "/" + kNodeLockFile);
   if (!lock.ok()) {
     if (lock.status().code() != ErrorCode::kUnavailable) return lock.status();
     return Status::Unavailable(
@@ -102,7 +105,7 @@ Status NodeOutputs::Lock() {
 }
 
 Status NodeOutputs::StartRoundsCsv() {
-  const std::string path = dir_ + "/rounds.csv";
+  const std::string path = dir_ + "/" + kRoundsFile;
   rounds_.close();
   MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(path, rounds_text_));
   rounds_.clear();
@@ -118,7 +121,7 @@ Status NodeOutputs::StartRoundsCsv() {
 
 bool NodeOutputs::RoundsCsvIsOurs() const {
   struct stat info {};
-  return ::stat((dir_ + "/rounds.csv").c_str(), &info) == 0 && info.st_ino == rounds_inode_ &&
+  return ::stat((dir_ + "/" + kRoundsFile).c_str(), &info) == 0 && info.st_ino == rounds_inode_ &&
          info.st_dev == rounds_device_;
 }
 
@@ -131,7 +134,7 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
   outputs.log_ = std::move(log);
   outputs.buffered_ = mode == Mode::kBuffered;
   if (!outputs.buffered_) MESHLEARN_RETURN_IF_ERROR(outputs.Lock());
-  std::string path = dir + "/rounds.csv";
+  std::string path = dir + "/" + kRoundsFile;
   outputs.rounds_text_ = std::string(kRoundsCsvHeader) + "\n";
   if (resume_round >= 0) {
     auto old = ReadWholeFile(path);
@@ -165,7 +168,7 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
 
 Status NodeOutputs::Flush() {
   if (rounds_unwritten_) {
-    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/rounds.csv", rounds_text_));
+    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/" + kRoundsFile, rounds_text_));
     rounds_unwritten_ = false;
   }
   for (const auto& [name, bytes] : unwritten_) {
@@ -237,7 +240,7 @@ Status NodeOutputs::WriteCluster(const std::vector<std::pair<std::string, int>>&
   for (const auto& [node, label] : partition) {
     csv << JoinPeers({node}) << ',' << label << ',' << round << '\n';
   }
-  return Replace("cluster.csv", csv.str());
+  return Replace(kClusterFile, csv.str());
 }
 
 Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
@@ -252,7 +255,7 @@ Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {
         << (r.measured_round ? std::to_string(*r.measured_round) : "") << ','
         << ExactNumber(r.measured_seconds) << '\n';
   }
-  return Replace("emd.csv", csv.str());
+  return Replace(kEmdFile, csv.str());
 }
 
 Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
@@ -262,13 +265,13 @@ Status NodeOutputs::WriteSignatures(const std::vector<SignatureRow>& rows) {
     csv << JoinPeers({r.peer}) << ',' << ExactNumber(r.distance) << ',' << (r.related ? 1 : 0)
         << '\n';
   }
-  return Replace("signature.csv", csv.str());
+  return Replace(kSignatureFile, csv.str());
 }
 
 Status NodeOutputs::WriteCommAndScores(const std::vector<topology::CommRow>& comm,
                                        const std::vector<topology::PeerRecord>& scores) {
-  MESHLEARN_RETURN_IF_ERROR(Replace("comm.csv", topology::CommCsv(comm)));
-  return Replace("scores.csv", topology::ScoresCsv(scores));
+  MESHLEARN_RETURN_IF_ERROR(Replace(kCommFile, topology::CommCsv(comm)));
+  return Replace(kScoresFile, topology::ScoresCsv(scores));
 }
 
 }  // namespace meshlearn::node

@@ -23,6 +23,9 @@
 #include <set>
 #include <string>
 
+#include "node/host/node_files.h"
+#include "sim/snapshot.h"
+
 namespace meshlearn::launch {
 
 // Files at the top of a run folder.
@@ -37,7 +40,7 @@ inline constexpr const char kShardsFolder[] = "shards";
 // A simulated method's snapshots (sim/simulation.h, "Snapshots"), in its method folder, and the
 // file that records the latest one there.
 inline constexpr const char kSnapshotFolder[] = "snapshot";
-inline constexpr const char kSnapshotStateFile[] = "snapshot.txt";
+using sim::kSnapshotFileName;
 // Files of a method folder.
 inline constexpr const char kHeatmapCsvFile[] = "heatmap.csv";
 inline constexpr const char kHeatmapPngFile[] = "heatmap.png";
@@ -53,18 +56,19 @@ inline constexpr const char kRankScriptFile[] = "rank.sh";
 inline constexpr const char kJobScriptFile[] = "job.sh";
 inline constexpr const char kEngineLogFile[] = "engine.log";
 inline constexpr const char kSlurmJobIdFile[] = "slurm_job_id";
-// Files of a node folder (the node writes them; node/host/outputs.h).
+// Files of a node folder: the launcher writes the node's config there, an engine's rank script
+// its exit status; the node's own files are named by node/host/node_files.h.
 inline constexpr const char kNodeConfigFile[] = "node.toml";
-inline constexpr const char kNodeLogFile[] = "node.log";
-inline constexpr const char kRoundsFile[] = "rounds.csv";
-inline constexpr const char kEmdFile[] = "emd.csv";
-inline constexpr const char kClusterFile[] = "cluster.csv";
-inline constexpr const char kScoresFile[] = "scores.csv";
-inline constexpr const char kCommFile[] = "comm.csv";
-inline constexpr const char kSignatureFile[] = "signature.csv";
-inline constexpr const char kCheckpointFile[] = "checkpoint.bin";
 inline constexpr const char kExitStatusFile[] = "exit_status";  // engine runs: the rank's exit
-inline constexpr const char kNodeLockFile[] = "node.lock";      // held by the running node
+using node::kCheckpointFile;
+using node::kClusterFile;
+using node::kCommFile;
+using node::kEmdFile;
+using node::kNodeLockFile;
+using node::kNodeLogFile;
+using node::kRoundsFile;
+using node::kScoresFile;
+using node::kSignatureFile;
 // The files `meshlearn-launch bytes-to-target` writes into its --out folder
 // (tools/launch/bytes_to_target.h).
 inline constexpr const char kBytesToTargetFile[] = "bytes_to_target.csv";

@@ -54,7 +54,7 @@ class SimulatedRunner : public MethodRunner {
     sim.snapshot_dir = PathIn(run.dir, kSnapshotFolder);
     std::error_code ec;
     sim.resume =
-        options.resume && std::filesystem::exists(PathIn(sim.snapshot_dir, kSnapshotStateFile), ec);
+        options.resume && std::filesystem::exists(PathIn(sim.snapshot_dir, kSnapshotFileName), ec);
     // The dashboard reads the snapshot the simulation thread leaves at each progress report.
     std::mutex latest_mutex;
     std::vector<std::optional<node::NodeStatus>> latest(configs.size());
