@@ -318,9 +318,11 @@ class ConvNet final : public BuiltinNet {
   static int64_t Side(int64_t in, int64_t kernel) {
     return ((in - kernel + 1) / 2 - kernel + 1) / 2;
   }
-  torch::Tensor embed(torch::Tensor x) override { return Hidden(x, nullptr); }
+  torch::Tensor embed(torch::Tensor x) override {
+    return Hidden(x, nullptr, /*keep_winners=*/false).h;
+  }
   torch::Tensor forward_recording(torch::Tensor x, std::vector<LayerRecord>* layers) override {
-    const torch::Tensor h = Hidden(x, layers);
+    const torch::Tensor h = Hidden(x, layers, /*keep_winners=*/false).h;
     return Recorded(LayerRecord::Kind::kLinear, h, fc2_(h), layers);
   }
 
@@ -338,14 +340,8 @@ class ConvNet final : public BuiltinNet {
     torch::NoGradGuard no_grad;
     const bool store = layers == nullptr;  // a training step: the parameters' gradients
     const int64_t reduction = store ? at::Reduction::Mean : at::Reduction::Sum;
-    const torch::Tensor x = ChannelsLastInput(batch);
-    const torch::Tensor a1 = conv1_(x);
-    torch::Tensor winners1, winners2;
-    const torch::Tensor p1 = PoolReluValues(a1, &winners1).contiguous(kChannelsLast);
-    const torch::Tensor a2 = conv2_(p1);
-    const torch::Tensor p2 = PoolReluValues(a2, &winners2);
-    const torch::Tensor f = p2.flatten(1);
-    const torch::Tensor h = torch::relu(fc1_(f));
+    const HiddenPass pass = Hidden(batch, nullptr, /*keep_winners=*/true);
+    const torch::Tensor& h = pass.h;
     const torch::Tensor log_probs = torch::log_softmax(fc2_(h), 1);
     const auto [loss, total_weight] =
         at::nll_loss_forward(log_probs, labels, {}, reduction, kNoIgnoredLabel);
@@ -356,19 +352,19 @@ class ConvNet final : public BuiltinNet {
         at::_log_softmax_backward_data(d_log_probs, log_probs, 1, log_probs.scalar_type());
     const torch::Tensor d_fc1 =
         at::threshold_backward(LinearBackward(fc2_, d_logits, h, store), h, 0);
-    const torch::Tensor d_f = LinearBackward(fc1_, d_fc1, f, store).view(p2.sizes());
-    const torch::Tensor d_a2 =
-        PoolReluFunction::InputGradient(d_f, winners2, a2.sizes().vec(), IsChannelsLast(p2));
-    const torch::Tensor d_p1 = ConvBackward(conv2_, d_a2, p1, /*input_gradient=*/true, store);
-    const torch::Tensor d_a1 =
-        PoolReluFunction::InputGradient(d_p1, winners1, a1.sizes().vec(), IsChannelsLast(p1));
+    const torch::Tensor d_f = LinearBackward(fc1_, d_fc1, pass.f, store).view(pass.p2.sizes());
+    const torch::Tensor d_a2 = PoolReluFunction::InputGradient(
+        d_f, pass.winners2, pass.a2.sizes().vec(), IsChannelsLast(pass.p2));
+    const torch::Tensor d_p1 = ConvBackward(conv2_, d_a2, pass.p1, /*input_gradient=*/true, store);
+    const torch::Tensor d_a1 = PoolReluFunction::InputGradient(
+        d_p1, pass.winners1, pass.a1.sizes().vec(), IsChannelsLast(pass.p1));
     if (store) {
-      ConvBackward(conv1_, d_a1, x, /*input_gradient=*/false, store);
+      ConvBackward(conv1_, d_a1, pass.x, /*input_gradient=*/false, store);
     } else {
       using Kind = LayerRecord::Kind;
-      layers->insert(layers->end(), {{Kind::kConv2d, x, d_a1},
-                                     {Kind::kConv2d, p1, d_a2},
-                                     {Kind::kLinear, f, d_fc1},
+      layers->insert(layers->end(), {{Kind::kConv2d, pass.x, d_a1},
+                                     {Kind::kConv2d, pass.p1, d_a2},
+                                     {Kind::kLinear, pass.f, d_fc1},
                                      {Kind::kLinear, h, d_logits}});
     }
     return loss;
@@ -377,6 +373,17 @@ class ConvNet final : public BuiltinNet {
  private:
   static constexpr auto kChannelsLast = torch::MemoryFormat::ChannelsLast;
   static constexpr int64_t kNoIgnoredLabel = -100;  // nll_loss's ignore_index: none
+
+  // The forward pass up to the embedding, and what classification_pass's backward pass needs of
+  // it.
+  struct HiddenPass {
+    torch::Tensor x;                   // the images [B, C, H, W] conv1 took
+    torch::Tensor a1, p1;              // conv1's output, and its ReLU + max-pool (conv2's input)
+    torch::Tensor a2, p2;              // conv2's output, and its ReLU + max-pool
+    torch::Tensor f;                   // p2 flattened: fc1's input
+    torch::Tensor h;                   // the ReLU of fc1's output: the embedding
+    torch::Tensor winners1, winners2;  // the pools' winners (PoolReluValues), when kept
+  };
 
   // The gradient of `input` from `grad`, the gradient of `layer`'s output for it; when `store`,
   // also stores the gradients of the layer's weight and bias.
@@ -416,17 +423,33 @@ class ConvNet final : public BuiltinNet {
     return x.contiguous().view({x.size(0), chw_[1], chw_[2], 1}).permute({0, 3, 1, 2});
   }
 
-  torch::Tensor Hidden(torch::Tensor x, std::vector<LayerRecord>* layers) {
+  // The one forward pass of the layers up to the embedding, for forward, embed and
+  // classification_pass: conv1, ReLU + max-pool, conv2, ReLU + max-pool, fc1, ReLU. Records the
+  // weighted layers in `layers` when set. With `keep_winners` (classification_pass, no autograd)
+  // the pools keep their winners for the backward pass; otherwise they run with autograd when it
+  // is enabled.
+  HiddenPass Hidden(const torch::Tensor& batch, std::vector<LayerRecord>* layers,
+                    bool keep_winners) {
     using Kind = LayerRecord::Kind;
+    const auto pool = [&](const torch::Tensor& a, torch::Tensor& winners) {
+      return keep_winners ? PoolReluValues(a, &winners) : PoolRelu(a, plain_);
+    };
+    HiddenPass pass;
     // DP-SGD's recorded layers go channels-last too: its per-sample gradients read any layout,
     // and its step took 4% less.
-    x = plain_ ? x.view({x.size(0), chw_[0], chw_[1], chw_[2]}) : ChannelsLastInput(x);
-    x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers), plain_);
-    if (!plain_) x = x.contiguous(kChannelsLast);  // it is already, unless oneDNN chose otherwise
-    x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers), plain_);
-    x = x.flatten(1);
-    return torch::relu(Recorded(Kind::kLinear, x, fc1_(x), layers));
+    pass.x =
+        plain_ ? batch.view({batch.size(0), chw_[0], chw_[1], chw_[2]}) : ChannelsLastInput(batch);
+    pass.a1 = Recorded(Kind::kConv2d, pass.x, conv1_(pass.x), layers);
+    pass.p1 = pool(pass.a1, pass.winners1);
+    // It is channels-last already, unless oneDNN chose otherwise.
+    if (!plain_) pass.p1 = pass.p1.contiguous(kChannelsLast);
+    pass.a2 = Recorded(Kind::kConv2d, pass.p1, conv2_(pass.p1), layers);
+    pass.p2 = pool(pass.a2, pass.winners2);
+    pass.f = pass.p2.flatten(1);
+    pass.h = torch::relu(Recorded(Kind::kLinear, pass.f, fc1_(pass.f), layers));
+    return pass;
   }
+
   std::vector<int64_t> chw_;
   torch::nn::Conv2d conv1_, conv2_;
   torch::nn::Linear fc1_, fc2_;
