@@ -1,10 +1,12 @@
 // The built-in architectures, the TorchScript wrapper and the model factory table.
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -13,15 +15,29 @@
 #include "training/fused_kernels.h"
 #include "training/seeded_random.h"
 #include "training/torch_model.h"
-#include "training/torch_training.h"
 
 namespace meshlearn::training {
-
-// Set by SetComputeThreads (trainer.cc); read by CreateModel to apply the default of 1 thread.
-bool ComputeThreadsConfigured();
-void ApplyDefaultComputeThreads();
-
 namespace {
+
+// Set by SetComputeThreads or by the first CreateModel, which applies the default of 1 thread.
+std::atomic<bool> threads_configured{false};
+
+// LibTorch's matrix products go to the system's BLAS (libblas.so.3). scripts/setup.sh installs
+// serial BLIS, which computes on the calling thread; OpenBLAS, where a machine has it instead,
+// keeps a pool of threads of its own, as many as cores unless told: a node computing on one
+// thread must hold it to one as well, or 100 nodes would run 200 BLAS threads on 2 cores.
+void SetBlasThreads(int threads) {
+  using SetThreads = void (*)(int);
+  auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set != nullptr) set(threads);
+}
+
+// One compute thread, unless SetComputeThreads chose first.
+void ApplyDefaultComputeThreads() {
+  if (threads_configured.exchange(true)) return;
+  torch::set_num_threads(1);
+  SetBlasThreads(1);
+}
 
 // glibc hands a freed block of a few MB back to the kernel (munmap, or madvise when the top of a
 // thread's heap shrinks past the trim threshold), and the next batch's activations of the same
@@ -753,12 +769,26 @@ Status TorchModel::LoadParameters(std::span<const float> flat) {
   return Status::Ok();
 }
 
+namespace internal {
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace internal
+
 NameTable<Architecture> ArchitectureNames() { return kArchitectureNames; }
 
 std::string LibTorchVersion() { return TORCH_VERSION; }
 
+Status SetComputeThreads(int threads) {
+  if (threads < 1) return Status::InvalidArgument("compute threads must be >= 1");
+  threads_configured = true;
+  torch::set_num_threads(threads);
+  SetBlasThreads(threads);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec) {
-  if (!ComputeThreadsConfigured()) ApplyDefaultComputeThreads();
+  ApplyDefaultComputeThreads();
   KeepActivationBlocksMapped();
   if (spec.num_outputs < 1) return Status::InvalidArgument("num_outputs must be >= 1");
   if (spec.input_shape.empty()) return Status::InvalidArgument("input_shape is empty");
