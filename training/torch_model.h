@@ -4,8 +4,10 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "training/model.h"
@@ -16,6 +18,13 @@ namespace internal {
 
 // The first line of `text` (torch's messages carry a C++ backtrace after it).
 std::string FirstLine(const std::string& text);
+
+// The layout of the parameters `named` (name and tensor), in that order.
+ParamLayout LayoutOf(const std::vector<std::pair<std::string, torch::Tensor>>& named);
+
+// The torchscript architecture's constructor for CreateModel (training/torchscript_model.cc),
+// with the errors CreateModel lists for it.
+Result<std::unique_ptr<Model>> MakeTorchScript(const ModelSpec& spec);
 
 }  // namespace internal
 
