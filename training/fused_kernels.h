@@ -1,6 +1,6 @@
 #pragma once
 // Internal to meshlearn_training (not part of its public API): the loops of the fast training
-// path over raw floats, torch-free (models.cc and trainer.cc wrap them in tensors). They are
+// path over raw floats, torch-free (pool_relu.cc and trainer.cc wrap them in tensors). They are
 // compiled for AVX2 and for the baseline, one picked at load time, and written so that the
 // compiler vectorises them: selects instead of branches on the values. Every element's result is
 // the same on either path (no fused multiply-adds; adds, products, quotients and square roots

@@ -93,6 +93,11 @@ class Model {
 // KeepActivationBlocksMapped), so that batches reuse their activations' memory.
 Result<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec);
 
+// Sets the number of intra-op compute threads of this process (torch::set_num_threads, and
+// OpenBLAS's own threads when that is the BLAS). Until called, the first CreateModel() sets 1.
+// kInvalidArgument when threads < 1.
+Status SetComputeThreads(int threads);
+
 // The version of LibTorch this build was compiled against ("1.13.0"), for run manifests.
 std::string LibTorchVersion();
 

@@ -1,27 +1,48 @@
-// The built-in architectures, the TorchScript wrapper and the model factory table.
+// The built-in architectures, the model factory table (the torchscript architecture is in
+// torchscript_model.cc) and the process's compute threads.
 
+#include <dlfcn.h>
 #include <malloc.h>
-#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <array>
+#include <atomic>
 #include <cmath>
-#include <filesystem>
-#include <functional>
 #include <mutex>
 
-#include "training/fused_kernels.h"
+#include "training/pool_relu.h"
 #include "training/seeded_random.h"
 #include "training/torch_model.h"
-#include "training/torch_training.h"
 
 namespace meshlearn::training {
-
-// Set by SetComputeThreads (trainer.cc); read by CreateModel to apply the default of 1 thread.
-bool ComputeThreadsConfigured();
-void ApplyDefaultComputeThreads();
-
 namespace {
+
+using internal::FirstLine;
+using internal::IsChannelsLast;
+using internal::LayoutOf;
+using internal::PoolRelu;
+using internal::PoolReluInputGradient;
+using internal::PoolReluValues;
+
+// Set by SetComputeThreads or by the first CreateModel, which applies the default of 1 thread.
+std::atomic<bool> threads_configured{false};
+
+// LibTorch's matrix products go to the system's BLAS (libblas.so.3). scripts/setup.sh installs
+// serial BLIS, which computes on the calling thread; OpenBLAS, where a machine has it instead,
+// keeps a pool of threads of its own, as many as cores unless told: a node computing on one
+// thread must hold it to one as well, or 100 nodes would run 200 BLAS threads on 2 cores.
+void SetBlasThreads(int threads) {
+  using SetThreads = void (*)(int);
+  auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set != nullptr) set(threads);
+}
+
+// One compute thread, unless SetComputeThreads chose first.
+void ApplyDefaultComputeThreads() {
+  if (threads_configured.exchange(true)) return;
+  torch::set_num_threads(1);
+  SetBlasThreads(1);
+}
 
 // glibc hands a freed block of a few MB back to the kernel (munmap, or madvise when the top of a
 // thread's heap shrinks past the trim threshold), and the next batch's activations of the same
@@ -43,13 +64,6 @@ int64_t Numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
-}
-
-// Builds the layout of `named` parameters in order.
-ParamLayout LayoutOf(const std::vector<std::pair<std::string, torch::Tensor>>& named) {
-  std::vector<std::pair<std::string, std::vector<int64_t>>> specs;
-  for (const auto& [name, tensor] : named) specs.push_back({name, tensor.sizes().vec()});
-  return MakeContiguousLayout(specs);
 }
 
 // Appends {kind, input, output} to `layers` when recording (non-null); returns `output`.
@@ -113,196 +127,6 @@ class MlpNet final : public BuiltinNet {
   torch::nn::Linear fc1_, fc2_;
 };
 
-// 2 x 2 max-pooling with stride 2 (a last odd row or column dropped) of ReLU(x), for x
-// [B, C, H, W]: the values of torch::max_pool2d(torch::relu(x), 2), in one pass over x. Each
-// window's maximum is the first of its largest values in row-major order, as max_pool2d takes it
-// (a NaN wins). When `winners` is set it receives, per output, the window position (0-3) the
-// gradient flows to, or kNoWinner where the output is not positive (ReLU passes no gradient).
-// Max and ReLU commute, so the values are exactly those of the two LibTorch kernels, whose NCHW
-// max-pool took a third of a cnn training step (meshlearn-bench BM_CnnTrainVsLibTorch, issue 29).
-using internal::FirstLine;
-using internal::kNoWinner;
-
-// One window by max_pool2d's rule (a later NaN winning), for rows PoolReluRow leaves: the value
-// of ReLU then max-pool and the winner (kNoWinner where the value is not positive).
-void WindowWithNan(float v0, float v1, float v2, float v3, float& out, int32_t& code) {
-  const float v[4] = {v0, v1, v2, v3};
-  int32_t best = 0;
-  for (int32_t k = 1; k < 4; ++k) {
-    if (v[k] > v[best] || std::isnan(v[k])) best = k;
-  }
-  const float m = v[best];
-  out = m > 0 || std::isnan(m) ? m : 0.0f;
-  code = m > 0 ? best : kNoWinner;
-}
-
-// 2 x 2 max-pooling of ReLU(x) as described above; `winners`, when set, receives the winner of
-// each output (kNoWinner where the output is not positive).
-// A tensor of `shape` {N, C, H, W} laid out channels-last ({N, H, W, C} in memory), zeroed when
-// `zeroed`.
-torch::Tensor EmptyChannelsLast(const std::vector<int64_t>& shape,
-                                const torch::TensorOptions& options, bool zeroed) {
-  const std::vector<int64_t> nhwc = {shape[0], shape[2], shape[3], shape[1]};
-  torch::Tensor t = zeroed ? torch::zeros(nhwc, options) : torch::empty(nhwc, options);
-  return t.permute({0, 3, 1, 2});
-}
-
-// Calls visit(in, pixel, row, out) for every 2 x 2 window of a channels-last tensor of `shape`
-// {N, C, H, W}: `in` is the offset of the window's first pixel (its channels contiguous), `pixel`
-// and `row` the steps to the next pixel and row, `out` the offset of its output pixel in the
-// channels-last {N, C, H/2, W/2} result.
-template <typename Visit>
-void ForEachWindowChannelsLast(const std::vector<int64_t>& shape, Visit visit) {
-  const int64_t batch = shape[0], channels = shape[1], height = shape[2], width = shape[3];
-  int64_t out = 0;
-  for (int64_t n = 0; n < batch; ++n) {
-    for (int64_t i = 0; i < height / 2; ++i) {
-      for (int64_t j = 0; j < width / 2; ++j, out += channels) {
-        visit(((n * height + 2 * i) * width + 2 * j) * channels, channels, width * channels, out);
-      }
-    }
-  }
-}
-
-torch::Tensor PoolReluValuesChannelsLast(const torch::Tensor& x, torch::Tensor* winners) {
-  const int64_t batch = x.size(0), channels = x.size(1), height = x.size(2), width = x.size(3);
-  const int64_t out_h = height / 2;
-  const int64_t out_w = width / 2;
-  torch::Tensor out = EmptyChannelsLast({batch, channels, out_h, out_w}, x.options(), false);
-  torch::Tensor codes =
-      torch::empty({batch * out_h * out_w * channels}, x.options().dtype(torch::kInt32));
-  const float* src = x.data_ptr<float>();
-  float* dst = out.data_ptr<float>();
-  int32_t* code = codes.data_ptr<int32_t>();
-  ForEachWindowChannelsLast(
-      x.sizes().vec(), [&](int64_t in, int64_t pixel, int64_t row, int64_t out_at) {
-        const float* a = src + in;
-        float* o = dst + out_at;
-        int32_t* c = code + out_at;
-        if (internal::PoolReluPixels(a, a + pixel, a + row, a + row + pixel, channels, o, c))
-          return;
-        for (int64_t k = 0; k < channels; ++k) {
-          WindowWithNan(a[k], a[pixel + k], a[row + k], a[row + pixel + k], o[k], c[k]);
-        }
-      });
-  if (winners != nullptr) *winners = std::move(codes);
-  return out;
-}
-
-torch::Tensor PoolReluValues(const torch::Tensor& input, torch::Tensor* winners) {
-  if (input.size(1) > 1 && input.is_contiguous(torch::MemoryFormat::ChannelsLast)) {
-    return PoolReluValuesChannelsLast(input, winners);
-  }
-  const torch::Tensor x = input.contiguous();
-  const int64_t planes = x.size(0) * x.size(1);
-  const int64_t height = x.size(2);
-  const int64_t width = x.size(3);
-  const int64_t out_h = height / 2;
-  const int64_t out_w = width / 2;
-  torch::Tensor out = torch::empty({x.size(0), x.size(1), out_h, out_w}, x.options());
-  torch::Tensor codes = torch::empty({planes * out_h * out_w}, x.options().dtype(torch::kInt32));
-  const float* src = x.data_ptr<float>();
-  float* dst = out.data_ptr<float>();
-  int32_t* code = codes.data_ptr<int32_t>();
-  for (int64_t p = 0; p < planes; ++p) {
-    for (int64_t i = 0; i < out_h; ++i) {
-      const float* row = src + (p * height + 2 * i) * width;
-      if (!internal::PoolReluRow(row, row + width, out_w, dst, code)) {
-        for (int64_t j = 0; j < out_w; ++j) {
-          const float* w = row + 2 * j;
-          WindowWithNan(w[0], w[1], w[width], w[width + 1], dst[j], code[j]);
-        }
-      }
-      dst += out_w;
-      code += out_w;
-    }
-  }
-  if (winners != nullptr) *winners = std::move(codes);
-  return out;
-}
-
-// Whether PoolReluValues wrote `out` channels-last (it did when its input was).
-bool IsChannelsLast(const torch::Tensor& out) {
-  return out.is_contiguous(torch::MemoryFormat::ChannelsLast) && !out.is_contiguous();
-}
-
-// PoolReluValues with autograd: the gradient of each output goes to its window's winner, as
-// max_pool2d's and relu's backward passes route it (windows do not overlap, so no sums).
-struct PoolReluFunction : torch::autograd::Function<PoolReluFunction> {
-  static torch::Tensor BackwardChannelsLast(const torch::Tensor& grad, const torch::Tensor& winners,
-                                            const std::vector<int64_t>& shape) {
-    const auto channels_last = torch::MemoryFormat::ChannelsLast;
-    const torch::Tensor g = grad.contiguous(channels_last);
-    const int64_t channels = shape[1], height = shape[2], width = shape[3];
-    // A last odd row or column took no part in the pooling: its gradient is zero.
-    torch::Tensor gx = EmptyChannelsLast(shape, g.options(), height % 2 != 0 || width % 2 != 0);
-    const torch::Tensor g_bits = g.view(torch::kInt32);
-    torch::Tensor gx_bits = gx.view(torch::kInt32);
-    const int32_t* src = g_bits.data_ptr<int32_t>();
-    const int32_t* code = winners.data_ptr<int32_t>();
-    int32_t* dst = gx_bits.data_ptr<int32_t>();
-    ForEachWindowChannelsLast(shape, [&](int64_t in, int64_t pixel, int64_t row, int64_t out_at) {
-      int32_t* a = dst + in;
-      internal::PoolReluPixelsBackward(src + out_at, code + out_at, channels, a, a + pixel, a + row,
-                                       a + row + pixel);
-    });
-    return gx;
-  }
-
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x) {
-    torch::Tensor winners;
-    torch::Tensor out = PoolReluValues(x, &winners);
-    ctx->saved_data["winners"] = winners;
-    ctx->saved_data["shape"] = x.sizes().vec();
-    ctx->saved_data["channels_last"] = IsChannelsLast(out);
-    return out;
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    return {InputGradient(grads[0], ctx->saved_data["winners"].toTensor(),
-                          ctx->saved_data["shape"].toIntVector(),
-                          ctx->saved_data["channels_last"].toBool())};
-  }
-
-  // The gradient of the input x of `shape` from `grad`, the gradient of PoolReluValues(x,
-  // &winners), whose output was channels-last when `channels_last`.
-  static torch::Tensor InputGradient(const torch::Tensor& grad, const torch::Tensor& winners,
-                                     const std::vector<int64_t>& shape, bool channels_last) {
-    if (channels_last) return BackwardChannelsLast(grad, winners, shape);
-    const torch::Tensor g = grad.contiguous();
-    const int64_t height = shape[2];
-    const int64_t width = shape[3];
-    const int64_t out_h = height / 2;
-    const int64_t out_w = width / 2;
-    // A last odd row or column took no part in the pooling: its gradient is zero.
-    torch::Tensor gx = height % 2 == 0 && width % 2 == 0 ? torch::empty(shape, g.options())
-                                                         : torch::zeros(shape, g.options());
-    const int64_t planes = shape[0] * shape[1];
-    const int32_t* code = winners.data_ptr<int32_t>();
-    const torch::Tensor g_bits = g.view(torch::kInt32);
-    torch::Tensor gx_bits = gx.view(torch::kInt32);
-    const int32_t* src = g_bits.data_ptr<int32_t>();
-    int32_t* dst = gx_bits.data_ptr<int32_t>();
-    for (int64_t p = 0; p < planes; ++p) {
-      for (int64_t i = 0; i < out_h; ++i) {
-        int32_t* row = dst + (p * height + 2 * i) * width;
-        internal::PoolReluRowBackward(src, code, out_w, row, row + width);
-        src += out_w;
-        code += out_w;
-      }
-    }
-    return gx;
-  }
-};
-
-// ReLU then 2 x 2 max-pool: PoolReluValues, with autograd when it is enabled. `plain` takes
-// LibTorch's relu and max_pool2d instead (TrainConfig::plain_libtorch).
-torch::Tensor PoolRelu(const torch::Tensor& x, bool plain) {
-  if (plain) return torch::max_pool2d(torch::relu(x), 2);
-  if (torch::GradMode::is_enabled() && x.requires_grad()) return PoolReluFunction::apply(x);
-  return PoolReluValues(x, nullptr);
-}
-
 // Two convolutions (each ReLU + 2x2 max-pool) and two linear layers.
 class ConvNet final : public BuiltinNet {
  public:
@@ -318,9 +142,11 @@ class ConvNet final : public BuiltinNet {
   static int64_t Side(int64_t in, int64_t kernel) {
     return ((in - kernel + 1) / 2 - kernel + 1) / 2;
   }
-  torch::Tensor embed(torch::Tensor x) override { return Hidden(x, nullptr); }
+  torch::Tensor embed(torch::Tensor x) override {
+    return Hidden(x, nullptr, /*keep_winners=*/false).h;
+  }
   torch::Tensor forward_recording(torch::Tensor x, std::vector<LayerRecord>* layers) override {
-    const torch::Tensor h = Hidden(x, layers);
+    const torch::Tensor h = Hidden(x, layers, /*keep_winners=*/false).h;
     return Recorded(LayerRecord::Kind::kLinear, h, fc2_(h), layers);
   }
 
@@ -338,14 +164,8 @@ class ConvNet final : public BuiltinNet {
     torch::NoGradGuard no_grad;
     const bool store = layers == nullptr;  // a training step: the parameters' gradients
     const int64_t reduction = store ? at::Reduction::Mean : at::Reduction::Sum;
-    const torch::Tensor x = ChannelsLastInput(batch);
-    const torch::Tensor a1 = conv1_(x);
-    torch::Tensor winners1, winners2;
-    const torch::Tensor p1 = PoolReluValues(a1, &winners1).contiguous(kChannelsLast);
-    const torch::Tensor a2 = conv2_(p1);
-    const torch::Tensor p2 = PoolReluValues(a2, &winners2);
-    const torch::Tensor f = p2.flatten(1);
-    const torch::Tensor h = torch::relu(fc1_(f));
+    const HiddenPass pass = Hidden(batch, nullptr, /*keep_winners=*/true);
+    const torch::Tensor& h = pass.h;
     const torch::Tensor log_probs = torch::log_softmax(fc2_(h), 1);
     const auto [loss, total_weight] =
         at::nll_loss_forward(log_probs, labels, {}, reduction, kNoIgnoredLabel);
@@ -356,19 +176,19 @@ class ConvNet final : public BuiltinNet {
         at::_log_softmax_backward_data(d_log_probs, log_probs, 1, log_probs.scalar_type());
     const torch::Tensor d_fc1 =
         at::threshold_backward(LinearBackward(fc2_, d_logits, h, store), h, 0);
-    const torch::Tensor d_f = LinearBackward(fc1_, d_fc1, f, store).view(p2.sizes());
+    const torch::Tensor d_f = LinearBackward(fc1_, d_fc1, pass.f, store).view(pass.p2.sizes());
     const torch::Tensor d_a2 =
-        PoolReluFunction::InputGradient(d_f, winners2, a2.sizes().vec(), IsChannelsLast(p2));
-    const torch::Tensor d_p1 = ConvBackward(conv2_, d_a2, p1, /*input_gradient=*/true, store);
+        PoolReluInputGradient(d_f, pass.winners2, pass.a2.sizes().vec(), IsChannelsLast(pass.p2));
+    const torch::Tensor d_p1 = ConvBackward(conv2_, d_a2, pass.p1, /*input_gradient=*/true, store);
     const torch::Tensor d_a1 =
-        PoolReluFunction::InputGradient(d_p1, winners1, a1.sizes().vec(), IsChannelsLast(p1));
+        PoolReluInputGradient(d_p1, pass.winners1, pass.a1.sizes().vec(), IsChannelsLast(pass.p1));
     if (store) {
-      ConvBackward(conv1_, d_a1, x, /*input_gradient=*/false, store);
+      ConvBackward(conv1_, d_a1, pass.x, /*input_gradient=*/false, store);
     } else {
       using Kind = LayerRecord::Kind;
-      layers->insert(layers->end(), {{Kind::kConv2d, x, d_a1},
-                                     {Kind::kConv2d, p1, d_a2},
-                                     {Kind::kLinear, f, d_fc1},
+      layers->insert(layers->end(), {{Kind::kConv2d, pass.x, d_a1},
+                                     {Kind::kConv2d, pass.p1, d_a2},
+                                     {Kind::kLinear, pass.f, d_fc1},
                                      {Kind::kLinear, h, d_logits}});
     }
     return loss;
@@ -377,6 +197,17 @@ class ConvNet final : public BuiltinNet {
  private:
   static constexpr auto kChannelsLast = torch::MemoryFormat::ChannelsLast;
   static constexpr int64_t kNoIgnoredLabel = -100;  // nll_loss's ignore_index: none
+
+  // The forward pass up to the embedding, and what classification_pass's backward pass needs of
+  // it.
+  struct HiddenPass {
+    torch::Tensor x;                   // the images [B, C, H, W] conv1 took
+    torch::Tensor a1, p1;              // conv1's output, and its ReLU + max-pool (conv2's input)
+    torch::Tensor a2, p2;              // conv2's output, and its ReLU + max-pool
+    torch::Tensor f;                   // p2 flattened: fc1's input
+    torch::Tensor h;                   // the ReLU of fc1's output: the embedding
+    torch::Tensor winners1, winners2;  // the pools' winners (PoolReluValues), when kept
+  };
 
   // The gradient of `input` from `grad`, the gradient of `layer`'s output for it; when `store`,
   // also stores the gradients of the layer's weight and bias.
@@ -416,17 +247,33 @@ class ConvNet final : public BuiltinNet {
     return x.contiguous().view({x.size(0), chw_[1], chw_[2], 1}).permute({0, 3, 1, 2});
   }
 
-  torch::Tensor Hidden(torch::Tensor x, std::vector<LayerRecord>* layers) {
+  // The one forward pass of the layers up to the embedding, for forward, embed and
+  // classification_pass: conv1, ReLU + max-pool, conv2, ReLU + max-pool, fc1, ReLU. Records the
+  // weighted layers in `layers` when set. With `keep_winners` (classification_pass, no autograd)
+  // the pools keep their winners for the backward pass; otherwise they run with autograd when it
+  // is enabled.
+  HiddenPass Hidden(const torch::Tensor& batch, std::vector<LayerRecord>* layers,
+                    bool keep_winners) {
     using Kind = LayerRecord::Kind;
+    const auto pool = [&](const torch::Tensor& a, torch::Tensor& winners) {
+      return keep_winners ? PoolReluValues(a, &winners) : PoolRelu(a, plain_);
+    };
+    HiddenPass pass;
     // DP-SGD's recorded layers go channels-last too: its per-sample gradients read any layout,
     // and its step took 4% less.
-    x = plain_ ? x.view({x.size(0), chw_[0], chw_[1], chw_[2]}) : ChannelsLastInput(x);
-    x = PoolRelu(Recorded(Kind::kConv2d, x, conv1_(x), layers), plain_);
-    if (!plain_) x = x.contiguous(kChannelsLast);  // it is already, unless oneDNN chose otherwise
-    x = PoolRelu(Recorded(Kind::kConv2d, x, conv2_(x), layers), plain_);
-    x = x.flatten(1);
-    return torch::relu(Recorded(Kind::kLinear, x, fc1_(x), layers));
+    pass.x =
+        plain_ ? batch.view({batch.size(0), chw_[0], chw_[1], chw_[2]}) : ChannelsLastInput(batch);
+    pass.a1 = Recorded(Kind::kConv2d, pass.x, conv1_(pass.x), layers);
+    pass.p1 = pool(pass.a1, pass.winners1);
+    // It is channels-last already, unless oneDNN chose otherwise.
+    if (!plain_) pass.p1 = pass.p1.contiguous(kChannelsLast);
+    pass.a2 = Recorded(Kind::kConv2d, pass.p1, conv2_(pass.p1), layers);
+    pass.p2 = pool(pass.a2, pass.winners2);
+    pass.f = pass.p2.flatten(1);
+    pass.h = torch::relu(Recorded(Kind::kLinear, pass.f, fc1_(pass.f), layers));
+    return pass;
   }
+
   std::vector<int64_t> chw_;
   torch::nn::Conv2d conv1_, conv2_;
   torch::nn::Linear fc1_, fc2_;
@@ -500,45 +347,6 @@ class BuiltinModel final : public TorchModel {
   ParamLayout layout_;
 };
 
-class ScriptModel final : public TorchModel {
- public:
-  ScriptModel(ModelSpec spec, torch::jit::Module module, int64_t embedding_dim)
-      : spec_(std::move(spec)), module_(std::move(module)), embedding_dim_(embedding_dim) {
-    std::vector<std::pair<std::string, torch::Tensor>> named;
-    for (const auto& item : module_.named_parameters(/*recurse=*/true)) {
-      named.push_back({item.name, item.value});
-    }
-    layout_ = LayoutOf(named);
-  }
-  std::string_view Name() const override { return NameOf(ArchitectureNames(), spec_.architecture); }
-  const ModelSpec& Spec() const override { return spec_; }
-  const ParamLayout& Layout() const override { return layout_; }
-  int64_t EmbeddingDim() const override { return embedding_dim_; }
-  torch::Tensor Forward(const torch::Tensor& batch) override {
-    torch::Tensor out = module_.forward({batch}).toTensor();
-    return out.dim() == 1 ? out.unsqueeze(1) : out;
-  }
-  torch::Tensor EmbedBatch(const torch::Tensor& batch) override {
-    return module_.get_method("embed")({batch}).toTensor();
-  }
-  void SetTraining(bool training) override { module_.train(training); }
-  std::vector<torch::Tensor> ParameterTensors() const override {
-    std::vector<torch::Tensor> out;
-    for (const auto& p : module_.parameters(/*recurse=*/true)) out.push_back(p);
-    return out;
-  }
-  Result<std::unique_ptr<Model>> Clone() const override {
-    return std::unique_ptr<Model>(
-        std::make_unique<ScriptModel>(spec_, module_.clone(), embedding_dim_));
-  }
-
- private:
-  ModelSpec spec_;
-  torch::jit::Module module_;
-  int64_t embedding_dim_;
-  ParamLayout layout_;
-};
-
 Status CheckImageShape(const ModelSpec& spec, std::vector<int64_t>& chw, int64_t kernel) {
   chw = spec.input_shape;
   if (chw.size() == 1 && chw[0] == 784) chw = {1, 28, 28};
@@ -577,84 +385,6 @@ Result<std::unique_ptr<Model>> MakeCnnEmd(const ModelSpec& spec) {
   return std::unique_ptr<Model>(std::make_unique<BuiltinModel>(spec, std::move(net), 128));
 }
 
-std::string ShapeText(at::IntArrayRef sizes) {
-  std::string s;
-  for (int64_t d : sizes) s += (s.empty() ? "" : ", ") + std::to_string(d);
-  return "[" + s + "]";
-}
-
-Result<std::unique_ptr<Model>> MakeTorchScript(const ModelSpec& spec) {
-  const std::string& path = spec.torchscript_path;
-  if (path.empty()) return Status::InvalidArgument("model 'torchscript' needs torchscript_path");
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::NotFound(path + ": no such TorchScript file");
-  }
-  torch::jit::Module module;
-  try {
-    module = torch::jit::load(path, torch::kCPU);
-  } catch (const std::exception& e) {
-    return Status::Malformed(path +
-                             ": not a TorchScript archive (save one with "
-                             "torch.jit.script(model).save(path)): " +
-                             FirstLine(e.what()));
-  }
-  const std::string where = path + ": ";
-  if (!module.find_method("forward")) {
-    return Status::InvalidArgument(where + "the module has no forward method");
-  }
-  int64_t params = 0;
-  for (const auto& p : module.parameters(/*recurse=*/true)) {
-    if (p.scalar_type() != torch::kFloat32) {
-      return Status::InvalidArgument(where + "parameters must be float32, found " +
-                                     std::string(c10::toString(p.scalar_type())));
-    }
-    ++params;
-  }
-  if (params == 0) return Status::InvalidArgument(where + "the module has no trainable parameters");
-  // Probe the module with a zero batch of two samples to check its output shapes.
-  std::vector<int64_t> batch_shape = {2};
-  batch_shape.insert(batch_shape.end(), spec.input_shape.begin(), spec.input_shape.end());
-  const std::string input_text = ShapeText(batch_shape);
-  torch::NoGradGuard no_grad;
-  module.eval();
-  const torch::Tensor probe = torch::zeros(batch_shape);
-  try {
-    torch::jit::IValue out = module.forward({probe});
-    if (!out.isTensor()) {
-      return Status::InvalidArgument(where + "forward must return one tensor");
-    }
-    torch::Tensor t = out.toTensor();
-    const bool regression_vector = spec.num_outputs == 1 && t.dim() == 1 && t.size(0) == 2;
-    if (!regression_vector && (t.dim() != 2 || t.size(0) != 2 || t.size(1) != spec.num_outputs)) {
-      return Status::InvalidArgument(where + "forward maps input " + input_text + " to " +
-                                     ShapeText(t.sizes()) + ", but the task needs [2, " +
-                                     std::to_string(spec.num_outputs) + "]");
-    }
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(where + "forward fails on an input of shape " + input_text +
-                                   ": " + FirstLine(e.what()));
-  }
-  int64_t embedding_dim = 0;
-  if (module.find_method("embed")) {
-    try {
-      torch::jit::IValue out = module.get_method("embed")({probe});
-      torch::Tensor t = out.isTensor() ? out.toTensor() : torch::Tensor();
-      if (!t.defined() || t.dim() != 2 || t.size(0) != 2 || t.size(1) < 1) {
-        return Status::InvalidArgument(where + "embed must map input " + input_text +
-                                       " to one tensor [2, d]");
-      }
-      embedding_dim = t.size(1);
-    } catch (const std::exception& e) {
-      return Status::InvalidArgument(where + "embed fails on an input of shape " + input_text +
-                                     ": " + FirstLine(e.what()));
-    }
-  }
-  module.train();
-  return std::unique_ptr<Model>(
-      std::make_unique<ScriptModel>(spec, std::move(module), embedding_dim));
-}
-
 // The one table where architecture names meet constructors.
 struct ArchitectureEntry {
   NamedValue<Architecture> named;
@@ -665,7 +395,7 @@ constexpr ArchitectureEntry kArchitectures[] = {
     {{"mlp", Architecture::kMlp}, MakeMlp},
     {{"cnn", Architecture::kCnn}, MakeCnn},
     {{"cnn_emd", Architecture::kCnnEmd}, MakeCnnEmd},
-    {{"torchscript", Architecture::kTorchScript}, MakeTorchScript},
+    {{"torchscript", Architecture::kTorchScript}, internal::MakeTorchScript},
 };
 constexpr auto kArchitectureNames = [] {
   std::array<NamedValue<Architecture>, std::size(kArchitectures)> names{};
@@ -730,12 +460,32 @@ Status TorchModel::LoadParameters(std::span<const float> flat) {
   return Status::Ok();
 }
 
+namespace internal {
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+ParamLayout LayoutOf(const std::vector<std::pair<std::string, torch::Tensor>>& named) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> specs;
+  for (const auto& [name, tensor] : named) specs.push_back({name, tensor.sizes().vec()});
+  return MakeContiguousLayout(specs);
+}
+
+}  // namespace internal
+
 NameTable<Architecture> ArchitectureNames() { return kArchitectureNames; }
 
 std::string LibTorchVersion() { return TORCH_VERSION; }
 
+Status SetComputeThreads(int threads) {
+  if (threads < 1) return Status::InvalidArgument("compute threads must be >= 1");
+  threads_configured = true;
+  torch::set_num_threads(threads);
+  SetBlasThreads(threads);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec) {
-  if (!ComputeThreadsConfigured()) ApplyDefaultComputeThreads();
+  ApplyDefaultComputeThreads();
   KeepActivationBlocksMapped();
   if (spec.num_outputs < 1) return Status::InvalidArgument("num_outputs must be >= 1");
   if (spec.input_shape.empty()) return Status::InvalidArgument("input_shape is empty");

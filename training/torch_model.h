@@ -1,15 +1,32 @@
 #pragma once
 // Internal to meshlearn_training (not part of its public API): the torch side of Model, shared
-// by models.cc and trainer.cc. Includes torch; do not include from public headers.
+// by models.cc, trainer.cc and dp_sgd.cc. Includes torch; do not include from public headers.
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "training/model.h"
 
 namespace meshlearn::training {
+
+namespace internal {
+
+// The first line of `text` (torch's messages carry a C++ backtrace after it).
+std::string FirstLine(const std::string& text);
+
+// The layout of the parameters `named` (name and tensor), in that order.
+ParamLayout LayoutOf(const std::vector<std::pair<std::string, torch::Tensor>>& named);
+
+// The torchscript architecture's constructor for CreateModel (training/torchscript_model.cc),
+// with the errors CreateModel lists for it.
+Result<std::unique_ptr<Model>> MakeTorchScript(const ModelSpec& spec);
+
+}  // namespace internal
 
 // A layer with a weight and a bias, seen in a recorded forward pass (TorchModel::
 // ForwardRecordingLayers): what per-sample gradients are computed from (training/dp_sgd.h).

@@ -1,6 +1,7 @@
 #pragma once
 // Internal to meshlearn_training (not part of its public API): the torch-side helpers of local
-// training shared by trainer.cc, dp_sgd.cc and models.cc. Includes torch; do not include from public headers.
+// training shared by trainer.cc and dp_sgd.cc. Includes torch; do not include from public
+// headers. Training depends on the models (training/torch_model.h), never the other way.
 
 #include <cstdint>
 #include <memory>
@@ -14,9 +15,6 @@ namespace meshlearn::training::internal {
 
 // `model` as the TorchModel every model CreateModel() returns is.
 inline TorchModel& AsTorch(Model& model) { return static_cast<TorchModel&>(model); }
-
-// The first line of `text` (torch's messages carry a C++ backtrace after it).
-std::string FirstLine(const std::string& text);
 
 // Checks that `model` can consume `data` (sample size, classes, regression outputs).
 Status CheckCompatible(const Model& model, const Dataset& data);

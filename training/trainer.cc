@@ -1,10 +1,7 @@
 #include "training/trainer.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -25,8 +22,6 @@ using internal::Loss;
 using internal::MakeOptimizer;
 using internal::OptimizerPtr;
 using internal::View;
-
-std::atomic<bool> threads_configured{false};
 
 // The one table where optimiser names meet torch optimisers.
 struct OptimizerEntry {
@@ -196,8 +191,6 @@ torch::Tensor Loss(Task task, const torch::Tensor& outputs, const torch::Tensor&
   return torch::mse_loss(outputs.view({-1}), y, reduction);
 }
 
-std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 }  // namespace internal
 
 namespace {
@@ -222,32 +215,6 @@ Status RunInEvalMode(TorchModel& model, const char* doing, const std::function<v
 }
 
 }  // namespace
-
-// LibTorch's matrix products go to the system's BLAS (libblas.so.3). scripts/setup.sh installs
-// serial BLIS, which computes on the calling thread; OpenBLAS, where a machine has it instead,
-// keeps a pool of threads of its own, as many as cores unless told: a node computing on one
-// thread must hold it to one as well, or 100 nodes would run 200 BLAS threads on 2 cores.
-void SetBlasThreads(int threads) {
-  using SetThreads = void (*)(int);
-  auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  if (set != nullptr) set(threads);
-}
-
-// Read by models.cc (CreateModel) to apply the default of one thread.
-bool ComputeThreadsConfigured() { return threads_configured.load(); }
-void ApplyDefaultComputeThreads() {
-  if (threads_configured.exchange(true)) return;
-  torch::set_num_threads(1);
-  SetBlasThreads(1);
-}
-
-Status SetComputeThreads(int threads) {
-  if (threads < 1) return Status::InvalidArgument("compute threads must be >= 1");
-  threads_configured = true;
-  torch::set_num_threads(threads);
-  SetBlasThreads(threads);
-  return Status::Ok();
-}
 
 NameTable<OptimizerKind> OptimizerKindNames() {
   static constexpr auto kNames = [] {

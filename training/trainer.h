@@ -68,11 +68,6 @@ struct Evaluation {
   size_t samples = 0;
 };
 
-// Sets the number of intra-op compute threads of this process (torch::set_num_threads, and
-// OpenBLAS's own threads when that is the BLAS). Until called, the first CreateModel() sets 1.
-// kInvalidArgument when threads < 1.
-Status SetComputeThreads(int threads);
-
 // Trains `model` for config.epochs passes over `train` in shuffled mini-batches (the last batch
 // may be smaller), with the loss of the dataset's task. `seed` decides the batch order (with
 // config.privacy: the Poisson samples and the noise). With config.privacy, a model without

@@ -122,7 +122,30 @@ SendReply ModelServer::ModelReply(InboundId inbound, uint64_t request_id, int64_
       }
     }
   }
-  const Snapshot& s = chosen->snapshot;
+  EncodingKey key{with_update, codec};
+  std::optional<EstimateChain> chain;
+  if (codec == CompressionCodec::kTopK) {
+    Result<EstimateChain> to_snapshot = estimate_->ChainTo(chosen->snapshot.round, estimate);
+    if (to_snapshot.ok()) {
+      key.chain_from = to_snapshot->base ? kFromBase : to_snapshot->from_round;
+      if (to_snapshot->base) ++whole_estimates_sent_;
+      chain = std::move(*to_snapshot);
+    } else {
+      key.codec = CompressionCodec::kNone;  // not expected: every kept round is chained
+    }
+  }
+  std::shared_ptr<const EncodedBody>& encoded = chosen->encodings[key];
+  if (!encoded) {
+    encoded = std::make_shared<const EncodedBody>(
+        EncodeBody(SnapshotModel(chosen->snapshot, key, std::move(chain))));
+  }
+  SendReply reply = requests_.ReplyTo(inbound, request_id, Model{});
+  reply.encoded_body = encoded;
+  return reply;
+}
+
+Model ModelServer::SnapshotModel(const Snapshot& s, const EncodingKey& key,
+                                 std::optional<EstimateChain> chain) const {
   Model model;
   model.round = s.round;
   model.train_size = config_.train_size;
@@ -130,24 +153,10 @@ SendReply ModelServer::ModelReply(InboundId inbound, uint64_t request_id, int64_
   model.layout = config_.layout;
   model.score_row = s.score_row;
   model.weights = s.weights;
-  if (with_update) model.update = s.update;
-  EncodingKey key{with_update, codec};
-  if (codec == CompressionCodec::kTopK) {
-    auto chain = estimate_->ChainTo(s.round, estimate);
-    if (chain.ok()) {
-      key.chain_from = chain->base ? kFromBase : chain->from_round;
-      if (chain->base) ++whole_estimates_sent_;
-      model.chain = std::move(*chain);
-    } else {
-      key.codec = codec = CompressionCodec::kNone;  // not expected: every kept round is chained
-    }
-  }
-  if (codec != CompressionCodec::kNone) model.encoding = config_.compression;
-  SendReply reply = requests_.ReplyTo(inbound, request_id, std::move(model));
-  std::shared_ptr<const EncodedBody>& encoded = chosen->encodings[key];
-  if (!encoded) encoded = std::make_shared<const EncodedBody>(EncodeBody(reply.message.body));
-  reply.encoded_body = encoded;
-  return reply;
+  if (key.with_update) model.update = s.update;
+  model.chain = std::move(chain);
+  if (key.codec != CompressionCodec::kNone) model.encoding = config_.compression;
+  return model;
 }
 
 }  // namespace meshlearn::node

@@ -21,10 +21,13 @@
 //   (with or without the update), and every reply of that snapshot carries the same encoded
 //   frames (SendReply::encoded_body), sent zero-copy; only the envelope is encoded per reply. A
 //   snapshot's encodings go with it when it leaves the history. They share the snapshot's floats,
-//   so they add only their body frames to what the history holds.
+//   so they add only their body frames to what the history holds. The Model itself is built only
+//   to make a missing encoding: a reply's message holds its envelope and an empty Model that only
+//   names the body's type, and its body is the encoding (read it with FramesOf).
 //   Rationale: every sampler of this node asks for the same snapshot in a round; serving it then
-//   costs moving its bytes. An encoding that costs more than a copy (a compressed model) is paid
-//   once per snapshot too: the codec is part of the encoding's key.
+//   costs moving its bytes, not copying the layout and the score row into a Model. An encoding
+//   that costs more than a copy (a compressed model) is paid once per snapshot too: the codec is
+//   part of the encoding's key.
 // - A GetModel whose accepts lists the node's codec (ServingConfig::compression, fp16 or int8)
 //   is answered in that codec (Model.encoding); any other GetModel (a version-2 requester's, or
 //   one that does not list the codec) gets the float32 model, the bytes it got before version 3.
@@ -150,6 +153,9 @@ class ModelServer {
 
   SendReply ModelReply(InboundId inbound, uint64_t request_id, int64_t min_round, bool wait,
                        bool with_update, CompressionCodec codec, const HeldEstimate& estimate);
+  // The Model body of snapshot `s` in encoding `key`, carrying `chain` (topk).
+  Model SnapshotModel(const Snapshot& s, const EncodingKey& key,
+                      std::optional<EstimateChain> chain) const;
   // The codec a reply to `get` travels in: ours when it accepts it, else none.
   CompressionCodec CodecFor(const GetModel& get) const;
   bool Satisfies(int64_t min_round, bool done) const;

@@ -12,6 +12,17 @@
 namespace meshlearn::node::testing {
 namespace {
 
+// What a requester receives for `reply`: its frames, decoded with full validation against the
+// served layout.
+Model Received(const SendReply& reply) {
+  DecodeOptions options;
+  options.expected_layout = &kLayout;
+  Result<Message> decoded = Decode(FramesOf(reply), options);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->envelope, reply.message.envelope);
+  return std::get<Model>(decoded->body);
+}
+
 TEST(ModelServer, SyncGetModelIsHeldUntilTheSnapshotExistsThenAnswered) {
   TimePoint t0{};
   auto m = AdmittedMachine(MachineConfig("me", kPeers));
@@ -27,7 +38,7 @@ TEST(ModelServer, SyncGetModelIsHeldUntilTheSnapshotExistsThenAnswered) {
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(replies[0].inbound, 41u);
   EXPECT_EQ(replies[0].message.envelope.request_id, 9u);
-  const auto& model = std::get<Model>(replies[0].message.body);
+  const Model model = Received(replies[0]);
   EXPECT_EQ(model.round, 1);
   EXPECT_EQ(model.weights.view()[3], 1.f);
 }
@@ -51,7 +62,7 @@ TEST(ModelServer, AsyncGetModelIsAnsweredAtOnceWithTheLatestSnapshot) {
   m->OnComputeDone(Outcome(0), t0);
   auto replies = All<SendReply>(m->OnInbound(1, From("a", 3, GetModel{5, false}), t0));
   ASSERT_EQ(replies.size(), 1u);
-  EXPECT_EQ(std::get<Model>(replies[0].message.body).round, 0);
+  EXPECT_EQ(Received(replies[0]).round, 0);
 }
 
 // A node serves the update of the snapshot it sends, and only to requesters that ask for it, also
@@ -65,12 +76,12 @@ TEST(ModelServer, LocalUpdateIsServedWithItsSnapshotOnlyWhenAskedFor) {
 
   auto asked = All<SendReply>(m->OnInbound(1, From("a", 3, GetModel{0, false, true}), t0));
   ASSERT_EQ(asked.size(), 1u);
-  const auto& model = std::get<Model>(asked[0].message.body);
+  const Model model = Received(asked[0]);
   ASSERT_TRUE(model.update.has_value());
   EXPECT_EQ(*model.update, *round0.published_update);
   auto plain = All<SendReply>(m->OnInbound(2, From("b", 4, GetModel{0, false}), t0));
   ASSERT_EQ(plain.size(), 1u);
-  EXPECT_FALSE(std::get<Model>(plain[0].message.body).update.has_value());
+  EXPECT_FALSE(Received(plain[0]).update.has_value());
 
   // Held until round 1 is published: the reply carries round 1's update.
   EXPECT_TRUE(All<SendReply>(m->OnInbound(5, From("c", 6, GetModel{1, true, true}), t0)).empty());
@@ -81,7 +92,7 @@ TEST(ModelServer, LocalUpdateIsServedWithItsSnapshotOnlyWhenAskedFor) {
   round1.published_update = FloatArray::Own({-0.5f, 0.25f, 0.f, 3.f});
   auto held = All<SendReply>(m->OnComputeDone(round1, t0 + seconds(2)));
   ASSERT_EQ(held.size(), 1u);
-  const auto& held_model = std::get<Model>(held[0].message.body);
+  const Model held_model = Received(held[0]);
   EXPECT_EQ(held_model.round, 1);
   ASSERT_TRUE(held_model.update.has_value());
   EXPECT_EQ(*held_model.update, *round1.published_update);
@@ -96,10 +107,10 @@ TEST(ModelServer, SyncRequestForAnOlderRoundGetsThatRoundsSnapshot) {
   // A lagging peer in round 2 asks for round >= 1: it gets round 1, not our latest (3).
   auto sync = All<SendReply>(m->OnInbound(1, From("a", 1, GetModel{1, true}), t0));
   ASSERT_EQ(sync.size(), 1u);
-  EXPECT_EQ(std::get<Model>(sync[0].message.body).round, 1);
+  EXPECT_EQ(Received(sync[0]).round, 1);
   auto async = All<SendReply>(m->OnInbound(2, From("a", 2, GetModel{1, false}), t0));
   ASSERT_EQ(async.size(), 1u);
-  EXPECT_EQ(std::get<Model>(async[0].message.body).round, 3);
+  EXPECT_EQ(Received(async[0]).round, 3);
 }
 
 // The part alone, without the router: a budget for two snapshots still keeps the last four.
@@ -118,7 +129,7 @@ TEST(ModelServer, KeepsAtLeastTheLastFourSnapshotsAndRoundZeroForTheEmbeddingWhi
   Actions out;
   server.OnGetModel(1, From("a", 2, Ping{}).envelope, GetModel{0, true}, {}, false, out);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(std::get<Model>(std::get<SendReply>(out[0]).message.body).round, 1)
+  EXPECT_EQ(Received(std::get<SendReply>(out[0])).round, 1)
       << "the oldest kept snapshot of round >= 0";
 }
 
@@ -134,22 +145,11 @@ TEST(ModelServer, KeepsEveryRoundThatFitsTheBudgetForALaggingPeer) {
   auto served = [&](int64_t min_round) {
     Actions out;
     server.OnGetModel(1, From("a", 2, Ping{}).envelope, GetModel{min_round, true}, {}, false, out);
-    return std::get<Model>(std::get<SendReply>(out.at(0)).message.body).round;
+    return Received(std::get<SendReply>(out.at(0))).round;
   };
   EXPECT_EQ(served(12), 12) << "a peer 17 rounds behind gets the round it asked for";
   EXPECT_EQ(served(10), 10) << "the oldest round that fits the budget of 20 snapshots";
   EXPECT_EQ(served(9), 10) << "round 9 is beyond the budget: the oldest kept one";
-}
-
-// What a requester receives for `reply`: its frames, decoded with full validation against the
-// served layout.
-Model Received(const SendReply& reply) {
-  DecodeOptions options;
-  options.expected_layout = &kLayout;
-  Result<Message> decoded = Decode(FramesOf(reply), options);
-  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_EQ(decoded->envelope, reply.message.envelope);
-  return std::get<Model>(decoded->body);
 }
 
 // Every requester of a round gets the same bytes after its own envelope: the snapshot's Model
@@ -227,10 +227,11 @@ TEST(ModelServer, ANewSnapshotIsEncodedAnewAndTheUpdateHasItsOwnEncoding) {
   ASSERT_EQ(received.score_row.size(), 1u);
   EXPECT_EQ(received.score_row[0].peer, "b");
   EXPECT_EQ(*Received(second_with_update).update, FloatArray::Own({1.f, 1.f, 1.f, 1.f}));
-  // Each reply's bytes are those of the message it stands for.
+  // Each reply's bytes are those of the message it stands for: its envelope and the Model it
+  // carries, encoded whole.
   for (const SendReply* reply : {&first, &first_with_update, &second, &second_with_update}) {
     std::vector<Frame> sent = FramesOf(*reply);
-    std::vector<Frame> whole = Encode(reply->message);
+    std::vector<Frame> whole = Encode(Message{reply->message.envelope, Received(*reply)});
     ASSERT_EQ(sent.size(), whole.size());
     for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(sent[i], whole[i]) << "frame " << i;
   }
