@@ -63,6 +63,10 @@ Result<std::unique_ptr<DacSampler>> DacSampler::Create(std::string self,
     return Status::InvalidArgument("dac: tau must be finite and >= 0, got " +
                                    std::to_string(options.tau));
   }
+  if (options.explore_rounds < 0) {
+    return Status::InvalidArgument("dac: explore_rounds must be >= 0, got " +
+                                   std::to_string(options.explore_rounds));
+  }
   return std::unique_ptr<DacSampler>(new DacSampler(std::move(self), options));
 }
 
@@ -70,9 +74,12 @@ DacSampler::DacSampler(std::string self, const DacOptions& options)
     : PeerSampler(std::move(self)), options_(options) {}
 
 void DacSampler::Reweight(std::vector<PeerRecord>& records, int64_t round) const {
-  std::vector<std::optional<double>> scores;
-  scores.reserve(records.size());
-  for (const PeerRecord& record : records) scores.push_back(record.score);
+  // While exploring, no score enters: DacProbabilities gives the prior.
+  const bool exploring = options_.explore_rounds > 0 && round <= options_.explore_rounds;
+  std::vector<std::optional<double>> scores(records.size());
+  if (!exploring) {
+    for (size_t k = 0; k < records.size(); ++k) scores[k] = records[k].score;
+  }
   const std::vector<double> p =
       DacProbabilities(scores, TauAt(options_.tau, options_.tau_schedule, round), options_.unscored,
                        options_.normalize);
@@ -95,7 +102,8 @@ void DacSampler::AfterDirectScores(std::vector<PeerRecord>& records,
   // one, so ties go to the smaller peer id.
   for (const PeerObservation* witness : observations) {
     for (const ScoreEntry& entry : witness->row) {
-      if (!(entry.score > 0)) continue;
+      // The paper code's rule (kSmallest) takes every entry; ours only positive evidence.
+      if (!(entry.score > 0) && options_.two_hop != TwoHopRule::kSmallest) continue;
       const auto it =
           std::lower_bound(records.begin(), records.end(), entry.peer,
                            [](const PeerRecord& r, const std::string& id) { return r.peer < id; });
@@ -107,6 +115,15 @@ void DacSampler::AfterDirectScores(std::vector<PeerRecord>& records,
   for (size_t k = 0; k < records.size(); ++k) {
     if (chosen[k]) records[k].score = chosen[k]->s_jk;
   }
+}
+
+ScoreRow DacSampler::WitnessRow() const {
+  if (options_.two_hop_row == TwoHopRow::kAll) return Scores();
+  ScoreRow row;
+  for (const PeerRecord& record : Records()) {
+    if (record.sampled_directly && record.score) row.push_back({record.peer, *record.score});
+  }
+  return row;
 }
 
 }  // namespace meshlearn::topology

@@ -12,7 +12,23 @@
 //   Rationale: the peer most similar to i is the best witness of how similar k is to i; the
 //   estimate makes unexplored peers from i's cluster likely before i ever samples them. The
 //   released code of file 004 keeps the smallest s_ij, which we consider a bug; it is offered as
-//   TwoHopRule::kSmallest only to reproduce that code.
+//   TwoHopRule::kSmallest only to reproduce that code, and then follows that code exactly: every
+//   entry of a witness's row is a candidate, s_jk <= 0 included, and s_ik := s_jk is copied as
+//   it is (a non-positive estimate then takes the floor below, as in that code; file 004's code,
+//   utils/training_utils.py lines 186-205).
+// - What a node passes on as a witness (TwoHopRow): kAll, every score it holds, two-hop
+//   estimates included; kDirect, only the peers it scored itself, with their latest direct
+//   scores (file 004's code passes its direct set).
+//   Rationale for kAll as the default: an estimate that travels on reaches peers that no sampled
+//   neighbour has met, which helps a node whose neighbours explore little. kDirect keeps every
+//   estimate two hops long, so one wrong direct score misleads only its witness's requesters.
+// - Exploration (explore_rounds = R > 0): until the round of the last update exceeds R, every
+//   known peer keeps the prior, whatever the scores; the scores are still kept, and the softmax
+//   takes over after round R.
+//   Rationale: two-hop rows arrive with the peers' snapshots of the previous round, so after
+//   round 1 a node has only its m direct scores, and the softmax would draw the same m peers
+//   again in round 2. One round of uniform draws spreads the first direct sets before DAC
+//   narrows (issue 45, "when two-hop starts").
 // - Normalisation (optional, `normalize = "minmax"`): the scores entering the softmax are mapped
 //   to [0, 1] by (s - min)/(max - min) over those scores; if all are equal they all become 1.
 //   Rationale: metrics live on very different scales (cosine in [-1, 1], inverse L2 up to 1e6),
@@ -55,6 +71,8 @@ enum class TauSchedule { kConstant, kSigmoid };
 enum class ScoreNormalization { kNone, kMinMax };
 // Which sampled peer's row gives the two-hop estimate.
 enum class TwoHopRule { kLargest, kSmallest, kOff };
+// Which scores a node passes on in its row, as a two-hop witness.
+enum class TwoHopRow { kAll, kDirect };
 
 // The floor probability of excluded peers before renormalising (DESIGN.md "DAC sampler").
 inline constexpr double kDacFloorProbability = 1e-6;
@@ -67,6 +85,9 @@ struct DacOptions {
   TauSchedule tau_schedule = TauSchedule::kConstant;
   ScoreNormalization normalize = ScoreNormalization::kNone;
   TwoHopRule two_hop = TwoHopRule::kLargest;
+  TwoHopRow two_hop_row = TwoHopRow::kAll;
+  // Rounds of uniform exploration before the softmax takes over (0: none), >= 0.
+  int64_t explore_rounds = 0;
 };
 
 // Returns τ_t for round `round` (see the specification).
@@ -82,12 +103,14 @@ std::vector<double> DacProbabilities(std::span<const std::optional<double>> scor
 class DacSampler final : public PeerSampler {
  public:
   // Returns a sampler for node `self`, or kInvalidArgument when options.tau is negative or not
-  // finite.
+  // finite, or options.explore_rounds is negative.
   static Result<std::unique_ptr<DacSampler>> Create(std::string self, const DacOptions& options);
 
   std::string_view Name() const override { return "dac"; }
   // The options this sampler runs with.
   const DacOptions& options() const { return options_; }
+  // The row this node passes on as a witness: Scores(), or only its direct scores (TwoHopRow).
+  ScoreRow WitnessRow() const override;
 
  protected:
   void Reweight(std::vector<PeerRecord>& records, int64_t round) const override;

@@ -145,8 +145,11 @@ class PeerSampler {
   const std::vector<PeerRecord>& Records() const { return records_; }
   // The record of `peer`, or nullptr when unknown.
   const PeerRecord* Find(std::string_view peer) const;
-  // The scored peers' scores, ordered by peer id: the row a reply carries for two-hop.
+  // The scored peers' scores, ordered by peer id.
   ScoreRow Scores() const;
+  // The row a reply carries for the requester's two-hop rule, ordered by peer id: Scores(), unless
+  // the sampler passes on less (topology/dac_sampler.h, TwoHopRow).
+  virtual ScoreRow WitnessRow() const { return Scores(); }
 
   // The complete state, as plain data.
   SamplerState Snapshot() const;

@@ -92,6 +92,12 @@ NameTable<TwoHopRule> TwoHopRuleNames() {
   return kNames;
 }
 
+NameTable<TwoHopRow> TwoHopRowNames() {
+  static constexpr NamedValue<TwoHopRow> kNames[] = {{"all", TwoHopRow::kAll},
+                                                     {"direct", TwoHopRow::kDirect}};
+  return kNames;
+}
+
 Result<std::unique_ptr<PeerSampler>> MakePeerSampler(const SamplerConfig& config) {
   if (config.self.empty()) return Status::InvalidArgument("sampler: empty node id");
   for (const SamplerEntry& entry : kSamplers) {

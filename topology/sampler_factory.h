@@ -33,6 +33,7 @@ NameTable<UnscoredRule> UnscoredRuleNames();
 NameTable<TauSchedule> TauScheduleNames();
 NameTable<ScoreNormalization> ScoreNormalizationNames();
 NameTable<TwoHopRule> TwoHopRuleNames();
+NameTable<TwoHopRow> TwoHopRowNames();
 
 // The sampler a node config asks for.
 struct SamplerConfig {
@@ -46,7 +47,7 @@ struct SamplerConfig {
 };
 
 // Builds the sampler of `config`. kInvalidArgument for an empty self, a DAC τ that is negative or
-// not finite, or an oracle without clusters.
+// not finite, a negative explore_rounds, or an oracle without clusters.
 Result<std::unique_ptr<PeerSampler>> MakePeerSampler(const SamplerConfig& config);
 
 }  // namespace meshlearn::topology

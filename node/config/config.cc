@@ -128,6 +128,12 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
 
 NameTable<AttackKind> AttackKindNames() { return kAttackKinds; }
 
+NameTable<RestingRule> RestingRuleNames() {
+  static constexpr NamedValue<RestingRule> kNames[] = {{"silent", RestingRule::kSilent},
+                                                       {"fetch", RestingRule::kFetch}};
+  return kNames;
+}
+
 std::string TomlString(const std::string& s) {
   std::ostringstream out;
   out << toml::value<std::string>(s);

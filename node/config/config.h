@@ -135,6 +135,8 @@ struct LearningSection {
   topology::UnscoredRule unscored = topology::UnscoredRule::kExclude;
   topology::ScoreNormalization normalize = topology::ScoreNormalization::kNone;
   topology::TwoHopRule two_hop = topology::TwoHopRule::kLargest;
+  topology::TwoHopRow two_hop_row = topology::TwoHopRow::kAll;
+  int64_t explore_rounds = 0;
   int peers_per_round = 5;  // m
   training::AggregationKind aggregation = training::AggregationKind::kFedAvg;
   std::optional<double> merge_min_score;              // off when absent
@@ -151,6 +153,8 @@ struct LearningSection {
     keys.Choice("unscored", s.unscored, topology::UnscoredRuleNames());
     keys.Choice("normalize", s.normalize, topology::ScoreNormalizationNames());
     keys.Choice("two_hop", s.two_hop, topology::TwoHopRuleNames());
+    keys.Choice("two_hop_row", s.two_hop_row, topology::TwoHopRowNames());
+    keys.Integer("explore_rounds", s.explore_rounds, 0, 1000000);
     keys.Integer("peers_per_round", s.peers_per_round, 0, 100000);
     keys.Choice("aggregation", s.aggregation, training::AggregationKindNames());
     keys.OptionalNumber("merge_min_score", s.merge_min_score);
@@ -175,6 +179,9 @@ struct LearningSection {
   topology::SamplerConfig Sampler(const std::string& self) const;
 };
 
+// The config names of what a resting node does ([round] resting).
+NameTable<RestingRule> RestingRuleNames();
+
 // [round]
 struct RoundSection {
   bool sync = true;
@@ -187,12 +194,15 @@ struct RoundSection {
   // build's (kProtocolVersion). For interoperability tests only: a lower one makes the node talk
   // as an older node would (no Goodbye below 2, no compressed models below 3).
   int max_protocol_version = 0;
+  // What an early-stopped node does in its remaining rounds (node/logic/round_driver.h).
+  RestingRule resting = RestingRule::kSilent;
 
   bool operator==(const RoundSection&) const = default;
   // The keys of [round].
   template <class Keys, class Self>
   static void Describe(Keys& keys, Self& s) {
     keys.Bool("sync", s.sync);
+    keys.Choice("resting", s.resting, RestingRuleNames());
     keys.Number("round_deadline_s", s.round_deadline_s, 0, 86400, Bound::kOpen);
     keys.Integer("dead_after_failures", s.dead_after_failures, 1, 1000);
     keys.Number("linger_s", s.linger_s, 0, 86400);

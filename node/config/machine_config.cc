@@ -18,7 +18,7 @@ topology::SamplerConfig LearningSection::Sampler(const std::string& self) const 
   topology::SamplerConfig config;
   config.sampler = sampler;
   config.self = self;
-  config.dac = {tau, unscored, tau_schedule, normalize, two_hop};
+  config.dac = {tau, unscored, tau_schedule, normalize, two_hop, two_hop_row, explore_rounds};
   config.clusters = clusters;
   return config;
 }
@@ -30,6 +30,7 @@ RoundConfig RoundSection::Driver(const LearningSection& learning,
   RoundConfig r;
   r.peers_per_round = learning.peers_per_round;
   r.sync = sync;
+  r.resting = resting;
   r.fetch_updates = learning.ClusterPolicy().has_value();
   r.round_deadline = Deadline();
   r.rounds = training.rounds;

@@ -123,6 +123,12 @@ void RoundDriver::BeginRound(int64_t round, TimePoint now, Actions& out, bool ma
   fetch_.round = round;
   fetch_.deadline = now + config_.round_deadline;
   const topology::PeerTable& peers = membership_.peers();
+  fetch_.resting = config_.resting == RestingRule::kSilent && server_.HavePublished() &&
+                   server_.Latest().early_stopped;
+  if (fetch_.resting) {
+    FinishFetch(out);
+    return;
+  }
   fetch_.sampled = node_.sampler.Sample(
       static_cast<size_t>(config_.peers_per_round),
       [&](std::string_view peer) { return peers.IsSamplable(peer, now); }, rng_);
@@ -240,7 +246,7 @@ void RoundDriver::OnComputeDone(const Result<RoundOutcome>& result, TimePoint no
       observations.push_back(
           {s.peer, *s.score, row == fetch_.rows.end() ? topology::ScoreRow{} : row->second});
     }
-    if (round > 0) {
+    if (round > 0 && !fetch_.resting) {
       Status updated = node_.sampler.Update(round, observations);
       if (!updated.ok()) {
         node_.log.warn("round {}: sampler update rejected: {}", round, updated.ToString());
@@ -292,7 +298,7 @@ Snapshot RoundDriver::SnapshotOf(int64_t round, FloatArray weights, bool stopped
   snapshot.weights = std::move(weights);
   snapshot.update = std::move(update);
   snapshot.early_stopped = stopped;
-  for (const topology::ScoreEntry& e : node_.sampler.Scores()) {
+  for (const topology::ScoreEntry& e : node_.sampler.WitnessRow()) {
     snapshot.score_row.push_back({e.peer, e.score});
   }
   return snapshot;

@@ -52,6 +52,14 @@
 //   Rationale: on a LAN a tiny model would otherwise gossip as fast as the network allows.
 // - A failed computation (e.g. a NaN loss) keeps the last snapshot, records the round as stopped
 //   and stops learning; the node keeps serving.
+// - A resting node (its last snapshot is early-stopped: patience ran out, or its privacy budget)
+//   with RestingRule::kSilent (the default) samples and fetches nothing: its rounds go on with no
+//   peers, its sampler is not updated, and it keeps serving its best model and its last score row.
+//   With RestingRule::kFetch it still samples and fetches m models a round to score them.
+//   Rationale: a resting node neither merges nor trains, so the models it would fetch only move
+//   its scores, which nothing it does reads any more; they cost m model transfers a round
+//   (most of top-k's late-run bytes). file 004's code does the same (a stopped client does not
+//   sample); kFetch keeps this project's earlier procedure comparable (issue 45).
 // - After the last round the node keeps serving for `linger` and then emits Finished; while an
 //   exchange is in flight (RoundHooks::ExchangesInFlight) it waits up to `exchange_linger` longer.
 //   Rationale: peers that are a little behind still fetch from it, and a one-shot exchange that
@@ -76,10 +84,14 @@
 
 namespace meshlearn::node {
 
+// What a resting (early-stopped) node does in its remaining rounds (see the specification).
+enum class RestingRule { kSilent, kFetch };
+
 // What the round driver needs to know about its node.
 struct RoundConfig {
   int peers_per_round = 5;  // m
   bool sync = true;
+  RestingRule resting = RestingRule::kSilent;
   // Ask sampled peers for their last local update with their model (clustering policies).
   bool fetch_updates = false;
   Clock::duration round_deadline = std::chrono::seconds(10);
@@ -185,6 +197,7 @@ class RoundDriver {
   };
   struct Fetch {
     int64_t round = 0;
+    bool resting = false;  // a silent resting round: nothing sampled, no sampler update
     std::vector<topology::SampledPeer> sampled;
     std::vector<PeerModel> answered;
     std::map<std::string, topology::ScoreRow> rows;

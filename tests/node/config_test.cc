@@ -94,12 +94,14 @@ TEST(Config, EverySectionRendersAndReadsBackEqual) {
   c.learning.tau = 12.5;
   c.learning.tau_schedule = topology::TauSchedule::kSigmoid;
   c.learning.two_hop = topology::TwoHopRule::kSmallest;
+  c.learning.two_hop_row = topology::TwoHopRow::kDirect;
+  c.learning.explore_rounds = 1;
   c.learning.aggregation = training::AggregationKind::kFedSim;
   c.emd = {true, std::nullopt, similarity::EmdSolverKind::kSinkhorn, 100, 0.5, 3, 2, true};
   c.attack.kind = AttackKind::kNoise;
   c.clustering.recluster_every = 0;
   c.signature.max_samples = 64;
-  c.round = {false, 2.5, 5, 0.25, 0.125, 4096, 3};
+  c.round = {false, 2.5, 5, 0.25, 0.125, 4096, 3, RestingRule::kFetch};
   c.compression = {CompressionCodec::kFp16, 200, 0.05, CompressionCodec::kFp16, 8, 0.25,
                    CompressionCodec::kInt8};
   c.privacy = {true, 1.1, std::nullopt, 1e-6, 0.5, 8.0, true};
@@ -144,6 +146,7 @@ min_round_s = 0.25
   EXPECT_EQ(rounds.rounds, 12);
   EXPECT_EQ(rounds.linger, std::chrono::milliseconds(500));
   EXPECT_EQ(rounds.min_round, std::chrono::milliseconds(250));
+  EXPECT_EQ(rounds.resting, RestingRule::kSilent);  // the default
 
   ParamLayout layout;
   EmdExchangeConfig emd = c->emd.Exchange(c->learning, c->round, layout, 99);

@@ -69,6 +69,44 @@ TEST(RoundDriver, RoundFetchesSampledPeersScoresAndPublishes) {
   }
 }
 
+// Issue 45: a resting (early-stopped) node is silent by default: no GetModel, its rounds go on
+// with no peers and its sampler keeps its scores; with RestingRule::kFetch it still fetches.
+TEST(RoundDriver, RestingNodeSamplesAndFetchesNothingUnlessTold) {
+  const auto gets_after_resting = [](RestingRule resting, bool* computed_without_peers) {
+    auto config = MachineConfig("me", kPeers);
+    config.rounds.resting = resting;
+    TimePoint t0{};
+    auto m = AdmittedMachine(config);
+    RoundOutcome stopped = Outcome(0);
+    stopped.stopped = true;
+    Actions actions = m->OnComputeDone(stopped, t0 + seconds(1));
+    size_t gets = 0;
+    for (const auto& r : All<SendRequest>(actions)) {
+      if (std::holds_alternative<GetModel>(r.message.body)) ++gets;
+    }
+    auto compute = All<StartCompute>(actions);
+    *computed_without_peers =
+        compute.size() == 1 && compute[0].job.round == 1 && compute[0].job.peers.empty();
+    if (resting == RestingRule::kSilent) {
+      // The round completes with nothing sampled, and the sampler is left as it was.
+      const std::vector<topology::PeerRecord> before = m->sampler().Records();
+      auto done = All<RoundCompleted>(m->OnComputeDone(stopped, t0 + seconds(2)));
+      EXPECT_EQ(done.size(), 1u);
+      if (!done.empty()) EXPECT_EQ(done[0].record.sampled, 0);
+      for (size_t k = 0; k < before.size(); ++k) {
+        EXPECT_EQ(m->sampler().Records()[k].probability, before[k].probability);
+      }
+    }
+    return gets;
+  };
+  bool silent_computed = false;
+  EXPECT_EQ(gets_after_resting(RestingRule::kSilent, &silent_computed), 0u);
+  EXPECT_TRUE(silent_computed);
+  bool fetch_computed = true;
+  EXPECT_EQ(gets_after_resting(RestingRule::kFetch, &fetch_computed), 2u);  // m = 2
+  EXPECT_FALSE(fetch_computed);  // it waits for the replies first
+}
+
 TEST(RoundDriver, PeerThatMissesTheDeadlineIsSkippedAndAfterRepeatedFailuresNotSampled) {
   auto config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}, 10);
   config.rounds.peers_per_round = 1;

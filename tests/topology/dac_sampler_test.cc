@@ -128,7 +128,8 @@ TEST(DacSamplerTest, UpdateSetsScoresOfSampledPeersAndAppliesSoftmax) {
 
 TEST(DacSamplerTest, TwoHopTakesTheRowOfTheMostSimilarSampledPeer) {
   // b (s_ab = 0.9) and c (s_ac = 0.5) were sampled. d is scored positively by both rows: the DAC
-  // rule trusts b, the paper code's variant trusts c. Only b scores e positively. a is self.
+  // rule trusts b, the paper code's variant trusts c. Only b scores e positively, and the DAC rule
+  // takes it; the paper code's variant copies c's -0.1 as it is. a is self.
   const std::vector<PeerObservation> seen = {
       {"b", 0.9, {{"a", 0.9}, {"d", 0.3}, {"e", 0.8}}},
       {"c", 0.5, {{"d", 0.7}, {"e", -0.1}}},
@@ -141,7 +142,7 @@ TEST(DacSamplerTest, TwoHopTakesTheRowOfTheMostSimilarSampledPeer) {
   auto smallest = MakeDac(Options(1, TwoHopRule::kSmallest), {"b", "c", "d", "e"});
   ASSERT_TRUE(smallest->Update(1, seen).ok());
   EXPECT_EQ(ScoreMap(*smallest)["d"], 0.7);
-  EXPECT_EQ(ScoreMap(*smallest)["e"], 0.8);
+  EXPECT_EQ(ScoreMap(*smallest)["e"], -0.1);
 
   auto off = MakeDac(Options(1, TwoHopRule::kOff), {"b", "c", "d", "e"});
   ASSERT_TRUE(off->Update(1, seen).ok());
@@ -323,6 +324,68 @@ TEST(DacSamplerTest, CreateRejectsBadTau) {
   EXPECT_FALSE(DacSampler::Create("a", Options(-1)).ok());
   EXPECT_FALSE(DacSampler::Create("a", Options(INFINITY)).ok());
   EXPECT_TRUE(DacSampler::Create("a", Options(0)).ok());
+}
+
+// Issue 45: the paper code's witness (kSmallest) takes every entry of the least similar witness's
+// row, a non-positive one included, and copies it as it is; ours skips non-positive evidence.
+TEST(DacSamplerTest, PaperCodeWitnessCopiesNonPositiveEntriesOfTheLeastSimilarPeer) {
+  // b (s_ab = 0.9) scores d 0.6; c (s_ac = 0.2, the least similar) scores d -0.4.
+  const std::vector<PeerObservation> seen = {{"b", 0.9, {{"d", 0.6}}}, {"c", 0.2, {{"d", -0.4}}}};
+  auto smallest = MakeDac(Options(1, TwoHopRule::kSmallest), {"b", "c", "d"});
+  ASSERT_TRUE(smallest->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*smallest)["d"], -0.4);
+  // A non-positive estimate takes the floor, as in that code.
+  EXPECT_NEAR(ProbabilityOf(*smallest, "d"), 1e-6 / (1 + 1e-6), 1e-15);
+
+  auto largest = MakeDac(Options(1), {"b", "c", "d"});
+  ASSERT_TRUE(largest->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*largest)["d"], 0.6);
+}
+
+// Issue 45: TwoHopRow::kDirect passes on only what the node scored itself.
+TEST(DacSamplerTest, DirectWitnessRowLeavesOutTwoHopEstimates) {
+  DacOptions options = Options(1);
+  const std::vector<PeerObservation> seen = {{"b", 0.9, {{"d", 0.7}}}, {"c", 0.3, {}}};
+  auto all = MakeDac(options, {"b", "c", "d", "e"});
+  ASSERT_TRUE(all->Update(1, seen).ok());
+  ASSERT_EQ(all->WitnessRow().size(), 3u);  // b, c and d's estimate
+  EXPECT_EQ(all->WitnessRow()[2].peer, "d");
+
+  options.two_hop_row = TwoHopRow::kDirect;
+  auto direct = MakeDac(options, {"b", "c", "d", "e"});
+  ASSERT_TRUE(direct->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*direct)["d"], 0.7);  // the estimate is still used by the node itself
+  const ScoreRow row = direct->WitnessRow();
+  ASSERT_EQ(row.size(), 2u);
+  EXPECT_EQ(row[0].peer, "b");
+  EXPECT_EQ(row[0].score, 0.9);
+  EXPECT_EQ(row[1].peer, "c");
+  EXPECT_EQ(row[1].score, 0.3);
+  // Once d is scored directly it is passed on, with its direct score.
+  ASSERT_TRUE(direct->Update(2, std::vector<PeerObservation>{{"d", 0.5, {}}}).ok());
+  ASSERT_EQ(direct->WitnessRow().size(), 3u);
+  EXPECT_EQ(direct->WitnessRow()[2].score, 0.5);
+}
+
+// Issue 45: explore_rounds = 1 keeps the prior after round 1's scores; round 2's update ends it.
+TEST(DacSamplerTest, ExploreRoundsKeepThePriorThenTheSoftmaxTakesOver) {
+  DacOptions options = Options(10, TwoHopRule::kOff);
+  options.explore_rounds = 1;
+  auto dac = MakeDac(options, {"b", "c", "d", "e"});
+  ASSERT_TRUE(dac->Update(1, std::vector<PeerObservation>{{"b", 0.9, {}}, {"c", 0.1, {}}}).ok());
+  for (const std::string peer : {"b", "c", "d", "e"}) {
+    EXPECT_DOUBLE_EQ(ProbabilityOf(*dac, peer), 0.25) << peer;
+  }
+  EXPECT_EQ(ScoreMap(*dac)["b"], 0.9);  // kept for later
+  ASSERT_TRUE(dac->Update(2, std::vector<PeerObservation>{{"d", 0.5, {}}}).ok());
+  // Softmax over b 0.9, c 0.1, d 0.5 at τ 10; e takes the floor.
+  const double wb = 1, wc = std::exp(-8.0), wd = std::exp(-4.0);
+  const double total = (wb + wc + wd) / (wb + wc + wd) + 1e-6;
+  EXPECT_NEAR(ProbabilityOf(*dac, "b"), wb / (wb + wc + wd) / total, 1e-12);
+  EXPECT_NEAR(ProbabilityOf(*dac, "e"), 1e-6 / total, 1e-15);
+
+  options.explore_rounds = -1;
+  EXPECT_FALSE(DacSampler::Create("a", options).ok());
 }
 
 }  // namespace
