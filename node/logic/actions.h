@@ -36,9 +36,9 @@ struct SendRequest {
 };
 
 // Action: answer inbound request `inbound` with `message`. When `encoded_body` is set it holds
-// message.body already encoded, shared by every reply of the same body (a model snapshot,
-// node/logic/model_server.h): the runner sends it under the message's envelope instead of
-// encoding the body again (FramesOf, node/logic/requests.h).
+// the body already encoded, shared by every reply of the same body (a model snapshot,
+// node/logic/model_server.h), and message.body only names its type (an empty value of it): the
+// runner sends the encoded body under the message's envelope (FramesOf, node/logic/requests.h).
 struct SendReply {
   InboundId inbound = 0;
   Message message;
