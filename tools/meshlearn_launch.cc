@@ -66,40 +66,40 @@ launch::WatcherFactory LiveDashboardOn(std::string bind, uint16_t port) {
       };
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "report")
-    return launch::ReportCommand(argc - 1, argv + 1);
-  if (argc >= 2 && std::string(argv[1]) == "bytes-to-target")
-    return launch::BytesToTargetCommand(argc - 1, argv + 1);
-  if (argc >= 2 && std::string(argv[1]) == "serve") {
-    return dashboard::ServeCommand(argc - 1, argv + 1);
-  }
-  CLI::App app{"meshlearn-launch: run a scenario with N local meshlearn nodes"};
+// What meshlearn-launch was asked to do: the run request, and the choices it is completed from
+// once the command line is parsed (CompleteRequest).
+struct LaunchCommandLine {
   launch::RunRequest request;
-  launch::RunOptions& options = request.options;
   bool in_process = false, simulate = false, resume = false, force = false;
   uint64_t seed = 0;
+  CLI::Option* seed_option = nullptr;      // true once --seed was given
+  CLI::Option* in_process_flag = nullptr;  // what --engine excludes
   std::string engine = "local";
   std::optional<uint16_t> dashboard_port;
   std::string dashboard_bind = "127.0.0.1";
-  app.add_option("scenario", request.scenario_path, "scenario file (TOML; see configs/README.md)")
+};
+
+// Declares the scenario, the run folder and how the nodes run on `app`, bound to `line` (which
+// must outlive the parse).
+void DeclareRunOptions(CLI::App& app, LaunchCommandLine& line) {
+  launch::RunOptions& options = line.request.options;
+  app.add_option("scenario", line.request.scenario_path,
+                 "scenario file (TOML; see configs/README.md)")
       ->required();
   app.add_option("--out", options.out_dir, "output folder (default runs/<scenario name>)");
   auto* resume_flag = app.add_flag(
-      "--resume", resume,
+      "--resume", line.resume,
       "continue the run in --out (same scenario and seed, checked against its manifest.toml)");
-  app.add_flag("--force", force,
+  app.add_flag("--force", line.force,
                "replace the run in --out: delete the files meshlearn wrote there, keep the others")
       ->excludes(resume_flag);
-  auto* in_process_flag =
-      app.add_flag("--in-process", in_process,
+  line.in_process_flag =
+      app.add_flag("--in-process", line.in_process,
                    "run the nodes as threads of this process (same transport, loopback TCP)");
-  app.add_flag("--simulate", simulate,
+  app.add_flag("--simulate", line.simulate,
                "simulate the mesh in this process: the nodes' real logic on a virtual clock and "
                "the scenario's [network] model; deterministic")
-      ->excludes(in_process_flag);
+      ->excludes(line.in_process_flag);
   app.add_option("--threads", options.threads,
                  "--simulate: learner worker threads (default: the core count)")
       ->check(CLI::Range(1, 1024));
@@ -108,33 +108,44 @@ int main(int argc, char** argv) {
                  "SIGTERM) stops at its next snapshot and --resume continues from it (default 0: "
                  "never; a run with snapshots restarts its nodes at each, see docs/experiments.md)")
       ->check(CLI::Range(0, 1000000));
+}
+
+// Declares what changes the scenario and what the run shows or writes on `app`, bound to `line`.
+void DeclareScenarioOptions(CLI::App& app, LaunchCommandLine& line) {
+  launch::RunRequest& request = line.request;
   app.add_option("--nodes", request.overrides.nodes, "number of nodes (cluster sizes scale)")
       ->check(CLI::Range(2, 100000));
-  auto* seed_option = app.add_option("--seed", seed, "seed of the partition and the models");
+  line.seed_option = app.add_option("--seed", line.seed, "seed of the partition and the models");
   app.add_option("--set", request.overrides.set,
                  "override a scenario key: key.path=value (repeatable)");
-  app.add_option("--log-level", options.log_level, "node log level (default info)");
-  app.add_option("--known-peers", options.known_peers,
+  app.add_option("--log-level", request.options.log_level, "node log level (default info)");
+  app.add_option("--known-peers", request.options.known_peers,
                  "each node starts knowing only K peers and learns the rest by gossip "
                  "(default: all; use e.g. 10 for 100 nodes --in-process)")
       ->check(CLI::Range(0, 100000));
   app.add_option("--methods", request.only_methods,
                  "run only these methods (names, comma-separated)")
       ->delimiter(',');
-  app.add_option("--dashboard", dashboard_port,
+  app.add_option("--dashboard", line.dashboard_port,
                  "serve a live page of the run on this port (0: any free port)");
-  app.add_option("--dashboard-bind", dashboard_bind,
+  app.add_option("--dashboard-bind", line.dashboard_bind,
                  "address of the page (default 127.0.0.1; see docs/dashboard.md on SSH)");
   app.add_flag("--partition-only", request.partition_only,
                "write the shards (<out>/shards/client-<i>.shard) and clusters.csv, then exit");
+}
+
+// Declares where the nodes run (--engine and its options) on `app`, bound to `line`; after
+// DeclareRunOptions.
+void DeclareEngineOptions(CLI::App& app, LaunchCommandLine& line) {
+  launch::RunOptions& options = line.request.options;
   std::vector<std::string> engines = launch::Runners().Names();
   engines.insert(engines.begin(), "local");
   auto* engine_option =
-      app.add_option("--engine", engine,
+      app.add_option("--engine", line.engine,
                      "where the nodes run: local (default), slurm (srun) or mpirun; any runner "
                      "name of tools/launch/method_runner.h")
           ->check(CLI::IsMember(engines, CLI::ignore_case))
-          ->excludes(in_process_flag);
+          ->excludes(line.in_process_flag);
   app.add_flag("--slurm-batch", options.slurm_batch,
                "--engine slurm: submit each method with sbatch --wait instead of running srun")
       ->needs(engine_option);
@@ -146,52 +157,83 @@ int main(int argc, char** argv) {
       ->needs(engine_option);
   app.add_option("engine_args", options.engine_args,
                  "after --: options passed to srun, sbatch or mpirun (e.g. -- -N 3 --overcommit)");
-  if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
+}
 
-  options.runner = engine != "local" ? engine
-                   : simulate        ? launch::kSimulatedRunner
-                   : in_process      ? launch::kInProcessRunner
-                                     : launch::kProcessesRunner;
-  if (engine != "local" && simulate) {
+// Completes line.request from the parsed command line `argv`: the runner, the seed, what to do
+// with an existing run, the dashboard. Returns nullopt to go on, else the exit code after
+// printing why the options do not go together (kExitBadInput).
+std::optional<int> CompleteRequest(LaunchCommandLine& line, int argc, char** argv) {
+  launch::RunRequest& request = line.request;
+  launch::RunOptions& options = request.options;
+  options.runner = line.engine != "local" ? line.engine
+                   : line.simulate        ? launch::kSimulatedRunner
+                   : line.in_process      ? launch::kInProcessRunner
+                                          : launch::kProcessesRunner;
+  if (line.engine != "local" && line.simulate) {
     std::fprintf(stderr, "meshlearn-launch: --engine %s and --simulate exclude each other\n",
-                 engine.c_str());
+                 line.engine.c_str());
     return launch::kExitBadInput;
   }
   auto runner = launch::Runners().Make(options.runner);
-  if (runner.ok() && !(*runner)->OnThisMachine() && dashboard_port) {
+  if (runner.ok() && !(*runner)->OnThisMachine() && line.dashboard_port) {
     std::fprintf(stderr,
                  "meshlearn-launch: --dashboard shows local runs only; for an engine run, "
                  "watch the run folder with 'meshlearn-launch serve RUN_DIR --dashboard PORT' "
                  "when it is done\n");
     return launch::kExitBadInput;
   }
-  if (engine == "local" && !options.engine_args.empty()) {
+  if (line.engine == "local" && !options.engine_args.empty()) {
     std::fprintf(stderr,
                  "meshlearn-launch: options after -- go to the engine; they need --engine slurm "
                  "or mpirun\n");
     return launch::kExitBadInput;
   }
-  if (options.snapshot_every > 0 && !simulate) {
+  if (options.snapshot_every > 0 && !line.simulate) {
     std::fprintf(stderr, "meshlearn-launch: --snapshot-every needs --simulate\n");
     return launch::kExitBadInput;
   }
-  options.resume = resume;
-  if (*seed_option) request.overrides.seed = seed;
+  options.resume = line.resume;
+  if (*line.seed_option) request.overrides.seed = line.seed;
   if (auto level = ParseLogLevel(options.log_level); !level.ok()) {
     std::fprintf(stderr, "meshlearn-launch: --log-level: %s\n", level.status().message().c_str());
     return launch::kExitBadInput;
   }
-  request.existing = resume  ? launch::ExistingRun::kResume
-                     : force ? launch::ExistingRun::kReplace
-                             : launch::ExistingRun::kRefuse;
+  request.existing = line.resume  ? launch::ExistingRun::kResume
+                     : line.force ? launch::ExistingRun::kReplace
+                                  : launch::ExistingRun::kRefuse;
   request.command.assign(argv, argv + argc);
-  if (dashboard_port) request.watch = LiveDashboardOn(dashboard_bind, *dashboard_port);
+  if (line.dashboard_port)
+    request.watch = LiveDashboardOn(line.dashboard_bind, *line.dashboard_port);
   options.node_binary = NodeBinary();
+  return std::nullopt;
+}
 
+// Runs `request` until it is done or SIGINT or SIGTERM interrupts it; returns the exit code.
+int RunScenario(const launch::RunRequest& request) {
   if (auto files = node::RaiseOpenFileLimit(); !files.ok()) {
     std::fprintf(stderr, "warning: %s\n", files.status().ToString().c_str());
   }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   return launch::Run::Execute(request, g_interrupt);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "report")
+    return launch::ReportCommand(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "bytes-to-target")
+    return launch::BytesToTargetCommand(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "serve") {
+    return dashboard::ServeCommand(argc - 1, argv + 1);
+  }
+  CLI::App app{"meshlearn-launch: run a scenario with N local meshlearn nodes"};
+  LaunchCommandLine line;
+  DeclareRunOptions(app, line);
+  DeclareScenarioOptions(app, line);
+  DeclareEngineOptions(app, line);
+  if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
+  if (std::optional<int> exit = CompleteRequest(line, argc, argv)) return *exit;
+  return RunScenario(line.request);
 }

@@ -24,99 +24,125 @@
 #include "tools/cli_exit.h"
 #include "tools/launch/run_layout.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{"meshlearn-node: one peer-to-peer decentralized learning node"};
-  std::string config_path;
-  std::string log_level;
-  bool check_only = false;
-  app.add_option("-c,--config", config_path, "node config file (TOML; see configs/README.md)")
-      ->required();
-  app.add_option("--log-level", log_level,
-                 "trace|debug|info|warn|error|critical|off (overrides the config)");
-  app.add_flag("--check", check_only, "validate the config and exit");
-  if (std::optional<int> exit = meshlearn::tools::ParseCommandLine(app, argc, argv)) return *exit;
+namespace {
 
-  auto loaded = meshlearn::node::LoadNodeConfigOrTemplate(
-      config_path, meshlearn::node::ProcessEngineEnvironment);
-  if (!loaded.ok()) {
-    std::fprintf(stderr, "meshlearn-node: %s\n", loaded.status().ToString().c_str());
-    return 2;
-  }
-  auto* config = &loaded->config;
-  if (const auto& engine = loaded->engine) {
-    std::printf(
-        "meshlearn-node: %s rank %d of %d on %s: node %s, listening on %s, advertised as "
-        "%s%s\n",
-        std::string(NameOf(meshlearn::node::EngineKindNames(), engine->kind)).c_str(), engine->rank,
-        engine->size, engine->host.c_str(), config->id.c_str(), config->listen.c_str(),
-        config->advertise.c_str(),
-        engine->rank == 0 ? "; rank 0: the others greet it"
-                          : (", bootstrapping from rank 0 at " + engine->rank0_host + ":" +
-                             std::to_string(engine->rank0_port))
-                                .c_str());
-    std::fflush(stdout);
-  }
-  if (!log_level.empty()) {
-    auto level = meshlearn::ParseLogLevel(log_level);
-    if (!level.ok()) {
-      std::fprintf(stderr, "meshlearn-node: --log-level: %s\n", level.status().message().c_str());
+using namespace meshlearn;
+
+// What meshlearn-node was asked to do.
+struct NodeCommandLine {
+  std::string config_path;
+  std::string log_level;  // empty: the config's
+  bool check_only = false;
+};
+
+// Declares meshlearn-node's options on `app`, bound to the fields of `line` (which must outlive
+// the parse).
+void DeclareOptions(CLI::App& app, NodeCommandLine& line) {
+  app.add_option("-c,--config", line.config_path, "node config file (TOML; see configs/README.md)")
+      ->required();
+  app.add_option("--log-level", line.log_level,
+                 "trace|debug|info|warn|error|critical|off (overrides the config)");
+  app.add_flag("--check", line.check_only, "validate the config and exit");
+}
+
+// Prints which rank of which engine this node is, and how it finds the others.
+void PrintEngineRank(const node::EngineIdentity& engine, const node::NodeConfig& config) {
+  std::printf(
+      "meshlearn-node: %s rank %d of %d on %s: node %s, listening on %s, advertised as "
+      "%s%s\n",
+      std::string(NameOf(node::EngineKindNames(), engine.kind)).c_str(), engine.rank, engine.size,
+      engine.host.c_str(), config.id.c_str(), config.listen.c_str(), config.advertise.c_str(),
+      engine.rank == 0 ? "; rank 0: the others greet it"
+                       : (", bootstrapping from rank 0 at " + engine.rank0_host + ":" +
+                          std::to_string(engine.rank0_port))
+                             .c_str());
+  std::fflush(stdout);
+}
+
+// --check: the config (loaded from `config_path`) is valid; with [security], its key files are
+// read too. Returns the exit code: 0 valid, 2 a key file is missing or bad.
+int CheckConfig(const std::string& config_path, const node::NodeConfig& config) {
+  if (config.security) {
+    auto keys = node::LoadNodeKeys(config);
+    if (!keys.ok()) {
+      std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
+                   keys.status().ToString().c_str());
       return 2;
     }
-    config->log_level = *level;
   }
-  if (check_only) {
-    if (config->security) {
-      auto keys = meshlearn::node::LoadNodeKeys(*config);
-      if (!keys.ok()) {
-        std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
-                     keys.status().ToString().c_str());
-        return 2;
-      }
-    }
-    std::printf("%s: config OK%s\n", config_path.c_str(),
-                config->security ? " (key files read)" : "");
-    return 0;
-  }
+  std::printf("%s: config OK%s\n", config_path.c_str(), config.security ? " (key files read)" : "");
+  return 0;
+}
 
-  if (auto files = meshlearn::node::RaiseOpenFileLimit(); !files.ok()) {
+// Runs the node of `config` (loaded from `config_path`) until its rounds are done or SIGINT or
+// SIGTERM stops it. An engine rank (`write_resolved`) first writes its resolved config to
+// <output_dir>/node.toml. Returns the exit code: 0 finished or stopped cleanly, 1 failed while
+// running, 2 the node could not be created from its config.
+int RunNode(const std::string& config_path, const node::NodeConfig& config, bool write_resolved) {
+  if (auto files = node::RaiseOpenFileLimit(); !files.ok()) {
     std::fprintf(stderr, "warning: %s\n", files.status().ToString().c_str());
   }
   // SIGINT and SIGTERM ask the node to stop after the current step (it says Goodbye to its
   // peers); one that comes while the node starts stops it as soon as it runs.
   std::atomic<bool> stop_requested{false};
-  std::atomic<meshlearn::node::Node*> running{nullptr};
-  auto stop_signals = meshlearn::StopSignals::Watch([&] {
+  std::atomic<node::Node*> running{nullptr};
+  auto stop_signals = StopSignals::Watch([&] {
     stop_requested = true;
-    if (meshlearn::node::Node* n = running.load()) n->Stop();
+    if (node::Node* n = running.load()) n->Stop();
   });
   if (!stop_signals.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s\n", stop_signals.status().ToString().c_str());
     return 1;
   }
 
-  auto node = meshlearn::node::Node::Create(*config);
-  if (!node.ok()) {
+  auto created = node::Node::Create(config);
+  if (!created.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
-                 node.status().ToString().c_str());
+                 created.status().ToString().c_str());
     return 2;
   }
-  if (loaded->engine) {
-    std::string resolved =
-        meshlearn::launch::PathIn(config->output_dir, meshlearn::launch::kNodeConfigFile);
-    meshlearn::Status written =
-        meshlearn::WriteFileAtomically(resolved, meshlearn::node::RenderNodeConfig(*config));
+  if (write_resolved) {
+    std::string resolved = launch::PathIn(config.output_dir, launch::kNodeConfigFile);
+    Status written = WriteFileAtomically(resolved, node::RenderNodeConfig(config));
     if (!written.ok()) {
       std::fprintf(stderr, "meshlearn-node: %s\n", written.ToString().c_str());
       return 1;
     }
   }
-  running = node->get();
-  if (stop_requested) (*node)->Stop();
-  meshlearn::Status status = (*node)->Run();
+  running = created->get();
+  if (stop_requested) (*created)->Stop();
+  Status status = (*created)->Run();
   stop_signals->reset();  // no callback outlives the node
   if (!status.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s\n", status.ToString().c_str());
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"meshlearn-node: one peer-to-peer decentralized learning node"};
+  NodeCommandLine line;
+  DeclareOptions(app, line);
+  if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
+
+  auto loaded = node::LoadNodeConfigOrTemplate(line.config_path, node::ProcessEngineEnvironment);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "meshlearn-node: %s\n", loaded.status().ToString().c_str());
+    return 2;
+  }
+  node::NodeConfig& config = loaded->config;
+  if (loaded->engine) PrintEngineRank(*loaded->engine, config);
+  if (!line.log_level.empty()) {
+    auto level = ParseLogLevel(line.log_level);
+    if (!level.ok()) {
+      std::fprintf(stderr, "meshlearn-node: --log-level: %s\n", level.status().message().c_str());
+      return 2;
+    }
+    config.log_level = *level;
+  }
+  if (line.check_only) return CheckConfig(line.config_path, config);
+  return RunNode(line.config_path, config, loaded->engine.has_value());
 }

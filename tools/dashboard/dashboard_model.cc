@@ -63,9 +63,8 @@ Status ReadScores(const std::string& path, const std::map<std::string, size_t>& 
   return Status::Ok();
 }
 
-}  // namespace
-
-struct DashboardModel::Method {
+// One method, as last seen.
+struct MethodView {
   std::string name, dir;
   std::string state = "pending";  // running, done, interrupted
   std::string source;             // "status" (live) or "files"
@@ -77,6 +76,200 @@ struct DashboardModel::Method {
   std::optional<launch::PolicyClusters> policy;
   uint64_t observations = 0;
 };
+
+// The first failed status of several reads; the later ones are dropped.
+struct FirstError {
+  Status status;
+  void Note(const Status& read) {
+    if (!read.ok() && status.ok()) status = read;
+  }
+};
+
+// A finished node as its rows show it: node.rounds when the run kept them, else its rounds.csv
+// (missing: nothing shown). Failures are the sampled peers that did not answer, summed.
+NodeView FinishedNode(const launch::NodeRun& node, bool classification, FirstError& errors) {
+  NodeView v;
+  std::vector<node::RoundRow> rows = node.rounds;
+  if (rows.empty()) {
+    auto read = node::ReadRoundsCsv(launch::PathIn(node.dir, launch::kRoundsFile));
+    if (read.ok()) {
+      rows = std::move(*read);
+    } else if (read.status().code() != ErrorCode::kNotFound) {
+      errors.Note(read.status());
+    }
+  }
+  for (const node::RoundRow& r : rows) {
+    v.metric[r.round] = launch::Metric(r, classification);
+    v.failures += static_cast<uint64_t>(std::max(0, r.sampled - r.answered));
+  }
+  if (!rows.empty()) {
+    v.round = rows.back().round;
+    v.val_loss = rows.back().val_loss;
+    v.bytes_in = rows.back().bytes_in;
+    v.bytes_out = rows.back().bytes_out;
+    v.rows_read = v.round;
+  }
+  return v;
+}
+
+// The heatmap of a finished method from its nodes' comm.csv (N x N, node index order); NaN on
+// the diagonal, and everywhere when there is none.
+std::vector<double> FinishedHeat(const std::string& dir, const launch::Partition& p,
+                                 FirstError& errors) {
+  size_t n = p.ids.size();
+  std::vector<double> heat(n * n, NAN);
+  auto comm = plot::MergeCommCounts(dir, p.ids);
+  if (comm.ok()) {
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < n; ++j) heat[i * n + j] = i == j ? NAN : comm->at(i, j);
+    }
+  } else if (comm.status().code() != ErrorCode::kNotFound) {
+    errors.Note(comm.status());
+  }
+  return heat;
+}
+
+// Moves what was seen of a node live (its page's port and its per-round history) into
+// `finished`, the same node read from its files.
+void KeepLiveHistory(NodeView& live, NodeView& finished) {
+  finished.http_port = live.http_port;
+  finished.history_rounds = std::move(live.history_rounds);
+  finished.probabilities = std::move(live.probabilities);
+  finished.scores = std::move(live.scores);
+}
+
+// Ends v's history with the final scores of `scores_path` (scores.csv) over the n nodes of
+// `index` at v's last round, replacing a live row of that round or later. Nothing when v has no
+// round or the file is missing; a file that does not parse is noted.
+void AppendFinalScores(NodeView& v, const std::string& scores_path,
+                       const std::map<std::string, size_t>& index, size_t n, FirstError& errors) {
+  std::vector<float> scores = Unknown(n), probabilities = Unknown(n);
+  Status read = ReadScores(scores_path, index, scores, probabilities);
+  if (read.ok() && v.round >= 0) {
+    if (!v.history_rounds.empty() && v.history_rounds.back() >= v.round) {
+      v.history_rounds.pop_back();
+      v.probabilities.pop_back();
+      v.scores.pop_back();
+    }
+    v.history_rounds.push_back(v.round);
+    v.probabilities.push_back(std::move(probabilities));
+    v.scores.push_back(std::move(scores));
+  } else if (!read.ok() && read.code() != ErrorCode::kNotFound) {
+    errors.Note(read);
+  }
+}
+
+// A method's curves: the mean test metric per round over all nodes and per ground-truth cluster
+// ({"rounds", "mean", "clusters"}; null where no node reached a round).
+json CurveJson(const std::vector<NodeView>& nodes, const launch::Partition& p) {
+  size_t n = p.ids.size();
+  int64_t max_round = -1;
+  for (const NodeView& v : nodes) {
+    if (!v.metric.empty()) max_round = std::max(max_round, v.metric.rbegin()->first);
+  }
+  std::vector<double> total(max_round + 1, 0), count(max_round + 1, 0);
+  std::vector<std::vector<double>> c_total(p.num_clusters, total), c_count(p.num_clusters, total);
+  for (size_t i = 0; i < nodes.size() && i < n; ++i) {
+    for (const auto& [round, value] : nodes[i].metric) {
+      if (round < 0 || !std::isfinite(value)) continue;
+      total[round] += value;
+      count[round] += 1;
+      c_total[p.clusters[i]][round] += value;
+      c_count[p.clusters[i]][round] += 1;
+    }
+  }
+  json rounds = json::array(), mean = json::array(), per_cluster = json::array();
+  for (int64_t r = 0; r <= max_round; ++r) {
+    rounds.push_back(r);
+    mean.push_back(count[r] ? Number(total[r] / count[r]) : json(nullptr));
+  }
+  for (int c = 0; c < p.num_clusters; ++c) {
+    json line = json::array();
+    for (int64_t r = 0; r <= max_round; ++r) {
+      line.push_back(c_count[c][r] ? Number(c_total[c][r] / c_count[c][r]) : json(nullptr));
+    }
+    per_cluster.push_back(std::move(line));
+  }
+  return {{"rounds", rounds}, {"mean", mean}, {"clusters", per_cluster}};
+}
+
+// One entry of /api/state's "methods": m's progress (rounds reached, time left) and curves.
+json MethodSummaryJson(const MethodView& m, const launch::Partition& p) {
+  std::vector<int64_t> reached;
+  int64_t lo = -1, sum = 0;
+  for (const NodeView& v : m.nodes) {
+    reached.push_back(v.round);
+    sum += std::max<int64_t>(v.round, 0);
+  }
+  if (!reached.empty()) lo = *std::min_element(reached.begin(), reached.end());
+  std::optional<double> eta;
+  if (m.state == "running") eta = launch::EstimateSecondsLeft(reached, m.rounds, m.elapsed);
+  return {{"name", m.name},
+          {"state", m.state},
+          {"source", m.source},
+          {"rounds", m.rounds},
+          {"reached_min", lo},
+          {"reached_mean", reached.empty() ? 0.0 : double(sum) / reached.size()},
+          {"elapsed_s", Number(m.elapsed)},
+          {"eta_s", eta ? Number(*eta) : json(nullptr)},
+          {"observations", m.observations},
+          {"curve", CurveJson(m.nodes, p)}};
+}
+
+// The N x N matrix `values` (node index order) as rows, both axes in `order`; null where NaN.
+json OrderedMatrixJson(const std::vector<double>& values, const std::vector<size_t>& order) {
+  size_t n = order.size();
+  json matrix = json::array();
+  for (size_t i : order) {
+    json row = json::array();
+    for (size_t j : order) row.push_back(Number(values[i * n + j]));
+    matrix.push_back(std::move(row));
+  }
+  return matrix;
+}
+
+// The node table of method m, one row per node in `order`.
+json NodeTableJson(const MethodView& m, const launch::Partition& p,
+                   const std::vector<size_t>& order) {
+  json table = json::array();
+  for (size_t i : order) {
+    const NodeView& v = m.nodes[i];
+    table.push_back({{"id", p.ids[i]},
+                     {"cluster", p.clusters[i]},
+                     {"round", v.round},
+                     {"val_loss", Number(v.val_loss)},
+                     {"peers_alive", v.peers_alive ? json(*v.peers_alive) : json(nullptr)},
+                     {"peers_known", v.peers_known},
+                     {"bytes_in", v.bytes_in},
+                     {"bytes_out", v.bytes_out},
+                     {"failures", v.failures},
+                     {"answering", m.source == "files" || v.answering},
+                     {"http_port", v.http_port ? json(v.http_port) : json(nullptr)}});
+  }
+  return table;
+}
+
+// The EMD matrix and the clusters found from it, nodes in `order`; null when there is none.
+json EmdJson(const std::optional<launch::EmdMatrix>& emd, const std::vector<size_t>& order) {
+  if (!emd) return nullptr;
+  json found = json::array();
+  for (size_t i : order) found.push_back(emd->found[i]);
+  return {{"matrix", OrderedMatrixJson(emd->matrix.values, order)},
+          {"found", found},
+          {"ari", Number(emd->ari)}};
+}
+
+// The clusters the policy found (cluster.csv); null when there are none.
+json PolicyJson(const std::optional<launch::PolicyClusters>& policy) {
+  if (!policy) return nullptr;
+  return {{"ari", Number(policy->ari)},
+          {"mean_round", Number(policy->mean_round)},
+          {"clustered_nodes", policy->clustered_nodes}};
+}
+
+}  // namespace
+
+struct DashboardModel::Method : MethodView {};
 
 DashboardModel::DashboardModel(RunInfo info) : info_(std::move(info)) {
   const launch::Partition& p = info_.partition;
@@ -196,75 +389,25 @@ void DashboardModel::Observe(const std::string& name,
 Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
   const launch::Partition& p = info_.partition;
   size_t n = p.ids.size();
-  Status first_error;
-  auto note = [&](const Status& status) {
-    if (!status.ok() && first_error.ok()) first_error = status;
-  };
+  FirstError errors;
   std::vector<NodeView> nodes(n);
   int64_t last_round = -1;
   for (size_t i = 0; i < n && i < run.nodes.size(); ++i) {
-    NodeView& v = nodes[i];
-    std::vector<node::RoundRow> rows = run.nodes[i].rounds;
-    if (rows.empty()) {
-      auto read = node::ReadRoundsCsv(launch::PathIn(run.nodes[i].dir, launch::kRoundsFile));
-      if (read.ok()) {
-        rows = std::move(*read);
-      } else if (read.status().code() != ErrorCode::kNotFound) {
-        note(read.status());
-      }
-    }
-    for (const node::RoundRow& r : rows) {
-      v.metric[r.round] = launch::Metric(r, p.classification);
-      v.failures += static_cast<uint64_t>(std::max(0, r.sampled - r.answered));
-    }
-    if (!rows.empty()) {
-      v.round = rows.back().round;
-      v.val_loss = rows.back().val_loss;
-      v.bytes_in = rows.back().bytes_in;
-      v.bytes_out = rows.back().bytes_out;
-      v.rows_read = v.round;
-      last_round = std::max(last_round, v.round);
-    }
+    nodes[i] = FinishedNode(run.nodes[i], p.classification, errors);
+    last_round = std::max(last_round, nodes[i].round);
   }
-  std::vector<double> heat(n * n, NAN);
-  auto comm = plot::MergeCommCounts(run.dir, p.ids);
-  if (comm.ok()) {
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t j = 0; j < n; ++j) heat[i * n + j] = i == j ? NAN : comm->at(i, j);
-    }
-  } else if (comm.status().code() != ErrorCode::kNotFound) {
-    note(comm.status());
-  }
+  std::vector<double> heat = FinishedHeat(run.dir, p, errors);
   std::optional<launch::EmdMatrix> emd = launch::ReadEmdMatrix(run, p);
   auto policy = launch::ReadPolicyClusters(run, p);
-  note(policy.status());
+  errors.Note(policy.status());
 
   std::lock_guard<std::mutex> lock(mutex_);
   Method* m = FindOrAdd(run.method.name);
   for (size_t i = 0; i < n; ++i) {
-    NodeView& v = nodes[i];
-    if (i < m->nodes.size()) {  // keep what was seen live
-      v.http_port = m->nodes[i].http_port;
-      v.history_rounds = std::move(m->nodes[i].history_rounds);
-      v.probabilities = std::move(m->nodes[i].probabilities);
-      v.scores = std::move(m->nodes[i].scores);
-    }
-    std::vector<float> scores = Unknown(n), probabilities = Unknown(n);
+    if (i < m->nodes.size()) KeepLiveHistory(m->nodes[i], nodes[i]);
     if (i < run.nodes.size()) {
-      Status read = ReadScores(launch::PathIn(run.nodes[i].dir, launch::kScoresFile), index_,
-                               scores, probabilities);
-      if (read.ok() && v.round >= 0) {
-        if (!v.history_rounds.empty() && v.history_rounds.back() >= v.round) {
-          v.history_rounds.pop_back();
-          v.probabilities.pop_back();
-          v.scores.pop_back();
-        }
-        v.history_rounds.push_back(v.round);
-        v.probabilities.push_back(std::move(probabilities));
-        v.scores.push_back(std::move(scores));
-      } else if (!read.ok() && read.code() != ErrorCode::kNotFound) {
-        note(read);
-      }
+      AppendFinalScores(nodes[i], launch::PathIn(run.nodes[i].dir, launch::kScoresFile), index_, n,
+                        errors);
     }
   }
   m->dir = run.dir;
@@ -277,78 +420,35 @@ Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
   m->source = "files";
   m->elapsed = run.wall_seconds;
   if (m->rounds == 0) m->rounds = std::max<int64_t>(last_round, 0);
-  return first_error;
+  return errors.status;
+}
+
+const DashboardModel::Method* DashboardModel::Shown(const std::string& method) const {
+  const Method* shown = nullptr;
+  for (const auto& m : methods_) {
+    if (m->name == method) shown = m.get();
+  }
+  if (shown) return shown;
+  for (const auto& m : methods_) {
+    if (m->state == "running") shown = m.get();
+  }
+  for (auto it = methods_.rbegin(); !shown && it != methods_.rend(); ++it) {
+    if ((*it)->state != "pending") shown = it->get();
+  }
+  return shown;
 }
 
 std::string DashboardModel::StateJson(const std::string& method) const {
   std::lock_guard<std::mutex> lock(mutex_);
   const launch::Partition& p = info_.partition;
-  size_t n = p.ids.size();
   json ids = json::array(), clusters = json::array();
   for (size_t i : order_) {
     ids.push_back(p.ids[i]);
     clusters.push_back(p.clusters[i]);
   }
   json methods = json::array();
-  const Method* selected = nullptr;
-  for (const auto& m : methods_) {
-    if (m->name == method) selected = m.get();
-    std::vector<int64_t> reached;
-    int64_t lo = -1, sum = 0;
-    for (const NodeView& v : m->nodes) {
-      reached.push_back(v.round);
-      sum += std::max<int64_t>(v.round, 0);
-    }
-    if (!reached.empty()) lo = *std::min_element(reached.begin(), reached.end());
-    std::optional<double> eta;
-    if (m->state == "running") eta = launch::EstimateSecondsLeft(reached, m->rounds, m->elapsed);
-    // Curves: the mean test metric per round, over all nodes and per cluster.
-    int64_t max_round = -1;
-    for (const NodeView& v : m->nodes) {
-      if (!v.metric.empty()) max_round = std::max(max_round, v.metric.rbegin()->first);
-    }
-    std::vector<double> total(max_round + 1, 0), count(max_round + 1, 0);
-    std::vector<std::vector<double>> c_total(p.num_clusters, total), c_count(p.num_clusters, total);
-    for (size_t i = 0; i < m->nodes.size() && i < n; ++i) {
-      for (const auto& [round, value] : m->nodes[i].metric) {
-        if (round < 0 || !std::isfinite(value)) continue;
-        total[round] += value;
-        count[round] += 1;
-        c_total[p.clusters[i]][round] += value;
-        c_count[p.clusters[i]][round] += 1;
-      }
-    }
-    json rounds = json::array(), mean = json::array(), per_cluster = json::array();
-    for (int64_t r = 0; r <= max_round; ++r) {
-      rounds.push_back(r);
-      mean.push_back(count[r] ? Number(total[r] / count[r]) : json(nullptr));
-    }
-    for (int c = 0; c < p.num_clusters; ++c) {
-      json line = json::array();
-      for (int64_t r = 0; r <= max_round; ++r) {
-        line.push_back(c_count[c][r] ? Number(c_total[c][r] / c_count[c][r]) : json(nullptr));
-      }
-      per_cluster.push_back(std::move(line));
-    }
-    methods.push_back({{"name", m->name},
-                       {"state", m->state},
-                       {"source", m->source},
-                       {"rounds", m->rounds},
-                       {"reached_min", lo},
-                       {"reached_mean", reached.empty() ? 0.0 : double(sum) / reached.size()},
-                       {"elapsed_s", Number(m->elapsed)},
-                       {"eta_s", eta ? Number(*eta) : json(nullptr)},
-                       {"observations", m->observations},
-                       {"curve", {{"rounds", rounds}, {"mean", mean}, {"clusters", per_cluster}}}});
-  }
-  if (!selected) {  // the running method, else the last one that has data
-    for (const auto& m : methods_) {
-      if (m->state == "running") selected = m.get();
-    }
-    for (auto it = methods_.rbegin(); !selected && it != methods_.rend(); ++it) {
-      if ((*it)->state != "pending") selected = it->get();
-    }
-  }
+  for (const auto& m : methods_) methods.push_back(MethodSummaryJson(*m, p));
+  const Method* selected = Shown(method);
   json document = {{"scenario", info_.scenario},
                    {"mode", info_.mode},
                    {"out_dir", info_.out_dir},
@@ -360,44 +460,10 @@ std::string DashboardModel::StateJson(const std::string& method) const {
                    {"methods", methods},
                    {"method", selected ? json(selected->name) : json(nullptr)}};
   if (selected) {
-    const Method& m = *selected;
-    json heat = json::array(), table = json::array();
-    for (size_t i : order_) {
-      json row = json::array();
-      for (size_t j : order_) row.push_back(Number(m.heat[i * n + j]));
-      heat.push_back(std::move(row));
-      const NodeView& v = m.nodes[i];
-      table.push_back({{"id", p.ids[i]},
-                       {"cluster", p.clusters[i]},
-                       {"round", v.round},
-                       {"val_loss", Number(v.val_loss)},
-                       {"peers_alive", v.peers_alive ? json(*v.peers_alive) : json(nullptr)},
-                       {"peers_known", v.peers_known},
-                       {"bytes_in", v.bytes_in},
-                       {"bytes_out", v.bytes_out},
-                       {"failures", v.failures},
-                       {"answering", m.source == "files" || v.answering},
-                       {"http_port", v.http_port ? json(v.http_port) : json(nullptr)}});
-    }
-    document["heatmap"] = std::move(heat);
-    document["table"] = std::move(table);
-    document["emd"] = nullptr;
-    if (m.emd) {
-      json matrix = json::array(), found = json::array();
-      for (size_t i : order_) {
-        json row = json::array();
-        for (size_t j : order_) row.push_back(Number(m.emd->matrix.values[i * n + j]));
-        matrix.push_back(std::move(row));
-        found.push_back(m.emd->found[i]);
-      }
-      document["emd"] = {{"matrix", matrix}, {"found", found}, {"ari", Number(m.emd->ari)}};
-    }
-    document["policy"] = nullptr;
-    if (m.policy) {
-      document["policy"] = {{"ari", Number(m.policy->ari)},
-                            {"mean_round", Number(m.policy->mean_round)},
-                            {"clustered_nodes", m.policy->clustered_nodes}};
-    }
+    document["heatmap"] = OrderedMatrixJson(selected->heat, order_);
+    document["table"] = NodeTableJson(*selected, p, order_);
+    document["emd"] = EmdJson(selected->emd, order_);
+    document["policy"] = PolicyJson(selected->policy);
   }
   return document.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -78,6 +78,9 @@ class DashboardModel {
   Method* Find(const std::string& name) const;
   // The method named `name`, added (empty) when it is not there yet. Requires mutex_ held.
   Method* FindOrAdd(const std::string& name);
+  // The method whose details /api/state shows for `method`: the one of that name, else the
+  // running one, else the last that has data; null when none has. Requires mutex_ held.
+  const Method* Shown(const std::string& method) const;
 
   RunInfo info_;
   std::vector<size_t> order_;            // node indices in cluster order
