@@ -68,7 +68,11 @@ Status ReadSplit(ByteReader& in, Dataset& d, size_t numel, const std::string& na
 }  // namespace
 
 std::string ShardPath(const std::string& dir, int client_id) {
-  return dir + "/client-" + std::to_string(client_id) + ".shard";
+  return ShardPath(dir, std::to_string(client_id));
+}
+
+std::string ShardPath(const std::string& dir, std::string_view client) {
+  return dir + "/client-" + std::string(client) + ".shard";
 }
 
 std::string EncodeShard(const ClientShard& shard) {

@@ -30,6 +30,9 @@ inline constexpr uint32_t kShardFormatVersion = 1;
 
 // The conventional file of client `client_id` inside `dir`: "<dir>/client-<id>.shard".
 std::string ShardPath(const std::string& dir, int client_id);
+// The same for a client named by text: a number, or a placeholder an engine fills in per rank
+// ("{rank}", tools/launch/engine_run.h).
+std::string ShardPath(const std::string& dir, std::string_view client);
 
 // Serialises `shard` in format version 1. The result decodes back to an equal shard.
 std::string EncodeShard(const ClientShard& shard);

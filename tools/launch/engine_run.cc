@@ -18,6 +18,7 @@
 #include "process/free_port.h"
 #include "tools/launch/node_processes.h"
 #include "tools/launch/run_layout.h"
+#include "training/shard_file.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -141,7 +142,7 @@ Status RunOnEngine(Engine engine, const Scenario& scenario, const node::NodeConf
   t.id = "{rank}";
   t.listen = "tcp://" + options.bind + ":{port}";
   t.output_dir = NodeDir(dir, "{rank}");
-  t.data.shard = shards + "/client-{rank}.shard";
+  t.data.shard = training::ShardPath(shards, "{rank}");
   t.peers.clear();
   t.advertise.clear();
   t.mesh_size = 0;
