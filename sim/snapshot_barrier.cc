@@ -12,9 +12,7 @@ namespace meshlearn::sim {
 namespace {
 
 // The name of node `id`'s checkpoint in a round folder.
-std::string KeptCheckpointName(const std::string& id) {
-  return id + "." + node::kCheckpointFile;
-}
+std::string KeptCheckpointName(const std::string& id) { return id + "." + node::kCheckpointFile; }
 
 // Copies `from` over `to`; kIoError "<round_dir>: cannot <what> the checkpoint of node <id>: ...".
 Status CopyCheckpoint(const std::string& from, const std::string& to, const std::string& round_dir,
