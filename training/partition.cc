@@ -272,6 +272,15 @@ Result<std::vector<ClientShard>> BuildSynthetic(const PartitionConfig& c,
   return shards;
 }
 
+// The number of classes over all sources, their label offsets included.
+int64_t NumClasses(const std::vector<DataSource>& sources) {
+  int64_t num_classes = 0;
+  for (const DataSource& s : sources) {
+    num_classes = std::max(num_classes, s.label_offset + s.pool->num_classes);
+  }
+  return num_classes;
+}
+
 }  // namespace
 
 NameTable<ShiftKind> ShiftKindNames() { return kShiftNames; }
@@ -336,9 +345,12 @@ Result<std::vector<int>> ResolveClusterSizes(const PartitionConfig& config) {
   return sizes;
 }
 
-Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>& sources,
-                                                   const PartitionConfig& config) {
-  PartitionConfig c = config;
+namespace {
+
+// Resolves the cluster count of `c` (in place) and checks the shift's parameters against
+// `sources`; returns each client's cluster, in client order (contiguous blocks).
+Result<std::vector<int>> ClusterOfClients(const std::vector<DataSource>& sources,
+                                          PartitionConfig& c) {
   if (c.cluster_sizes.empty() && c.num_clusters == 0) {
     c.num_clusters = ImpliedClusterCount(c, sources.size());
   }
@@ -348,6 +360,19 @@ Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>
   MESHLEARN_RETURN_IF_ERROR(CheckShiftParameters(sources, c, clusters));
   std::vector<int> cluster_of;
   for (int k = 0; k < clusters; ++k) cluster_of.insert(cluster_of.end(), (*sizes)[k], k);
+  if (cluster_of.empty()) return Status::InvalidArgument("the partition has no clients");
+  return cluster_of;
+}
+
+}  // namespace
+
+Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>& sources,
+                                                   const PartitionConfig& config) {
+  PartitionConfig c = config;
+  Result<std::vector<int>> cluster_of_or = ClusterOfClients(sources, c);
+  if (!cluster_of_or.ok()) return cluster_of_or.status();
+  const std::vector<int>& cluster_of = *cluster_of_or;
+  const int clusters = *std::max_element(cluster_of.begin(), cluster_of.end()) + 1;
   if (c.shift == ShiftKind::kSynthetic) {
     if (c.pixel_range != PixelRange::kUnit) {
       return Status::InvalidArgument(
@@ -356,10 +381,7 @@ Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>
     return BuildSynthetic(c, cluster_of);
   }
 
-  int64_t num_classes = 0;
-  for (const DataSource& s : sources) {
-    num_classes = std::max(num_classes, s.label_offset + s.pool->num_classes);
-  }
+  const int64_t num_classes = NumClasses(sources);
   std::vector<SplitSource> splits;
   for (size_t i = 0; i < sources.size(); ++i) splits.push_back(SplitPool(sources[i], c, i));
   std::vector<std::vector<bool>> used;
@@ -429,6 +451,34 @@ Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>
     shards.push_back(std::move(shard));
   }
   return shards;
+}
+
+Result<std::vector<Dataset>> BuildClusterTestSets(const std::vector<DataSource>& sources,
+                                                  const PartitionConfig& config) {
+  if (config.shift == ShiftKind::kSynthetic) {
+    return Status::InvalidArgument(
+        "the synthetic problem has no test pool: its clients' test sets are drawn per client");
+  }
+  PartitionConfig c = config;
+  Result<std::vector<int>> cluster_of = ClusterOfClients(sources, c);
+  if (!cluster_of.ok()) return cluster_of.status();
+  const int clusters = cluster_of->back() + 1;
+  const int64_t num_classes = NumClasses(sources);
+  std::vector<Dataset> sets;
+  for (int cluster = 0; cluster < clusters; ++cluster) {
+    const size_t source_index = c.shift == ShiftKind::kDomain ? static_cast<size_t>(cluster) : 0;
+    const SplitSource split = SplitPool(sources[source_index], c, source_index);
+    std::set<int64_t> classes;
+    if (c.shift == ShiftKind::kLabel) {
+      classes.insert(c.label_sets[cluster].begin(), c.label_sets[cluster].end());
+    }
+    const std::vector<size_t> rows = Eligible(split.test_rows, *split.test_dataset,
+                                              c.shift == ShiftKind::kLabel ? &classes : nullptr);
+    Dataset test = SelectRows(*split.test_dataset, rows);
+    TransformForCluster(test, c, cluster, split.source->label_offset, num_classes);
+    sets.push_back(std::move(test));
+  }
+  return sets;
 }
 
 void RotateImage(const float* src, float* dst, int64_t channels, int64_t height, int64_t width,

@@ -129,6 +129,16 @@ Result<std::vector<int>> ResolveClusterSizes(const PartitionConfig& config);
 Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>& sources,
                                                    const PartitionConfig& config);
 
+// The full test set of every cluster, in cluster order: every sample of the cluster's test pool
+// (the source's test split, or the part of its pool held out for tests; for "label" only the
+// cluster's classes) transformed exactly as the cluster's training samples (pixel range,
+// rotation, label swap, label offset), as the per-client test sets of BuildClientShards are drawn
+// from. The same for every client of a cluster and, given the sources, for every seed unless the
+// test pool is a held-out part (the seed picks it). Errors as BuildClientShards; kInvalidArgument
+// for "synthetic", which has no test pool.
+Result<std::vector<Dataset>> BuildClusterTestSets(const std::vector<DataSource>& sources,
+                                                  const PartitionConfig& config);
+
 // Rotates every channel of the {channels, height, width} image `src` by `degrees`
 // counter-clockwise about its centre ((width − 1) / 2, (height − 1) / 2) into `dst` (same
 // size), reading the source by `interpolation`, with zeros outside it. Multiples of 90

@@ -36,8 +36,9 @@ TEST(RunFolderForce, DeletesAnEngineRunsFilesAndKeepsOnlyTheUsers) {
   for (const char* file :
        {"summary.csv", "shards/client-0.shard", "random/hostfile", "random/node-template.toml",
         "random/rank.sh", "random/job.sh", "random/engine.log", "random/slurm_job_id",
-        "random/heatmap.csv", "random/node-0/rounds.csv", "random/node-0/node.log",
-        "random/node-0/exit_status", "random/node-1/exit_status", "random/node-1/checkpoint.bin"}) {
+        "random/heatmap.csv", "random/full_test.csv", "random/node-0/rounds.csv",
+        "random/node-0/node.log", "random/node-0/exit_status", "random/node-1/exit_status",
+        "random/node-1/checkpoint.bin"}) {
     Touch(dir + "/" + file);
   }
   Touch(dir + "/random/my-notes.txt");

@@ -1,5 +1,5 @@
 // The launcher's scenario files: the [network] section of --simulate (sim/network_model.h), where
-// errors in node keys point, [data] pixel_range, and the node configs built from them.
+// errors in node keys point, [data] pixel_range and test, and the node configs built from them.
 #include "tools/launch/scenario.h"
 
 #include <gtest/gtest.h>
@@ -197,6 +197,29 @@ TEST(ScenarioData, InterpolationDefaultsToBilinearAndNamesItsChoicesWhenWrong) {
   EXPECT_NE(unknown.status().ToString().find("must be one of \"bilinear\", \"nearest\""),
             std::string::npos)
       << unknown.status().ToString();
+}
+
+TEST(ScenarioData, TheTestSetIsPerNodeByDefaultAndItsBadValuesAreRefused) {
+  auto unset = WithData("fashion-mnist", "");
+  ASSERT_TRUE(unset.ok()) << unset.status().ToString();
+  EXPECT_EQ(unset->data.test, TestSet::kPerNode);
+  auto cluster = WithData("fashion-mnist", "test = \"cluster\"\n");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->data.test, TestSet::kCluster);
+  auto unknown = WithData("fashion-mnist", "test = \"full\"\n");
+  ASSERT_FALSE(unknown.ok());
+  for (const char* said :
+       {"scenario_data.toml:5: 'data.test' = ", "must be one of \"per-node\", \"cluster\""}) {
+    EXPECT_NE(unknown.status().ToString().find(said), std::string::npos)
+        << unknown.status().ToString();
+  }
+  auto synthetic = WithData("synthetic", "test = \"cluster\"\n");
+  ASSERT_FALSE(synthetic.ok());
+  EXPECT_NE(synthetic.status().ToString().find(
+                "[data] test = \"cluster\" needs a test pool to test on, and \"synthetic\" has "
+                "none"),
+            std::string::npos)
+      << synthetic.status().ToString();
 }
 
 // The node configs of every method of `scenario`: nodes "0", "1", "2" and "10" of two clusters,

@@ -278,6 +278,40 @@ TEST(Partition, LabelShiftKeepsOnlyEachClustersClasses) {
             std::string::npos);
 }
 
+// A cluster's full test set is its whole test pool, transformed as its clients' samples: with a
+// held-out pool (no test split) the same held-out rows the clients' test samples come from, and
+// under a label shift only the cluster's classes.
+TEST(ClusterTestSets, HoldEveryTestSampleOfTheClustersClients) {
+  const Dataset pool = MakeImagePool(2000, 10, 0);
+  PartitionConfig c = SmallConfig(ShiftKind::kLabel);
+  c.label_sets = {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}};
+  c.pixel_range = PixelRange::kSymmetric;
+  auto shards = BuildClientShards({{&pool}}, c);
+  auto sets = BuildClusterTestSets({{&pool}}, c);
+  ASSERT_TRUE(shards.ok() && sets.ok()) << sets.status().ToString();
+  ASSERT_EQ(sets->size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    // 15% of the pool is held out; its rows of the cluster's five classes (about half).
+    EXPECT_GT((*sets)[k].size(), 100u);
+    EXPECT_LT((*sets)[k].size(), 200u);
+    for (int64_t label : (*sets)[k].labels) EXPECT_EQ(label / 5, static_cast<int64_t>(k));
+  }
+  for (const ClientShard& shard : *shards) {
+    const Dataset& set = (*sets)[static_cast<size_t>(shard.cluster_id)];
+    std::set<std::vector<float>> samples;
+    for (size_t i = 0; i < set.size(); ++i) {
+      samples.insert(std::vector<float>(set.Sample(i).begin(), set.Sample(i).end()));
+    }
+    for (size_t i = 0; i < shard.test.size(); ++i) {
+      const auto sample = shard.test.Sample(i);
+      EXPECT_TRUE(samples.count(std::vector<float>(sample.begin(), sample.end())))
+          << "client " << shard.client_id << " test sample " << i;
+    }
+  }
+  c.shift = ShiftKind::kSynthetic;
+  EXPECT_EQ(BuildClusterTestSets({}, c).status().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(Partition, LabelSwapSwapsTheConfiguredPairsPerCluster) {
   const Dataset pool = MakeImagePool(1000, 10, 0);
   PartitionConfig c = SmallConfig(ShiftKind::kLabelSwap);

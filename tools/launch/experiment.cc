@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "base/atomic_file.h"
@@ -10,6 +11,7 @@
 #include "node/config/logging.h"
 #include "node/transport/curve_keys.h"
 #include "process/free_port.h"
+#include "tools/launch/full_test.h"
 #include "tools/launch/node_processes.h"
 #include "tools/launch/run_layout.h"
 #include "training/readers.h"
@@ -122,6 +124,23 @@ void CollectRounds(MethodRun& run) {
   }
 }
 
+// [data] test = "cluster": tests every node's best model of `run` on its cluster's full test set
+// (tools/launch/full_test.h), saying so on stdout.
+Status TestOnClusters(const Scenario& scenario, const node::NodeConfig& config, MethodRun& run) {
+  auto start = std::chrono::steady_clock::now();
+  auto sets = ClusterTestSets(scenario);
+  if (!sets.ok()) return sets.status();
+  MESHLEARN_RETURN_IF_ERROR(TestOnClusterSets(config, *sets, run));
+  size_t images = 0;
+  for (const training::Dataset& set : *sets) images += set.size();
+  std::printf(
+      "full test (%s): every node's best model on its cluster's test set (%zu images in "
+      "%zu clusters), %.1f s: %s\n",
+      run.method.name.c_str(), images, sets->size(), SecondsSince(start),
+      PathIn(run.dir, kFullTestFile).c_str());
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, int64_t rounds,
@@ -133,11 +152,20 @@ std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, i
   return elapsed * (1 - done) / done;
 }
 
-Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir) {
-  const DataSpec& d = scenario.data;
-  std::vector<training::Dataset> pools;  // kept alive while partitioning
-  pools.reserve(4);
+namespace {
+
+// The datasets a scenario's data come from, and its sources over them.
+struct ScenarioData {
+  std::vector<training::Dataset> pools;  // the sources point into it
   std::vector<training::DataSource> sources;
+};
+
+// Loads the datasets of `scenario` from their package locations or files into `data`.
+Status LoadScenarioData(const Scenario& scenario, ScenarioData& data) {
+  const DataSpec& d = scenario.data;
+  std::vector<training::Dataset>& pools = data.pools;
+  pools.reserve(4);
+  std::vector<training::DataSource>& sources = data.sources;
   auto add = [&](Result<training::Dataset> pool) -> Status {
     if (!pool.ok()) return pool.status();
     pools.push_back(std::move(*pool));
@@ -175,7 +203,24 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
     sources.push_back({&pools[2], nullptr, 0});
     sources.push_back({&pools[0], &pools[1], 10});
   }
-  auto shards = training::BuildClientShards(sources, d.partition);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<training::Dataset>> ClusterTestSets(const Scenario& scenario) {
+  ScenarioData data;
+  MESHLEARN_RETURN_IF_ERROR(LoadScenarioData(scenario, data));
+  auto sets = training::BuildClusterTestSets(data.sources, scenario.data.partition);
+  if (!sets.ok()) return sets.status().WithContext(scenario.file + ": [data] test = \"cluster\"");
+  return sets;
+}
+
+Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir) {
+  const DataSpec& d = scenario.data;
+  ScenarioData data;
+  MESHLEARN_RETURN_IF_ERROR(LoadScenarioData(scenario, data));
+  auto shards = training::BuildClientShards(data.sources, d.partition);
   if (!shards.ok()) return shards.status().WithContext(scenario.file + ": [data]");
 
   Partition partition;
@@ -232,6 +277,9 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   }
   if (!status.ok()) return status;
   CollectRounds(run);
+  if (scenario.data.test == TestSet::kCluster && !run.interrupted) {
+    MESHLEARN_RETURN_IF_ERROR(TestOnClusters(scenario, configs->front(), run));
+  }
   return run;
 }
 

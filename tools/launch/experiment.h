@@ -12,12 +12,18 @@
 #include "tools/launch/method_runner.h"
 #include "tools/launch/run_types.h"
 #include "tools/launch/scenario.h"
+#include "training/dataset.h"
 
 namespace meshlearn::launch {
 
 // Loads the scenario's dataset from its package location or files, partitions it, and writes the
 // shards and "<out_dir>/clusters.csv" (node,cluster). Errors name the file or key at fault.
 Result<Partition> PreparePartition(const Scenario& scenario, const std::string& out_dir);
+
+// The full test set of each of the scenario's clusters, in cluster order
+// (training::BuildClusterTestSets over the scenario's datasets). Errors name the file or key at
+// fault.
+Result<std::vector<training::Dataset>> ClusterTestSets(const Scenario& scenario);
 
 // Runs `method` with one node per partition entry through `runner` (method_runner.h): makes the
 // node configs (with scenario.security their keys), the method folder and one folder per node,
@@ -26,7 +32,9 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
 // seconds; simulated_seconds come from a simulation's report. Progress goes to stdout: one
 // updating line on a terminal, a plain line every few seconds otherwise. A dead node is reported
 // with its last log lines; the others go on. Nodes whose folder holds a checkpoint of the run
-// (a resumed run) continue after its round.
+// (a resumed run) continue after its round. With [data] test = "cluster", a method that was not
+// interrupted then has every node's best model tested on its cluster's full test set
+// (tools/launch/full_test.h).
 Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                             const Partition& partition, const RunOptions& options,
                             MethodRunner& runner, const std::atomic<bool>& interrupt);

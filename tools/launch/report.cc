@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <sstream>
 
 #include "base/atomic_file.h"
@@ -32,6 +33,34 @@ std::string ExchangeRounds(const std::pair<int64_t, int64_t>& rounds) {
              : std::to_string(rounds.first) + "-" + std::to_string(rounds.second);
 }
 
+// The table of the methods' full-test figures ([data] test = "cluster"), or "" when none has any.
+std::string FormatFullTestTable(const std::vector<MethodSummary>& summaries, int num_clusters,
+                                size_t name_width) {
+  int64_t images = 0;
+  for (const MethodSummary& s : summaries) images = std::max(images, s.full_test_images);
+  if (images == 0) return "";
+  auto pad = [](const std::string& text, int width) {
+    char cell[64];
+    std::snprintf(cell, sizeof(cell), "%*s", width, text.c_str());
+    return std::string(cell);
+  };
+  std::ostringstream out;
+  out << "\nTest " << (summaries.front().metric == "accuracy" ? "accuracy (%)" : "MSE")
+      << " of each node's best-validation model on its cluster's full test set (up to " << images
+      << " images), mean per cluster:\n";
+  out << std::string(name_width, ' ').replace(0, 6, "method");
+  for (int c = 0; c < num_clusters; ++c) out << pad("cl " + std::to_string(c), 9);
+  out << pad("mean", 9) << "\n";
+  for (const MethodSummary& s : summaries) {
+    out << s.name << std::string(name_width - s.name.size(), ' ');
+    for (int c = 0; c < num_clusters; ++c) {
+      out << pad(s.full_test_mean ? Fixed(s.full_test_per_cluster[c], 2) : "-", 9);
+    }
+    out << pad(s.full_test_mean ? Fixed(*s.full_test_mean, 2) : "-", 9) << "\n";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 double Metric(const node::RoundRow& row, bool classification) {
@@ -49,8 +78,8 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     cluster_of[partition.ids[i]] = partition.clusters[i];
   }
-  std::vector<double> sum(partition.num_clusters, 0);
-  std::vector<int> count(partition.num_clusters, 0);
+  std::vector<double> sum(partition.num_clusters, 0), full_sum(partition.num_clusters, 0);
+  std::vector<int> count(partition.num_clusters, 0), full_count(partition.num_clusters, 0);
   double total = 0, overhead = 0, pss = 0, bytes_sent = 0;
   int measured = 0, in_cluster = 0, samples = 0, sending = 0;
   s.rounds = run.rounds;
@@ -68,6 +97,12 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
     if (!n.rounds.empty()) {
       bytes_sent += static_cast<double>(n.rounds.back().bytes_out);
       ++sending;
+    }
+    if (n.full_test && !n.attacker) {
+      full_sum[n.cluster] +=
+          partition.classification ? 100.0 * n.full_test->accuracy : n.full_test->loss;
+      ++full_count[n.cluster];
+      s.full_test_images = std::max(s.full_test_images, n.full_test->images);
     }
     if (n.rounds.empty() || n.attacker) continue;
     const node::RoundRow* best = &n.rounds.front();
@@ -96,6 +131,13 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
     s.per_cluster.push_back(count[c] ? sum[c] / count[c] : NAN);
   }
   s.mean = measured ? total / measured : NAN;
+  if (std::accumulate(full_count.begin(), full_count.end(), 0) > 0) {
+    for (int c = 0; c < partition.num_clusters; ++c) {
+      s.full_test_per_cluster.push_back(full_count[c] ? full_sum[c] / full_count[c] : NAN);
+    }
+    s.full_test_mean = std::accumulate(full_sum.begin(), full_sum.end(), 0.0) /
+                       std::accumulate(full_count.begin(), full_count.end(), 0);
+  }
   s.overhead = measured ? overhead / measured : NAN;
   s.bytes_sent_per_node = sending ? bytes_sent / sending : 0;
   s.in_cluster = samples ? static_cast<double>(in_cluster) / samples : NAN;
@@ -131,7 +173,14 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
          "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
-         "last_node_round,exchange_s,exchange_rounds,epsilon,bytes_sent_per_node\n";
+         "last_node_round,exchange_s,exchange_rounds,epsilon,bytes_sent_per_node";
+  const bool full_test = std::any_of(summaries.begin(), summaries.end(),
+                                     [](const auto& s) { return s.full_test_mean.has_value(); });
+  if (full_test) {
+    for (int c = 0; c < num_clusters; ++c) csv << ",full_test_cluster_" << c;
+    csv << ",full_test_mean";
+  }
+  csv << '\n';
   for (const MethodSummary& s : summaries) {
     csv << QuotedCsvField(s.name) << ',' << s.metric;
     for (double v : s.per_cluster) csv << ',' << ExactNumber(v);
@@ -143,7 +192,14 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
         << s.status << ',' << s.rounds << ',' << s.first_node_round << ',' << s.last_node_round
         << ',' << ExactNumber(s.exchange_seconds) << ',';
     if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
-    csv << ',' << ExactNumber(s.epsilon) << ',' << ExactNumber(s.bytes_sent_per_node) << '\n';
+    csv << ',' << ExactNumber(s.epsilon) << ',' << ExactNumber(s.bytes_sent_per_node);
+    if (full_test) {
+      for (int c = 0; c < num_clusters; ++c) {
+        csv << ',' << (s.full_test_mean ? ExactNumber(s.full_test_per_cluster[c]) : "");
+      }
+      csv << ',' << ExactNumber(s.full_test_mean);
+    }
+    csv << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -222,6 +278,7 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
               ? "time (simulated time for the methods with simulated seconds, else real time)"
               : "real time")
       << " outside training and evaluation, mean over the nodes\n";
+  out << FormatFullTestTable(summaries, num_clusters, name_width);
   return out.str();
 }
 

@@ -49,6 +49,12 @@ struct MethodSummary {
   // Mean over the nodes with a round (attackers included: their bytes cost the network too) of
   // the bytes each sent, as its last rounds.csv row counts them: the encoded frames (issue 31).
   double bytes_sent_per_node = 0;
+  // [data] test = "cluster": the mean per cluster and overall, over the honest nodes tested, of
+  // the test metric of each node's best model on its cluster's full test set (full_test.h);
+  // empty and nullopt otherwise.
+  std::vector<double> full_test_per_cluster;
+  std::optional<double> full_test_mean;
+  int64_t full_test_images = 0;  // the largest cluster test set's size
 };
 
 // What the clustering policies (samplers louvain and temperature) found.
@@ -68,14 +74,18 @@ MethodRecord RecordOf(const MethodSummary& summary);
 // Writes "<out>/summary.csv": one row per method with per-cluster and mean metric, in-cluster
 // rate, real seconds (wall_s) and simulated seconds (simulated_s, empty unless simulated),
 // overhead, peak memory, the method's status with the rounds its nodes reached, and (last
-// column, empty without [privacy]) the largest ε a node spent.
+// column, empty without [privacy]) the largest ε a node spent, then the mean bytes a node sent.
+// When a method has full-test figures ([data] test = "cluster"), the columns
+// full_test_cluster_<c>... and full_test_mean follow (empty for methods without); otherwise the
+// file is as before they existed.
 Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
                        int num_clusters);
 
 // The table printed at the end of a run, one row per method; a method that did not complete
 // says so, with the rounds its nodes reached. When a method was simulated, the `wall` column
 // becomes two, `real` and `simulated` seconds. A line under the table says which clock the
-// overhead column measures.
+// overhead column measures. When a method has full-test figures, a second table gives them per
+// cluster.
 std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clusters);
 
 // Writes "<run.dir>/heatmap.csv" (ordered by cluster) and "<run.dir>/heatmap.png".

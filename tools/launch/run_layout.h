@@ -8,7 +8,7 @@
 //   <out>/manifest.toml launch.lock summary.csv curves.png clusters.csv simulation.csv
 //         dashboard.csv
 //   <out>/shards/client-<i>.shard
-//   <out>/<method slug>/heatmap.csv heatmap.png emd_matrix.csv emd_matrix.png
+//   <out>/<method slug>/heatmap.csv heatmap.png emd_matrix.csv emd_matrix.png full_test.csv
 //         keys/allowed_keys keys/node-<id>.key keys/node-<id>.pub  (security = true)
 //         snapshot/snapshot.txt ...                                  (--simulate --snapshot-every)
 //         (engine runs: hostfile node-template.toml rank.sh job.sh engine.log slurm_job_id)
@@ -46,6 +46,8 @@ inline constexpr const char kHeatmapCsvFile[] = "heatmap.csv";
 inline constexpr const char kHeatmapPngFile[] = "heatmap.png";
 inline constexpr const char kEmdMatrixCsvFile[] = "emd_matrix.csv";
 inline constexpr const char kEmdMatrixPngFile[] = "emd_matrix.png";
+// [data] test = "cluster": every node's best model on its cluster's full test set.
+inline constexpr const char kFullTestFile[] = "full_test.csv";
 inline constexpr const char kKeysFolder[] = "keys";
 // The allowlist of a secure method's nodes, in its keys folder (beside node-<id>.key and .pub).
 inline constexpr const char kAllowedKeysFile[] = "allowed_keys";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -10,6 +11,7 @@
 #include "base/csv.h"
 #include "base/number_text.h"
 #include "node/config/config.h"
+#include "tools/launch/full_test.h"
 #include "tools/launch/manifest.h"
 #include "tools/launch/run_layout.h"
 #include "tools/launch/scenario.h"
@@ -114,6 +116,10 @@ MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
     }
     if (!n.rounds.empty()) run.wall_seconds = std::max(run.wall_seconds, n.rounds.back().wall_s);
     run.nodes.push_back(std::move(n));
+  }
+  if (Status full_test = ReadFullTestCsv(run); !full_test.ok()) {
+    std::fprintf(stderr, "meshlearn-launch: %s; the method's full-test figures are left out\n",
+                 full_test.ToString().c_str());
   }
   return run;
 }

@@ -15,8 +15,9 @@ namespace meshlearn::launch {
 
 // The method `name` whose folder is `dir`, read back from disk: every node of `partition` with its
 // rounds.csv, whether it attacked, its compression and the run's last round (node.toml), and a
-// failure when its exit_status (engine runs) is not 0 or it left no rounds.csv. The wall time is
-// the slowest node's last wall_s; peak memory is not known (0).
+// failure when its exit_status (engine runs) is not 0 or it left no rounds.csv, and its full-test
+// figures when the method folder holds full_test.csv (a malformed one is reported on stderr and
+// left out). The wall time is the slowest node's last wall_s; peak memory is not known (0).
 MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
                         const Partition& partition);
 

@@ -86,6 +86,15 @@ struct RunOptions {
   RunObserver* observer = nullptr;
 };
 
+// A node's best-validation model tested on its cluster's full test set ([data] test =
+// "cluster"; tools/launch/full_test.h).
+struct FullTest {
+  int64_t round = -1;   // the round whose model was tested: the node's best validation loss
+  int64_t images = 0;   // the size of its cluster's test set
+  double loss = 0;      // mean loss over the set (MSE for regression)
+  double accuracy = 0;  // in [0, 1]; NaN for regression
+};
+
 // What one node left behind.
 struct NodeRun {
   std::string id;
@@ -101,6 +110,9 @@ struct NodeRun {
   // How it sent its model ([compression] of its node.toml); nullopt when that file is missing or
   // does not parse (a run read back from its folder) or was not read (a run under way).
   std::optional<node::CompressionSection> compression;
+  // [data] test = "cluster": its best model on its cluster's full test set; nullopt otherwise,
+  // or when it left no checkpoint.
+  std::optional<FullTest> full_test;
 };
 
 // What one method produced.

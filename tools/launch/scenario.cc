@@ -32,6 +32,9 @@ constexpr NamedValue<DatasetKind> kDatasetNames[] = {
     {"idx", DatasetKind::kIdx},
     {"csv", DatasetKind::kCsv}};
 
+constexpr NamedValue<TestSet> kTestSetNames[] = {{"per-node", TestSet::kPerNode},
+                                                 {"cluster", TestSet::kCluster}};
+
 // Keys the launcher sets per node; a scenario that sets them is told so.
 const std::set<std::string> kLauncherKeys = {"learning.clusters"};
 
@@ -227,6 +230,7 @@ Status ParseData(TableReader& t, DataSpec& d) {
   MESHLEARN_RETURN_IF_ERROR(
       t.Integer("validation_per_client", &p.validation_per_client, 1, 1 << 24));
   MESHLEARN_RETURN_IF_ERROR(t.Integer("test_per_client", &p.test_per_client, 1, 1 << 24));
+  MESHLEARN_RETURN_IF_ERROR(t.Choice("test", &d.test, TestSetNames()));
   MESHLEARN_RETURN_IF_ERROR(t.Bool("allow_overlap", &p.allow_overlap));
   MESHLEARN_RETURN_IF_ERROR(
       t.Number("test_holdout_fraction", &p.test_holdout_fraction, 0, 0.9, true));
@@ -250,6 +254,12 @@ Status ParseData(TableReader& t, DataSpec& d) {
                                    ": [data] pixel_range applies to image datasets "
                                    "(fashion-mnist, mnist, mnist+fashion-mnist, idx), not to \"" +
                                    std::string(NameOf(DatasetKindNames(), d.dataset)) + "\"");
+  }
+  if (d.dataset == DatasetKind::kSynthetic && d.test == TestSet::kCluster) {
+    return Status::InvalidArgument(t.file() +
+                                   ": [data] test = \"cluster\" needs a test pool to test on, "
+                                   "and \"synthetic\" has none (its test samples are drawn per "
+                                   "client); use test = \"per-node\"");
   }
   if (d.dataset == DatasetKind::kCsv && (d.csv_path.empty() || d.label_column.empty())) {
     return Status::InvalidArgument(t.file() +
@@ -389,6 +399,8 @@ Status ReadMethodConfigs(Scenario& s, const NodeKeyValues& template_values,
 }  // namespace
 
 NameTable<DatasetKind> DatasetKindNames() { return kDatasetNames; }
+
+NameTable<TestSet> TestSetNames() { return kTestSetNames; }
 
 Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& overrides) {
   std::ifstream in(path);

@@ -42,10 +42,21 @@ enum class DatasetKind {
 // The config name of every DatasetKind, in documentation order.
 NameTable<DatasetKind> DatasetKindNames();
 
+// What the launcher tests each node's model on ([data] test).
+enum class TestSet {
+  kPerNode,  // "per-node": the node's own test_per_client samples only (rounds.csv test_acc)
+  kCluster,  // "cluster": also, after each method, the node's best-validation model on its
+             // cluster's full test set (tools/launch/full_test.h)
+};
+
+// The config name of every TestSet, in documentation order.
+NameTable<TestSet> TestSetNames();
+
 // Where the clients' data come from and how it is split (section [data]).
 struct DataSpec {
   DatasetKind dataset = DatasetKind::kFashionMnist;
   training::PartitionConfig partition;
+  TestSet test = TestSet::kPerNode;
   // dataset = "idx": image and label files (plain or .gz), and optional test files.
   std::string images, labels, test_images, test_labels;
   // dataset = "csv": the file, its label column and task.
