@@ -138,6 +138,9 @@ std::optional<int> Launch::Prepare() {
     return kExitBadInput;
   }
   scenario_ = std::move(*scenario);
+  for (const std::string& note : scenario_->procedure_notes) {
+    std::printf("meshlearn-launch: %s\n", note.c_str());
+  }
   auto selected = SelectMethods(*scenario_, request_.only_methods, request_.scenario_path);
   if (!selected.ok()) {
     std::fprintf(stderr, "meshlearn-launch: %s\n", selected.status().message().c_str());

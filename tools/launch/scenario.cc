@@ -12,6 +12,7 @@
 #include "base/number_text.h"
 #include "node/config/config_toml.h"
 #include "node/config/toml_reader.h"
+#include "tools/launch/procedure.h"
 #include "tools/launch/run_layout.h"
 
 namespace meshlearn::launch {
@@ -88,15 +89,19 @@ Status ApplySet(toml::table& root, const std::string& assignment, SetPaths& set_
   return Status::Ok();
 }
 
+// True when --set path `set` gave the scenario path `path`: `path` itself or a table above it.
+bool Covers(const std::string& set, const std::string& path) {
+  return path.rfind(set, 0) == 0 &&
+         (path.size() == set.size() || path[set.size()] == '.' || path[set.size()] == '[');
+}
+
 // Where the value at scenario path `path` ("node.training.rounds", "methods[1].learning.tau")
 // came from: the --set that set it or one of its tables, else `file`:`line`.
 std::string OriginOf(const std::string& path, const toml::node& n, const std::string& file,
                      const SetPaths& set_paths) {
   std::string origin;
   for (const auto& [set, assignment] : set_paths) {
-    bool covers = path.rfind(set, 0) == 0 &&
-                  (path.size() == set.size() || path[set.size()] == '.' || path[set.size()] == '[');
-    if (covers && set.size() >= origin.size()) origin = "--set " + assignment;
+    if (Covers(set, path) && set.size() >= origin.size()) origin = "--set " + assignment;
   }
   if (!origin.empty()) return origin;
   int line = static_cast<int>(n.source().begin.line);
@@ -423,6 +428,14 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   s.file = path;
   s.text = text.str();
   TableReader top(root, path, "");
+  if (Status read = top.Choice("procedure", &s.procedure, ProcedureNames()); !read.ok()) {
+    auto set = set_paths.find("procedure");
+    return set == set_paths.end() ? read : read.WithContext("--set " + set->second);
+  }
+  s.procedure_notes = ApplyProcedure(s.procedure, root, [&](const std::string& key) {
+    return std::any_of(set_paths.begin(), set_paths.end(),
+                       [&](const auto& set) { return Covers(set.first, key); });
+  });
   MESHLEARN_RETURN_IF_ERROR(top.String("name", &s.name, true));
   MESHLEARN_RETURN_IF_ERROR(top.String("description", &s.description));
   MESHLEARN_RETURN_IF_ERROR(top.Integer("seed", &s.seed, 0, INT64_MAX));

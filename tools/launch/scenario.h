@@ -1,7 +1,8 @@
 #pragma once
 // Scenario files for meshlearn-launch (TOML; every key is documented in configs/README.md).
 //
-//   name, description, seed, security          top level
+//   name, description, seed, security,         top level
+//   procedure                                  (a preset of keys: tools/launch/procedure.h)
 //   [data]                                     dataset, shift, clients, cluster sizes, samples
 //   [node.<section>]                           a node config template: the sections of a node
 //                                              config (model, training, learning, round)
@@ -41,6 +42,15 @@ enum class DatasetKind {
 
 // The config name of every DatasetKind, in documentation order.
 NameTable<DatasetKind> DatasetKindNames();
+
+// The scenario's `procedure`: a named preset of keys (tools/launch/procedure.h).
+enum class Procedure {
+  kMeshlearn,  // "meshlearn": the scenario and the defaults as they are
+  kPaperCode,  // "paper-code": the settings of file 004's code
+};
+
+// The config name of every Procedure, in documentation order.
+NameTable<Procedure> ProcedureNames();
 
 // What the launcher tests each node's model on ([data] test).
 enum class TestSet {
@@ -84,6 +94,9 @@ struct Scenario {
   std::string text;      // the file's text, as given
   std::string resolved;  // the scenario as run: the file with --set, --nodes and --seed applied
   uint64_t seed = 1;
+  Procedure procedure = Procedure::kMeshlearn;
+  // The values of the file that the procedure replaced, one line each (ApplyProcedure).
+  std::vector<std::string> procedure_notes;
   // Every node gets its own CURVE key pair and an allowlist of all the nodes' public keys.
   bool security = false;
   DataSpec data;
