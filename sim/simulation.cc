@@ -23,6 +23,7 @@
 #include "node/host/node_host.h"
 #include "node/transport/simulated_network.h"
 #include "protocol/codec.h"
+#include "sim/exchange_turns.h"
 #include "sim/outputs.h"
 #include "sim/scheduling.h"
 #include "sim/sim_node.h"
@@ -80,6 +81,11 @@ class Simulator {
   Status Prepare(const std::vector<node::NodeConfig>& configs) {
     MESHLEARN_RETURN_IF_ERROR(AddNodes(configs));
     MESHLEARN_RETURN_IF_ERROR(CheckNetworkNames());
+    if (options_.schedule == ExchangeSchedule::kSequential) {
+      MESHLEARN_RETURN_IF_ERROR(CheckSequentialNodes(configs));
+      turns_.emplace(options_.seed, nodes_, *clock_,
+                     [this](size_t i, std::function<void()> task) { Deliver(i, std::move(task)); });
+    }
     if ((options_.snapshot_every > 0 || options_.resume) && options_.snapshot_dir.empty()) {
       return Status::InvalidArgument("snapshots need a folder (SimulationOptions::snapshot_dir)");
     }
@@ -244,6 +250,12 @@ class Simulator {
   Status Build(size_t i) {
     SimNode& n = nodes_[i];
     node::HostOptions host_options;
+    if (turns_) host_options.turns = turns_->KeeperOf(i);
+    if (options_.make_learner) {
+      auto learner = options_.make_learner(n.config);
+      if (!learner.ok()) return learner.status();
+      host_options.learner = std::move(*learner);
+    }
     host_options.logger = n.log;
     host_options.bytes_in_before = n.bytes_in_before;
     host_options.bytes_out_before = n.bytes_out_before;
@@ -297,6 +309,7 @@ class Simulator {
       TakeDueOutage(i);
     }
     UpdateBarrierPlace(i);
+    if (turns_) turns_->Poke();
   }
 
   void NoteRound(size_t i) {
@@ -322,6 +335,7 @@ class Simulator {
     n.running.reset();  // a job under way finishes on its worker; its learner goes with it
     n.running_done = nullptr;
     n.leaving = false;
+    if (turns_) turns_->Forget(i);
     n.host.reset();  // its transport stops: messages on their way to it are lost
     n.log->flush();
     n.state = state;
@@ -338,6 +352,7 @@ class Simulator {
     n.host->LogStopped();
     n.last_round = n.host->completed_round();
     if (options_.with_status) n.final_status = n.host->TakeStatus();
+    if (turns_) turns_->Forget(i);
     n.host.reset();
     n.log->flush();
     if (state == NodeState::kPaused || state == NodeState::kDead) n.state = state;
@@ -486,6 +501,7 @@ class Simulator {
     }
     report_.snapshot_round = round;
     barrier_.Clear();
+    if (turns_) turns_->Reset();  // every node restarts, as in a resumed run
     if (options_.interrupt && options_.interrupt->load()) {
       report_.interrupted = true;
       stop_ = true;
@@ -561,7 +577,8 @@ class Simulator {
   SimulationReport report_;
   SnapshotBarrier barrier_;
   ProgressReports progress_;
-  bool stop_ = false;  // stopped at a barrier
+  bool stop_ = false;                    // stopped at a barrier
+  std::optional<SimulatedTurns> turns_;  // the sequential schedule's
 };
 
 TimePoint SimulatedWorld::Now() const { return sim_.Now(); }

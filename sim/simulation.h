@@ -7,7 +7,8 @@
 // - scheduling (sim/simulation.cc, sim/scheduling.h): the virtual clock and its events, the node
 //   hosts in their simulated worlds, their learner jobs, ticks and outages;
 // - the snapshot barrier and restore (sim/snapshot_barrier.h; the snapshot's text: sim/snapshot.h);
-// - outputs and progress (sim/outputs.h): node logs buffered in memory, progress reports.
+// - outputs and progress (sim/outputs.h): node logs buffered in memory, progress reports;
+// - the sequential exchange schedule's turns (sim/exchange_turns.h).
 //
 // Specification.
 // - Time is virtual: events (a message arriving, a request's deadline, a learner job finishing, a
@@ -44,6 +45,16 @@
 //   byte, because both restart at the same barriers from the same state. A run with snapshots
 //   differs from one without (every barrier is a restart of the mesh), so N is a setting of the
 //   run, recorded by the launcher.
+// - Exchange schedule (SimulationOptions::schedule): "synchronous" (the default) is the node's
+//   round as a process runs it (every node fetches its peers' round t-1 snapshots). With
+//   "sequential" the nodes of round t >= 1 exchange one at a time, in place, in a fresh
+//   permutation per round drawn from the seed, and train once all have exchanged, as file 004's
+//   code does (sim/exchange_turns.h; a node's side: node/logic/round_driver.h). A node that
+//   cannot take its turn (dead, paused, finished, failed) is skipped and catches up when it
+//   can; snapshot barriers fall between rounds, so a resumed run takes the same turns. The
+//   nodes' round jobs then run one at a time, so such a run is slower in real time and, with
+//   round_compute_s > 0, in simulated time. Nodes with [node.compression] codec = "topk" are
+//   refused (their public estimate advances once per round).
 // - Stopping: the interrupt (Ctrl-C, SIGTERM) stops a run without snapshots at the next event. A
 //   run with snapshots goes on to its next barrier (at most N rounds), takes the snapshot there
 //   and stops; `resume` continues from the last snapshot.
@@ -51,6 +62,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +70,7 @@
 #include "base/status.h"
 #include "node/config/config.h"
 #include "node/host/status_document.h"
+#include "sim/exchange_turns.h"
 #include "sim/network_model.h"
 
 namespace meshlearn::sim {
@@ -92,6 +105,11 @@ struct SimulationOptions {
   // Continue from the snapshot in snapshot_dir (kNotFound when there is none, kMalformed naming
   // the line of a damaged one, kInvalidArgument when it belongs to other nodes).
   bool resume = false;
+  // How the nodes of a round exchange models (see the specification).
+  ExchangeSchedule schedule = ExchangeSchedule::kSynchronous;
+  // Builds each node's learner instead of its config's (tests: a learner whose every number can
+  // be worked by hand); unset: the node's own (CreateLearner).
+  std::function<Result<std::unique_ptr<node::Learner>>(const node::NodeConfig&)> make_learner;
 };
 
 // What a simulation did.

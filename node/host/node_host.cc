@@ -38,6 +38,7 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
                                                    HostOptions options) {
   std::unique_ptr<NodeHost> host(new NodeHost(config, world));
   host->observer_ = std::move(options.observer);
+  host->turns_ = options.turns;
   host->bytes_in_before_ = options.bytes_in_before;
   host->bytes_out_before_ = options.bytes_out_before;
   host->log_ =
@@ -83,12 +84,13 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
   host->decode_options_.limits.max_message_bytes = config.round.max_message_bytes;
   host->decode_options_.expected_layout = &host->learner_->Layout();
 
-  host->machine_ = std::make_unique<NodeStateMachine>(
-      config.Machine(*host->learner_,
-                     NodeFacts{config.advertise.empty() ? host->transport_->bound_endpoint()
-                                                        : config.advertise,
-                               keys, world.Nonce(config.id)}),
-      std::move(*sampler), host->log_);
+  StateMachineConfig machine_config = config.Machine(
+      *host->learner_,
+      NodeFacts{config.advertise.empty() ? host->transport_->bound_endpoint() : config.advertise,
+                keys, world.Nonce(config.id)});
+  machine_config.rounds.take_turns = options.turns != nullptr;
+  host->machine_ = std::make_unique<NodeStateMachine>(std::move(machine_config),
+                                                      std::move(*sampler), host->log_);
 
   if (options.hold_before) host->machine_->HoldBefore(*options.hold_before);
   auto resumed = host->ResumeFromCheckpoint();
@@ -109,6 +111,24 @@ void NodeHost::Start() {
 }
 
 void NodeHost::Tick() { Execute(machine_->OnTick(world_.Now())); }
+
+void NodeHost::TakeTurn() {
+  Execute(machine_->OnTurn(world_.Now()));
+  AfterEvent();
+}
+
+void NodeHost::EndRound() {
+  Execute(machine_->OnRoundEnd(world_.Now()));
+  AfterEvent();
+}
+
+void NodeHost::Do(AwaitTurn& a) {
+  if (turns_) turns_->AwaitTurn(a.round, a.exchanges);
+}
+
+void NodeHost::Do(TurnOver& a) {
+  if (turns_) turns_->TurnOver(a.round);
+}
 
 void NodeHost::Leave(const std::string& reason) {
   if (leaving_) return;

@@ -48,6 +48,18 @@ std::string NodeLogPathOf(const NodeConfig& config);
 // block and must not keep references into the message.
 using MessageObserver = std::function<void(const Message& message)>;
 
+// Where a node of the sequential exchange schedule (RoundConfig::take_turns; the simulator's
+// sim/exchange_turns.h) says what it waits for. Called on the node's thread.
+class TurnKeeper {
+ public:
+  virtual ~TurnKeeper() = default;
+  // The node is ready for round `round`: it waits for NodeHost::TakeTurn() (`exchanges`) or,
+  // resting, for NodeHost::EndRound().
+  virtual void AwaitTurn(int64_t round, bool exchanges) = 0;
+  // The node's turn of round `round` is over: it waits for NodeHost::EndRound().
+  virtual void TurnOver(int64_t round) = 0;
+};
+
 // What a world may give a host instead of the defaults.
 struct HostOptions {
   // Receives the node's log lines; default: a stderr logger named after the node.
@@ -62,6 +74,9 @@ struct HostOptions {
   uint64_t bytes_out_before = 0;
   // Set: rounds from this one on never begin (NodeStateMachine::HoldBefore).
   std::optional<int64_t> hold_before;
+  // Set: the node takes turns (sequential exchange schedule) and tells `turns` what it waits
+  // for; it must outlive the host. Default: the synchronous schedule.
+  TurnKeeper* turns = nullptr;
 };
 
 // One node in a world.
@@ -81,6 +96,11 @@ class NodeHost {
   void Start();
   // Lets time pass: deadlines, pacing and membership gossip (NodeStateMachine::OnTick).
   void Tick();
+  // With HostOptions::turns: the node's turn has come (NodeStateMachine::OnTurn).
+  void TakeTurn();
+  // With HostOptions::turns: the round it awaits the end of has ended
+  // (NodeStateMachine::OnRoundEnd).
+  void EndRound();
   // Says Goodbye to the peers because of `reason` ("finished its rounds", "stopped", ...); their
   // answers (or deadlines, at most 2 s) arrive as events. A second call does nothing.
   void Leave(const std::string& reason);
@@ -129,6 +149,8 @@ class NodeHost {
   void Do(SendRequest& a);
   void Do(SendReply& a);
   void Do(RoundCompleted& a);
+  void Do(AwaitTurn& a);
+  void Do(TurnOver& a);
   // The events the world hands over (on the node's thread).
   void OnRequest(InboundRequest& request);
   void OnReply(uint64_t request_id, Result<std::vector<Frame>>& frames);
@@ -141,6 +163,7 @@ class NodeHost {
   World& world_;
   std::shared_ptr<spdlog::logger> log_;
   MessageObserver observer_;
+  TurnKeeper* turns_ = nullptr;       // HostOptions::turns
   std::shared_ptr<Learner> learner_;  // shared with a job under way
   std::unique_ptr<NodeStateMachine> machine_;
   std::optional<NodeRecorder> recorder_;

@@ -38,6 +38,9 @@ class PoisonedLearner final : public Learner {
     auto out = honest_->RunRound(job);
     if (!out.ok()) return out;
     out->published_weights = Poisoned(out->published_weights.view(), job.round);
+    if (!out->merged_weights.view().empty()) {
+      out->merged_weights = Poisoned(out->merged_weights.view(), job.round);
+    }
     if (out->published_update) {
       out->published_update = Poisoned(out->published_update->view(), job.round);
     }

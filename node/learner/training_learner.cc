@@ -145,6 +145,9 @@ class TrainingLearner final : public Learner {
     }
     if (job.round > 0) MESHLEARN_RETURN_IF_ERROR(merger_->Merge(job, out, own));
     std::vector<float> merged = clusters_ ? model_->Parameters() : std::vector<float>();
+    if (job.return_merged && job.round > 0) {
+      out.merged_weights = FloatArray::Own(clusters_ ? merged : model_->Parameters());
+    }
     MESHLEARN_RETURN_IF_ERROR(trainer_->TrainAndEvaluate(job.round, out));
     std::vector<float> trained = model_->Parameters();
     if (job.round == 0) emd_->RememberEmbeddingModel(trained);

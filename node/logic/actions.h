@@ -135,9 +135,25 @@ struct RoundCompleted {
 // Action: every round is done and the linger time has passed; the node may exit.
 struct Finished {};
 
+// Action (sequential exchange schedule, RoundConfig::take_turns): the node is ready for round
+// `round`. With `exchanges` it waits for its turn (NodeStateMachine::OnTurn); without (a resting
+// node) it takes no turn and waits for the round's end (NodeStateMachine::OnRoundEnd).
+struct AwaitTurn {
+  int64_t round = 0;
+  bool exchanges = true;
+};
+
+// Action (sequential exchange schedule): the node's turn of round `round` is over. It now serves
+// its merged model with its updated score row, and serves its trained model of the round at the
+// round's end (NodeStateMachine::OnRoundEnd).
+struct TurnOver {
+  int64_t round = 0;
+};
+
 // Everything the state machine asks of its runner.
-using Action = std::variant<SendRequest, SendReply, StartCompute, StartEmbed, StartEmd,
-                            StartOwnProjection, StartWitnessEmd, RoundCompleted, Finished>;
+using Action =
+    std::variant<SendRequest, SendReply, StartCompute, StartEmbed, StartEmd, StartOwnProjection,
+                 StartWitnessEmd, RoundCompleted, Finished, AwaitTurn, TurnOver>;
 
 // Where a part appends the actions of one event, in order.
 using Actions = std::vector<Action>;

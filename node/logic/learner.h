@@ -36,6 +36,9 @@ struct PeerModel {
 struct RoundJob {
   int64_t round = 0;             // 0: local training from the shared initial model
   std::vector<PeerModel> peers;  // the sampled peers that answered in time
+  // Return the model as merged, before training, in RoundOutcome::merged_weights (the
+  // simulator's sequential exchange schedule serves it to the nodes whose turn comes later).
+  bool return_merged = false;
 };
 
 // The score the learner gave one peer this round.
@@ -69,6 +72,9 @@ struct RoundOutcome {
   std::optional<std::vector<std::string>> cluster_mates;
   std::vector<std::pair<std::string, int>> cluster_partition;
   FloatArray published_weights;  // what the node serves from now on (its best model once stopped)
+  // With RoundJob::return_merged, in a round that merged: the model after this round's merge and
+  // before its training, as the node would serve it (poisoned by an attacker). Empty otherwise.
+  FloatArray merged_weights;
   // With a clustering policy: this round's local update Δ_i = weights after local training −
   // weights after this round's merge, served with the model to peers that ask for it
   // (GetModel.with_update). Empty when the node did not train this round.

@@ -122,20 +122,31 @@ void RoundDriver::BeginRound(int64_t round, TimePoint now, Actions& out, bool ma
   fetch_ = Fetch{};
   fetch_.round = round;
   fetch_.deadline = now + config_.round_deadline;
-  const topology::PeerTable& peers = membership_.peers();
   fetch_.resting = config_.resting == RestingRule::kSilent && server_.HavePublished() &&
                    server_.Latest().early_stopped;
+  if (config_.take_turns) {
+    phase_ = fetch_.resting ? Phase::kAwaitingRoundEnd : Phase::kAwaitingTurn;
+    out.push_back(AwaitTurn{round, !fetch_.resting});
+    return;
+  }
   if (fetch_.resting) {
     FinishFetch(out);
     return;
   }
+  SampleAndFetch(now, out);
+}
+
+void RoundDriver::SampleAndFetch(TimePoint now, Actions& out) {
+  const int64_t round = fetch_.round;
+  const topology::PeerTable& peers = membership_.peers();
   fetch_.sampled = node_.sampler.Sample(
       static_cast<size_t>(config_.peers_per_round),
       [&](std::string_view peer) { return peers.IsSamplable(peer, now); }, rng_);
   phase_ = Phase::kFetching;
   for (const topology::SampledPeer& s : fetch_.sampled) {
     comm_.RecordSampled(s.peer);
-    GetModel get{round - 1, config_.sync, config_.fetch_updates};
+    // Turns: the peer's latest snapshot, merged this round when it has had its turn.
+    GetModel get{round - 1, config_.sync && !config_.take_turns, config_.fetch_updates};
     if (node_.requests.protocol_version() >= kCompressedModelVersion &&
         membership_.ProtocolVersionOf(s.peer).value_or(0) >= kCompressedModelVersion) {
       for (CompressionCodec codec : ModelCodecs()) {
@@ -169,7 +180,25 @@ void RoundDriver::FinishFetch(Actions& out) {
   }
   fetch_.requests.clear();
   phase_ = Phase::kComputing;
-  out.push_back(StartCompute{RoundJob{fetch_.round, fetch_.answered}});
+  const bool turn = config_.take_turns && !fetch_.resting;
+  out.push_back(StartCompute{RoundJob{fetch_.round, fetch_.answered, turn}});
+}
+
+void RoundDriver::OnTurn(TimePoint now, Actions& out) {
+  if (phase_ != Phase::kAwaitingTurn) {
+    out.push_back(TurnOver{fetch_.round});
+    return;
+  }
+  fetch_.deadline = now + config_.round_deadline;
+  SampleAndFetch(now, out);
+}
+
+void RoundDriver::OnRoundEnd(TimePoint now, Actions& out) {
+  if (phase_ != Phase::kAwaitingRoundEnd) return;
+  if (!turn_outcome_) return FinishFetch(out);  // resting: its round runs now
+  Result<RoundOutcome> result = std::move(*turn_outcome_);
+  turn_outcome_.reset();
+  CompleteRound(result, now, out);
 }
 
 void RoundDriver::OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
@@ -222,6 +251,50 @@ Status RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
 
 void RoundDriver::OnComputeDone(const Result<RoundOutcome>& result, TimePoint now, Actions& out) {
   if (phase_ != Phase::kComputing) return;
+  if (result.ok()) UpdateSampler(*result);
+  if (!config_.take_turns || fetch_.round == 0 || fetch_.resting) {
+    return CompleteRound(result, now, out);
+  }
+  // The turn ends: later nodes of the round read the merged model and the updated score row.
+  if (result.ok() && result->merged_weights.size() > 0) {
+    Publish(fetch_.round, result->merged_weights, false,
+            server_.HavePublished() ? server_.Latest().update : std::nullopt);
+  } else if (server_.HavePublished()) {
+    const Snapshot& latest = server_.Latest();
+    Publish(fetch_.round, latest.weights, latest.early_stopped, latest.update);
+  }
+  turn_outcome_ = result;
+  if (turn_outcome_->ok()) (*turn_outcome_)->merged_weights = FloatArray();
+  phase_ = Phase::kAwaitingRoundEnd;
+  out.push_back(TurnOver{fetch_.round});
+}
+
+void RoundDriver::UpdateSampler(const RoundOutcome& outcome) {
+  const int64_t round = fetch_.round;
+  std::vector<topology::PeerObservation> observations;
+  for (const PeerScoreOutcome& s : outcome.scores) {
+    if (!s.score) {
+      node_.log.warn("round {}: could not score peer {}: {}", round, s.peer, s.error.ToString());
+      continue;
+    }
+    auto row = fetch_.rows.find(s.peer);
+    observations.push_back(
+        {s.peer, *s.score, row == fetch_.rows.end() ? topology::ScoreRow{} : row->second});
+  }
+  if (round > 0 && !fetch_.resting) {
+    Status updated = node_.sampler.Update(round, observations);
+    if (!updated.ok()) {
+      node_.log.warn("round {}: sampler update rejected: {}", round, updated.ToString());
+    }
+  }
+  if (outcome.cluster_mates && node_.sampler.SetCluster(outcome.cluster_mates)) {
+    // FLIC / OCFL: the learner's policy clustered; sample within the node's cluster from now on.
+    node_.log.info("round {}: clustered; cluster mates: {}", round,
+                   fmt::join(*outcome.cluster_mates, " "));
+  }
+}
+
+void RoundDriver::CompleteRound(const Result<RoundOutcome>& result, TimePoint now, Actions& out) {
   int64_t round = fetch_.round;
   RoundRecord record;
   record.round = round;
@@ -236,32 +309,12 @@ void RoundDriver::OnComputeDone(const Result<RoundOutcome>& result, TimePoint no
     Publish(round, server_.HavePublished() ? server_.Latest().weights : FloatArray(), true);
   } else {
     const RoundOutcome& outcome = *result;
-    std::vector<topology::PeerObservation> observations;
-    for (const PeerScoreOutcome& s : outcome.scores) {
-      if (!s.score) {
-        node_.log.warn("round {}: could not score peer {}: {}", round, s.peer, s.error.ToString());
-        continue;
-      }
-      auto row = fetch_.rows.find(s.peer);
-      observations.push_back(
-          {s.peer, *s.score, row == fetch_.rows.end() ? topology::ScoreRow{} : row->second});
-    }
-    if (round > 0 && !fetch_.resting) {
-      Status updated = node_.sampler.Update(round, observations);
-      if (!updated.ok()) {
-        node_.log.warn("round {}: sampler update rejected: {}", round, updated.ToString());
-      }
-    }
-    if (outcome.cluster_mates && node_.sampler.SetCluster(outcome.cluster_mates)) {
-      // FLIC / OCFL: the learner's policy clustered; sample within the node's cluster from now on.
-      node_.log.info("round {}: clustered; cluster mates: {}", round,
-                     fmt::join(*outcome.cluster_mates, " "));
-    }
     counters_.merge_excluded += static_cast<uint64_t>(outcome.excluded_by_min_score);
     record.outcome = outcome;
     hooks_.Annotate(record);
     record.outcome.published_weights = FloatArray();
     record.outcome.published_update.reset();
+    record.outcome.merged_weights = FloatArray();
     record.stopped = outcome.stopped;
     Publish(round, outcome.published_weights, outcome.stopped, outcome.published_update);
   }

@@ -60,6 +60,23 @@
 //   its scores, which nothing it does reads any more; they cost m model transfers a round
 //   (most of top-k's late-run bytes). file 004's code does the same (a stopped client does not
 //   sample); kFetch keeps this project's earlier procedure comparable (issue 45).
+// - Sequential exchange schedule (RoundConfig::take_turns; the simulator's [network] schedule =
+//   "sequential", sim/exchange_turns.h): in round t >= 1, after the round-start step and gossip,
+//   the node emits AwaitTurn{t} and waits. On its turn (OnTurn) it samples and fetches as above,
+//   but asks for the peer's latest snapshot (GetModel{min_round = t-1, wait = false}); the
+//   learner job returns the merged model too (RoundJob::return_merged). When the job is done the
+//   sampler is updated (scores, two-hop, softmax) and the node publishes a provisional snapshot
+//   of round t: its merged model (no merge: the weights it served) with its updated score row,
+//   and emits TurnOver{t}. At the round's end (OnRoundEnd) it publishes its trained snapshot t
+//   and completes the round as above. A resting node emits AwaitTurn{t, exchanges = false} and,
+//   at the round's end, runs its resting round. Round 0 takes no turn.
+//   Rationale: file 004's code (run_experiment.py, utils/training_utils.py) lets the clients
+//   exchange one after another, in place: a client whose turn comes later reads the merged
+//   model and updated scores of those before it, and the models of those after it as trained in
+//   the previous round; all clients train after every client exchanged. Every peer that takes
+//   part has published round >= t-1 before round t's turns begin, so its latest snapshot is the
+//   model the authors' client would read; a peer that lags (restarted from an older checkpoint)
+//   serves what it has, at once.
 // - After the last round the node keeps serving for `linger` and then emits Finished; while an
 //   exchange is in flight (RoundHooks::ExchangesInFlight) it waits up to `exchange_linger` longer.
 //   Rationale: peers that are a little behind still fetch from it, and a one-shot exchange that
@@ -108,6 +125,9 @@ struct RoundConfig {
   // γ in [0, 1]: how much of its own estimate's lag a top-k node adds to every peer estimate it
   // receives (CorrectedEstimate); 0, or a node that does not send top-k, adds nothing.
   double consensus_step = 0;
+  // The sequential exchange schedule (see the specification): the node waits for its turn in
+  // every round t >= 1 and for the round's end before publishing its trained model.
+  bool take_turns = false;
 };
 
 // What the round driver asks of the node's exchanges (the state machine's router implements it).
@@ -165,6 +185,13 @@ class RoundDriver {
                TimePoint now, Actions& out);
   // The learner finished the round's StartCompute job.
   void OnComputeDone(const Result<RoundOutcome>& outcome, TimePoint now, Actions& out);
+  // take_turns: the node's turn of the round it awaits (AwaitTurn) has come. A node not waiting
+  // for a turn ends it at once (TurnOver), so that no turn is ever held by a node that cannot use
+  // it.
+  void OnTurn(TimePoint now, Actions& out);
+  // take_turns: the round the node took its turn in (or rested in) has ended for every node:
+  // it publishes its trained snapshot and completes the round.
+  void OnRoundEnd(TimePoint now, Actions& out);
   // A first Hello was answered: the round waiting for it may begin.
   void MaybeBeginPendingRound(TimePoint now, Actions& out);
   // Time passed: begins due rounds, closes an overdue fetch, ends lingering.
@@ -192,6 +219,8 @@ class RoundDriver {
     kPacing,
     kFetching,
     kComputing,
+    kAwaitingTurn,      // take_turns: AwaitTurn emitted
+    kAwaitingRoundEnd,  // take_turns: TurnOver emitted, or resting
     kLingering,
     kFinished
   };
@@ -208,7 +237,14 @@ class RoundDriver {
   void BeginRound(int64_t round, TimePoint now, Actions& out, bool may_wait = true);
   // True while a round should wait for peers (see the specification).
   bool MustWaitForPeers() const;
+  // Samples m peers and asks each for its model (the fetch of round fetch_.round).
+  void SampleAndFetch(TimePoint now, Actions& out);
   void FinishFetch(Actions& out);
+  // Takes a round's scores into the sampler (skipped in round 0 and resting rounds) and its
+  // cluster into the sampler when the policy clustered.
+  void UpdateSampler(const RoundOutcome& outcome);
+  // Publishes the outcome of round fetch_.round, records and completes it, and goes on.
+  void CompleteRound(const Result<RoundOutcome>& result, TimePoint now, Actions& out);
   void Publish(int64_t round, FloatArray weights, bool stopped,
                std::optional<FloatArray> update = std::nullopt);
   // Takes `peer`'s reply into this round's fetch; an error when its weights cannot be used (a
@@ -243,7 +279,8 @@ class RoundDriver {
   TimePoint next_round_at_{};           // kPacing: when the next round may begin
   std::optional<int64_t> hold_before_;  // HoldBefore()
   Fetch fetch_;
-  std::optional<PeerEstimates> estimates_;  // accepting topk
+  std::optional<Result<RoundOutcome>> turn_outcome_;  // take_turns: until the round's end
+  std::optional<PeerEstimates> estimates_;            // accepting topk
 };
 
 }  // namespace meshlearn::node

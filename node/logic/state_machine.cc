@@ -119,6 +119,18 @@ Actions NodeStateMachine::OnComputeDone(const Result<RoundOutcome>& outcome, Tim
   return out;
 }
 
+Actions NodeStateMachine::OnTurn(TimePoint now) {
+  Actions out;
+  driver_.OnTurn(now, out);
+  return out;
+}
+
+Actions NodeStateMachine::OnRoundEnd(TimePoint now) {
+  Actions out;
+  driver_.OnRoundEnd(now, out);
+  return out;
+}
+
 Actions NodeStateMachine::OnEmbedDone(const EmbedJob& job,
                                       const Result<ProjectedEmbeddings>& result, TimePoint now) {
   Actions out;

@@ -119,6 +119,12 @@ class NodeStateMachine : private RoundHooks {
   Actions OnReply(uint64_t request_id, const Result<Message>& reply, TimePoint now);
   // The learner finished a StartCompute job.
   Actions OnComputeDone(const Result<RoundOutcome>& outcome, TimePoint now);
+  // Sequential exchange schedule (RoundConfig::take_turns): the node's turn has come
+  // (RoundDriver::OnTurn).
+  Actions OnTurn(TimePoint now);
+  // Sequential exchange schedule: the round the node awaits the end of has ended
+  // (RoundDriver::OnRoundEnd).
+  Actions OnRoundEnd(TimePoint now);
   // The learner finished an EmbedJob (peer side of the EMD exchange).
   Actions OnEmbedDone(const EmbedJob& job, const Result<ProjectedEmbeddings>& result,
                       TimePoint now);

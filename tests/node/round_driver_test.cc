@@ -440,5 +440,80 @@ TEST(RoundDriver, AMeshThatNeverCompletesDelaysRoundOneByABoundedWait) {
   EXPECT_EQ(fetches[0].peer, "a");
 }
 
+// What a peer asking now for our latest model (GetModel{0, wait = false}) receives.
+Model Served(NodeStateMachine& m, InboundId inbound, TimePoint now) {
+  auto replies = All<SendReply>(m.OnInbound(inbound, From("a", inbound, GetModel{0, false}), now));
+  EXPECT_EQ(replies.size(), 1u);
+  if (replies.empty()) return Model{};
+  DecodeOptions options;
+  options.expected_layout = &kLayout;
+  Result<Message> decoded = Decode(FramesOf(replies[0]), options);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
+  return decoded.ok() ? std::get<Model>(decoded->body) : Model{};
+}
+
+// The sequential exchange schedule (RoundConfig::take_turns): round 1 waits for its turn, fetches
+// the peers' latest models, serves its merged model with its updated scores once its turn is
+// over, and its trained model only at the round's end.
+TEST(RoundDriver, TakingTurnsServesTheMergedModelUntilTheRoundEnds) {
+  TimePoint t0{};
+  StateMachineConfig config = MachineConfig("me", kPeers);
+  config.rounds.take_turns = true;
+  auto m = AdmittedMachine(config);
+  Actions after0 = m->OnComputeDone(Outcome(0), t0 + seconds(1));
+  ASSERT_EQ(All<RoundCompleted>(after0).size(), 1u) << "round 0 takes no turn";
+  EXPECT_TRUE(Requests(after0, MessageType::kGetModel).empty()) << "no fetch before the turn";
+  auto awaited = All<AwaitTurn>(after0);
+  ASSERT_EQ(awaited.size(), 1u);
+  EXPECT_EQ(awaited[0].round, 1);
+  EXPECT_TRUE(awaited[0].exchanges);
+
+  Actions turn = m->OnTurn(t0 + seconds(5));
+  auto fetches = Requests(turn, MessageType::kGetModel);
+  ASSERT_EQ(fetches.size(), 2u);
+  for (const SendRequest& f : fetches) {
+    EXPECT_EQ(std::get<GetModel>(f.message.body).min_round, 0);
+    EXPECT_FALSE(std::get<GetModel>(f.message.body).wait) << "the peer's latest, at once";
+    EXPECT_EQ(f.deadline, t0 + seconds(5) + seconds(10)) << "the deadline counts from the turn";
+  }
+  auto compute = All<StartCompute>(AnswerFetches(*m, turn));
+  ASSERT_EQ(compute.size(), 1u);
+  EXPECT_TRUE(compute[0].job.return_merged);
+
+  std::vector<PeerScoreOutcome> scores;
+  for (const PeerModel& p : compute[0].job.peers) scores.push_back({p.peer, 0.9, {}, true});
+  RoundOutcome outcome = Outcome(1, scores);
+  outcome.merged_weights = FloatArray::Own({7.f, 7.f, 7.f, 7.f});
+  Actions done = m->OnComputeDone(outcome, t0 + seconds(6));
+  EXPECT_TRUE(All<RoundCompleted>(done).empty());
+  ASSERT_EQ(All<TurnOver>(done).size(), 1u);
+  EXPECT_EQ(m->completed_round(), 0);
+  Model merged = Served(*m, 50, t0 + seconds(7));
+  EXPECT_EQ(merged.round, 1);
+  EXPECT_EQ(std::vector<float>(merged.weights.view().begin(), merged.weights.view().end()),
+            std::vector<float>({7.f, 7.f, 7.f, 7.f}));
+  std::map<std::string, double> row;
+  for (const PeerScore& s : merged.score_row) row[s.peer] = s.score;
+  for (const PeerModel& p : compute[0].job.peers) EXPECT_EQ(row[p.peer], 0.9) << p.peer;
+
+  Actions end = m->OnRoundEnd(t0 + seconds(8));
+  ASSERT_EQ(All<RoundCompleted>(end).size(), 1u);
+  EXPECT_EQ(m->completed_round(), 1);
+  Model trained = Served(*m, 51, t0 + seconds(9));
+  EXPECT_EQ(trained.weights.view()[3], 1.f) << "Outcome(1)'s trained weights {1, 2, 3, 1}";
+  ASSERT_EQ(All<AwaitTurn>(end).size(), 1u);
+  EXPECT_EQ(All<AwaitTurn>(end)[0].round, 2);
+}
+
+// A turn granted to a node that is not waiting for one ends at once, so no turn is held for ever.
+TEST(RoundDriver, ATurnANodeCannotUseEndsAtOnce) {
+  StateMachineConfig config = MachineConfig("me", kPeers);
+  config.rounds.take_turns = true;
+  auto m = AdmittedMachine(config);  // computing round 0
+  Actions turn = m->OnTurn(TimePoint{} + seconds(1));
+  EXPECT_EQ(All<TurnOver>(turn).size(), 1u);
+  EXPECT_TRUE(Requests(turn, MessageType::kGetModel).empty());
+}
+
 }  // namespace
 }  // namespace meshlearn::node::testing

@@ -14,6 +14,7 @@
 #include "protocol/codec.h"
 #include "sim/snapshot.h"
 #include "tests/e2e/e2e_support.h"
+#include "tests/sim/averaging_learner.h"
 
 namespace meshlearn::sim {
 namespace {
@@ -534,6 +535,126 @@ TEST(Simulation, ADifferentiallyPrivateRunIsByteIdenticalWithOneAndTwoThreads) {
     ASSERT_EQ(rows.size(), 5u) << id;
     EXPECT_GT(rows.back().epsilon, rows.front().epsilon) << id << ": each round spends ε";
   }
+}
+
+// ---- The sequential exchange schedule (sim/exchange_turns.h).
+
+// Each node's (merged, trained) model per round: rounds.csv's train_loss and val_loss with the
+// averaging learner (tests/sim/averaging_learner.h).
+std::vector<std::pair<double, double>> MergedAndTrained(const std::string& node_dir) {
+  std::vector<std::pair<double, double>> values;
+  for (const node::RoundRow& row : Rounds(node_dir))
+    values.emplace_back(row.train_loss, row.val_loss);
+  return values;
+}
+
+// Worked by hand with the averaging learner: n0-n3 serve 1, 11, 21, 31 after round 0, and every
+// node samples the three others. Synchronous: every node averages the others' round-0 models
+// (16), sequential: each reads the merged models of the nodes before it in the round's order.
+// With seed 1 round 1's order is n1 n2 n3 n0:
+//   n1 (11 + 1 + 21 + 31) / 4 = 16;  n2 (21 + 1 + 16 + 31) / 4 = 17.25;
+//   n3 (31 + 1 + 16 + 17.25) / 4 = 16.3125;  n0 (1 + 16 + 17.25 + 16.3125) / 4 = 12.640625;
+// each serves merged + 1 after the round. Round 2's order is n2 n3 n0 n1, from 13.640625, 17,
+// 18.25 and 17.3125:
+//   n2 (18.25 + 13.640625 + 17 + 17.3125) / 4 = 16.55078125;
+//   n3 (17.3125 + 13.640625 + 17 + 16.55078125) / 4 = 16.1259765625;
+//   n0 (13.640625 + 17 + 16.55078125 + 16.1259765625) / 4 = 15.829345703125;
+//   n1 (17 + 15.829345703125 + 16.55078125 + 16.1259765625) / 4 = 16.37652587890625.
+TEST(Simulation, SequentialTurnsReadThePeersMergedModelsInPlace) {
+  ASSERT_EQ(TurnOrder(1, 1, 4), (std::vector<size_t>{1, 2, 3, 0}));
+  ASSERT_EQ(TurnOrder(1, 2, 4), (std::vector<size_t>{2, 3, 0, 1}));
+  SimMesh mesh("sequential_by_hand", kFour, 2);
+  SimulationOptions options;
+  options.seed = 1;
+  options.network.latency_s = 0.01;
+  options.make_learner = [](const node::NodeConfig& c) -> Result<std::unique_ptr<node::Learner>> {
+    return std::unique_ptr<node::Learner>(std::make_unique<testing::AveragingLearner>(c));
+  };
+  mesh.Run("synchronous", options);
+  options.schedule = ExchangeSchedule::kSequential;
+  mesh.Run("sequential", options);
+  const std::map<std::string, std::vector<std::pair<double, double>>> sequential = {
+      {"n0", {{0, 1}, {12.640625, 13.640625}, {15.829345703125, 16.829345703125}}},
+      {"n1", {{10, 11}, {16, 17}, {16.37652587890625, 17.37652587890625}}},
+      {"n2", {{20, 21}, {17.25, 18.25}, {16.55078125, 17.55078125}}},
+      {"n3", {{30, 31}, {16.3125, 17.3125}, {16.1259765625, 17.1259765625}}}};
+  for (size_t i = 0; i < kFour.size(); ++i) {
+    const std::string& id = kFour[i];
+    EXPECT_EQ(MergedAndTrained(mesh.NodeDir("sequential", id)), sequential.at(id)) << id;
+    const double start = 10.0 * static_cast<double>(i);
+    EXPECT_EQ(MergedAndTrained(mesh.NodeDir("synchronous", id)),
+              (std::vector<std::pair<double, double>>{{start, start + 1}, {16, 17}, {17, 18}}))
+        << id;
+    for (const node::RoundRow& row : Rounds(mesh.NodeDir("sequential", id))) {
+      if (row.round > 0) EXPECT_EQ(row.answered, 3) << id << " round " << row.round;
+    }
+  }
+}
+
+// A real mesh (synthetic regression) under the sequential schedule: it learns, every node
+// completes every round, the schedule changes what the nodes compute, and a run stopped at its
+// snapshots and resumed gives the files of one never stopped.
+TEST(Simulation, ASequentialRunResumedFromItsSnapshotsGivesTheOutputsOfOneNeverStopped) {
+  SimMesh mesh("sequential_resume", kFour, 6, 2);
+  SimulationOptions options;
+  options.seed = 3;
+  options.network.latency_s = 0.01;
+  options.network.round_compute_s = 0.1;
+  mesh.Run("synchronous", options);
+  options.schedule = ExchangeSchedule::kSequential;
+  options.snapshot_every = 2;
+  const std::string snapshots = ::testing::TempDir() + "/sim_sequential_resume";
+  options.snapshot_dir = snapshots + "/whole-snapshot";
+  SimulationReport whole = mesh.Run("whole", options);
+  EXPECT_EQ(whole.snapshot_round, 4);
+  std::atomic<bool> stop{true};  // each launch stops at its next barrier
+  options.interrupt = &stop;
+  options.snapshot_dir = snapshots + "/stopped-snapshot";
+  EXPECT_EQ(mesh.Run("stopped", options).snapshot_round, 2);
+  options.resume = true;
+  EXPECT_EQ(mesh.Run("stopped", options).snapshot_round, 4);
+  stop = false;
+  EXPECT_FALSE(mesh.Run("stopped", options).interrupted);
+  double first_loss = 0, last_loss = 0;
+  for (const std::string& id : mesh.ids()) {
+    EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("whole", id)), 7u) << id;
+    ExpectSameNodeFiles(mesh, "whole", "stopped", id);
+    EXPECT_NE(ReadText(mesh.NodeDir("whole", id) + "/rounds.csv"),
+              ReadText(mesh.NodeDir("synchronous", id) + "/rounds.csv"))
+        << id;
+    auto rows = Rounds(mesh.NodeDir("whole", id));
+    first_loss += rows.front().test_loss;
+    last_loss += rows.back().test_loss;
+  }
+  EXPECT_LT(last_loss, first_loss) << "the mesh did not learn";
+}
+
+// A node that dies or pauses cannot hold the turns: the others go on without it, it catches up
+// when back, and every node completes every round.
+TEST(Simulation, SequentialTurnsGoOnWithoutADeadOrPausedNode) {
+  SimMesh mesh("sequential_outages", kFour, 8);
+  SimulationOptions options;
+  options.schedule = ExchangeSchedule::kSequential;
+  options.network.round_compute_s = 0.1;
+  options.network.outages.push_back({"n2", OutageKind::kDeath, 2, 3.0});
+  options.network.outages.push_back({"n1", OutageKind::kPause, 3, 2.0});
+  mesh.Run("out", options);
+  for (const std::string& id : kFour) {
+    EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("out", id)), 9u) << id;
+  }
+  EXPECT_NE(ReadText(mesh.NodeDir("out", "n2") + "/node.log").find("outage over: restarted"),
+            std::string::npos);
+}
+
+TEST(Simulation, TheSequentialScheduleRefusesTopKNodes) {
+  SimMesh mesh("sequential_topk", kFour, 2);
+  for (node::NodeConfig& c : mesh.configs()) c.compression.codec = CompressionCodec::kTopK;
+  SimulationOptions options;
+  options.schedule = ExchangeSchedule::kSequential;
+  auto report = Simulate(mesh.configs(), options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("codec = \"topk\""), std::string::npos)
+      << report.status().ToString();
 }
 
 }  // namespace

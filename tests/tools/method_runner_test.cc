@@ -57,29 +57,36 @@ class ToyRunner : public MethodRunner {
   std::vector<Asked>* asked_;
 };
 
-TEST(RunnerTable, ARunnerAddedToTheTableRunsAScenario) {
-  std::string dir = ::testing::TempDir() + "/runner_table_toy";
+// A launch of the scenario `text`, written into a fresh folder `name` of the test's, by the toy
+// runner, which records in `asked` what it runs.
+RunRequest ToyLaunch(const std::string& name, const std::string& text, std::vector<Asked>* asked) {
+  std::string dir = ::testing::TempDir() + "/" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::string scenario = dir + "/scenario.toml";
-  std::ofstream(scenario)
-      << "name = \"toy\"\nseed = 3\n"
-         "[data]\ndataset = \"synthetic\"\nshift = \"synthetic\"\nclients = 4\n"
-         "cluster_sizes = [2, 2]\ntrain_per_client = 20\n"
-         "validation_per_client = 10\ntest_per_client = 10\n"
-         "[node.model]\narchitecture = \"linear\"\n"
-         "[node.training]\nrounds = 2\n"
-         "[node.learning]\npeers_per_round = 1\n"
-         "[[methods]]\nname = \"random\"\nlearning = { sampler = \"random\" }\n"
-         "[[methods]]\nname = \"oracle\"\nlearning = { sampler = \"oracle\" }\n";
-  std::vector<Asked> asked;
-  Runners().Add("toy", [&asked] { return std::make_unique<ToyRunner>(&asked); });
-
   RunRequest request;
-  request.scenario_path = scenario;
+  request.scenario_path = dir + "/scenario.toml";
+  std::ofstream(request.scenario_path) << text;
+  Runners().Add("toy", [asked] { return std::make_unique<ToyRunner>(asked); });
   request.options.out_dir = dir + "/out";
   request.options.runner = "toy";
-  request.command = {"meshlearn-launch", scenario, "--engine", "toy"};
+  request.command = {"meshlearn-launch", request.scenario_path, "--engine", "toy"};
+  return request;
+}
+
+TEST(RunnerTable, ARunnerAddedToTheTableRunsAScenario) {
+  std::vector<Asked> asked;
+  RunRequest request =
+      ToyLaunch("runner_table_toy",
+                "name = \"toy\"\nseed = 3\n"
+                "[data]\ndataset = \"synthetic\"\nshift = \"synthetic\"\nclients = 4\n"
+                "cluster_sizes = [2, 2]\ntrain_per_client = 20\n"
+                "validation_per_client = 10\ntest_per_client = 10\n"
+                "[node.model]\narchitecture = \"linear\"\n"
+                "[node.training]\nrounds = 2\n"
+                "[node.learning]\npeers_per_round = 1\n"
+                "[[methods]]\nname = \"random\"\nlearning = { sampler = \"random\" }\n"
+                "[[methods]]\nname = \"oracle\"\nlearning = { sampler = \"oracle\" }\n",
+                &asked);
   std::atomic<bool> interrupt{false};
   EXPECT_EQ(Run::Execute(request, interrupt), kExitOk);
 
@@ -105,6 +112,29 @@ TEST(RunnerTable, ARunnerAddedToTheTableRunsAScenario) {
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_NE(summary->find("\"random\",mse,11,11,11,"), std::string::npos) << *summary;
   EXPECT_NE(summary->find("\"oracle\",mse,11,11,11,"), std::string::npos) << *summary;
+}
+
+// [network] schedule = "sequential" is the simulator's: a runner on real ports refuses it before
+// it claims a folder or runs a node, saying what, where and what is allowed.
+TEST(RunnerTable, ARunnerOnRealPortsRefusesTheSequentialSchedule) {
+  std::vector<Asked> asked;
+  RunRequest request = ToyLaunch("runner_table_sequential",
+                                 "name = \"toy\"\n[data]\ndataset = \"synthetic\"\nclients = 4\n"
+                                 "[node.model]\narchitecture = \"linear\"\n"
+                                 "[network]\nschedule = \"sequential\"\n",
+                                 &asked);
+  std::atomic<bool> interrupt{false};
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Run::Execute(request, interrupt), kExitBadInput);
+  std::string error = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(asked.empty());
+  EXPECT_FALSE(fs::exists(request.options.out_dir));
+  EXPECT_NE(
+      error.find(request.scenario_path + ": [network] schedule = \"sequential\" needs --simulate"),
+      std::string::npos)
+      << error;
+  EXPECT_NE(error.find("in toy mode (allowed here: schedule = \"synchronous\""), std::string::npos)
+      << error;
 }
 
 TEST(RunnerTable, AnUnknownRunnerIsNamedWithTheKnownOnes) {

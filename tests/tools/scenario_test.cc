@@ -72,6 +72,20 @@ TEST(ScenarioNetwork, WithoutTheSectionTheNetworkIsPerfect) {
   EXPECT_EQ(scenario->network.loss, 0.0);
 }
 
+TEST(ScenarioNetwork, TheScheduleIsSynchronousUnlessSetAndABadOneNamesWhatIsAllowed) {
+  auto plain = WithNetwork("[network]\nlatency_ms = 1\n");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->schedule, sim::ExchangeSchedule::kSynchronous);
+  auto sequential = WithNetwork("[network]\nschedule = \"sequential\"\n");
+  ASSERT_TRUE(sequential.ok()) << sequential.status().ToString();
+  EXPECT_EQ(sequential->schedule, sim::ExchangeSchedule::kSequential);
+  std::string bad = ErrorOf("[network]\nschedule = \"turns\"\n");
+  EXPECT_NE(bad.find(":8: 'network.schedule' = 'turns' must be one of \"synchronous\", "
+                     "\"sequential\""),
+            std::string::npos)
+      << bad;
+}
+
 TEST(ScenarioNetwork, BadValuesNameTheFileLineKeyAndWhatIsAllowed) {
   std::string loss = ErrorOf("[network]\nloss = 1.5\n");
   EXPECT_NE(loss.find("scenario_network.toml:8:"), std::string::npos) << loss;

@@ -155,6 +155,16 @@ std::optional<int> Launch::Prepare() {
   runner_ = std::move(*runner);
   if (options_.out_dir.empty()) options_.out_dir = "runs/" + Slug(scenario_->name);
   mode_ = runner_->Mode();
+  if (scenario_->schedule != sim::ExchangeSchedule::kSynchronous && runner_->BindsPorts() &&
+      !request_.partition_only) {
+    PrintError(Status::InvalidArgument(
+        scenario_->file + ": [network] schedule = \"" +
+        std::string(NameOf(sim::ExchangeScheduleNames(), scenario_->schedule)) +
+        "\" needs --simulate: only the simulator lets the nodes exchange in turns, and this "
+        "launch runs them in " +
+        mode_ + " mode (allowed here: schedule = \"synchronous\", " + "the default)"));
+    return kExitBadInput;
+  }
   if (!ClaimFolder()) return kExitBadInput;
   auto partition = PreparePartition(*scenario_, options_.out_dir);
   if (!partition.ok()) {

@@ -47,6 +47,7 @@ class SimulatedRunner : public MethodRunner {
     ProgressLine progress(run.method.name, configs.front().training.rounds);
     sim::SimulationOptions sim;
     sim.network = scenario.network;
+    sim.schedule = scenario.schedule;
     sim.seed = scenario.seed;
     sim.threads = options.threads;
     sim.interrupt = &interrupt;

@@ -462,6 +462,7 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   }));
   MESHLEARN_RETURN_IF_ERROR(top.Table("network", [&](TableReader& t) {
     s.has_network = true;
+    MESHLEARN_RETURN_IF_ERROR(t.Choice("schedule", &s.schedule, sim::ExchangeScheduleNames()));
     return ParseNetwork(t, s.network);
   }));
   MESHLEARN_RETURN_IF_ERROR(top.RejectUnknown());

@@ -25,6 +25,7 @@
 #include "base/named_value.h"
 #include "base/status.h"
 #include "node/config/config.h"
+#include "sim/exchange_turns.h"
 #include "sim/network_model.h"
 #include "training/partition.h"
 
@@ -106,6 +107,9 @@ struct Scenario {
   // [network]: the network a --simulate run models (ignored by real runs).
   sim::NetworkModel network;
   bool has_network = false;  // the scenario has a [network] section
+  // [network] schedule: how a --simulate run's nodes exchange (sim/exchange_turns.h); any other
+  // mode refuses "sequential" (Run::Execute).
+  sim::ExchangeSchedule schedule = sim::ExchangeSchedule::kSynchronous;
 };
 
 // Command-line adjustments applied before parsing.
