@@ -33,6 +33,7 @@
 #include "tools/launch/method_runner.h"
 #include "tools/launch/run.h"
 #include "tools/launch/run_report.h"
+#include "training/cpu_pinning.h"
 
 namespace {
 
@@ -221,6 +222,7 @@ int RunScenario(const launch::RunRequest& request) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!training::PinCpuKernelsOrExplain("meshlearn-launch")) return 2;
   if (argc >= 2 && std::string(argv[1]) == "report")
     return launch::ReportCommand(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "bytes-to-target")

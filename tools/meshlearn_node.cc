@@ -23,6 +23,7 @@
 #include "process/stop_signals.h"
 #include "tools/cli_exit.h"
 #include "tools/launch/run_layout.h"
+#include "training/cpu_pinning.h"
 
 namespace {
 
@@ -95,6 +96,8 @@ int RunNode(const std::string& config_path, const node::NodeConfig& config, bool
     return 1;
   }
 
+  std::printf("meshlearn-node: %s\n", training::CpuKernelSummary().c_str());
+  std::fflush(stdout);
   auto created = node::Node::Create(config);
   if (!created.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
@@ -123,6 +126,7 @@ int RunNode(const std::string& config_path, const node::NodeConfig& config, bool
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!training::PinCpuKernelsOrExplain("meshlearn-node")) return 2;
   CLI::App app{"meshlearn-node: one peer-to-peer decentralized learning node"};
   NodeCommandLine line;
   DeclareOptions(app, line);

@@ -10,6 +10,23 @@
 
 namespace meshlearn::e2e {
 
+// Expects the files of `method` that a seed decides (each node's rounds.csv, comm.csv and
+// scores.csv, for nodes 0..nodes-1, and the heatmap) to be written in run folder `a` and
+// byte-identical in run folder `b`.
+inline void ExpectIdenticalMethodFiles(const std::string& a, const std::string& b,
+                                       const std::string& method, int nodes) {
+  for (int i = 0; i < nodes; ++i) {
+    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
+      const std::string node = "/" + method + "/node-" + std::to_string(i) + "/" + file;
+      const std::string expected = ReadText(a + node);
+      EXPECT_FALSE(expected.empty()) << a << node;
+      EXPECT_EQ(ReadText(b + node), expected) << b << node;
+    }
+  }
+  EXPECT_EQ(ReadText(b + "/" + method + "/heatmap.csv"),
+            ReadText(a + "/" + method + "/heatmap.csv"));
+}
+
 // Writes "<dir>/scenario.toml": 6 nodes in 2 synthetic clusters of 3, `rounds` rounds of at least
 // `min_round_s` seconds, two methods (random, cos_weights); returns its path. The round deadline
 // is generous unless a test needs a dead peer noticed quickly: on a loaded machine a 2 s deadline

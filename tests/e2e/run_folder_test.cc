@@ -452,16 +452,7 @@ TEST(RunFolder, ASimulatedCnnRunIsByteIdenticalWithOneAndTwoThreads) {
   };
   run("1");
   run("2");
-  for (int i = 0; i < 12; ++i) {
-    for (const char* file : {"rounds.csv", "comm.csv", "scores.csv"}) {
-      const std::string node = "/cos_weights/node-" + std::to_string(i) + "/" + file;
-      const std::string one = ReadText(dir + "/threads-1" + node);
-      EXPECT_FALSE(one.empty()) << node;
-      EXPECT_EQ(ReadText(dir + "/threads-2" + node), one) << node;
-    }
-  }
-  EXPECT_EQ(ReadText(dir + "/threads-2/cos_weights/heatmap.csv"),
-            ReadText(dir + "/threads-1/cos_weights/heatmap.csv"));
+  ExpectIdenticalMethodFiles(dir + "/threads-1", dir + "/threads-2", "cos_weights", 12);
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 #include <string>
 
 #include "tools/bench/comparison.h"
+#include "training/cpu_pinning.h"
 
 int main(int argc, char** argv) {
+  if (!meshlearn::training::PinCpuKernelsOrExplain("meshlearn-bench")) return 2;
   // With a machine-readable format on stdout, the summary goes to stderr to keep stdout parseable.
   FILE* summary = stdout;
   for (int i = 1; i < argc; ++i) {
@@ -18,6 +20,7 @@ int main(int argc, char** argv) {
     }
   }
   benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("kernels", meshlearn::training::CpuKernelSummary());
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

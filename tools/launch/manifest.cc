@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "node/config/toml_reader.h"
+#include "training/cpu_pinning.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -263,6 +264,7 @@ std::vector<std::pair<std::string, std::string>> HostFacts() {
                        std::string(system.sysname) + " " + system.release + " " + system.machine);
   }
   facts.emplace_back("cores", std::to_string(std::thread::hardware_concurrency()));
+  for (auto& fact : training::CpuKernelFacts()) facts.push_back(std::move(fact));
   long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
   if (pages > 0 && page_size > 0) {
     facts.emplace_back("memory_mib",

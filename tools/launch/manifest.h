@@ -80,7 +80,8 @@ Result<Manifest> ParseManifest(const std::string& text, const std::string& name)
 
 // The current time as ISO 8601 UTC with seconds ("2026-11-24T10:00:00Z").
 std::string NowUtc();
-// Facts about this machine: hostname, system (kernel, architecture), cores, memory.
+// Facts about this machine: hostname, system (kernel, architecture), cores, memory, and the CPU
+// kernels this process computes with (training::CpuKernelFacts).
 std::vector<std::pair<std::string, std::string>> HostFacts();
 
 }  // namespace meshlearn::launch
