@@ -15,9 +15,10 @@ constexpr const char kNodePrefix[] = "node-";
 const std::set<std::string> kRunFiles = {kManifestFile,  kSummaryFile,    kCurvesFile,
                                          kClustersFile,  kSimulationFile, kDashboardCostsFile,
                                          kLaunchLockFile};
-const std::set<std::string> kMethodFiles = {
-    kHeatmapCsvFile,   kHeatmapPngFile, kEmdMatrixCsvFile, kEmdMatrixPngFile, kHostfileFile,
-    kNodeTemplateFile, kRankScriptFile, kJobScriptFile,    kEngineLogFile,    kSlurmJobIdFile};
+const std::set<std::string> kMethodFiles = {kHeatmapCsvFile,   kHeatmapPngFile, kEmdMatrixCsvFile,
+                                            kEmdMatrixPngFile, kHostfileFile,   kNodeTemplateFile,
+                                            kRankScriptFile,   kJobScriptFile,  kEngineLogFile,
+                                            kSlurmJobIdFile,   kNetworkFile};
 const std::set<std::string> kNodeFiles = {
     kNodeConfigFile, kNodeLogFile,   kRoundsFile,     kScoresFile,   kCommFile,      kClusterFile,
     kEmdFile,        kSignatureFile, kCheckpointFile, kNodeLockFile, kExitStatusFile};
