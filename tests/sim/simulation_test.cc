@@ -306,14 +306,23 @@ TEST(Simulation, AChurnedNodeLeavesMidRoundAndResumesFromItsCheckpoint) {
   EXPECT_GT(MissedPeers(mesh.NodeDir("out", "n0")), 0) << "n0 never missed the churned node";
 }
 
-// Drawn churn (half the nodes, up 2 s and away 1 s on average, rounds of 0.5 s): every node still
-// finishes all its rounds, and the run ends.
-TEST(Simulation, UnderDrawnChurnEveryNodeFinishesItsRounds) {
+// Drawn churn (half the nodes, up 2 s and away 1 s on average, rounds of 0.5 s) in a mesh of
+// drawn compute speeds and links: every node still finishes all its rounds, the run ends, and the
+// same seed gives the same files with one thread and with two.
+TEST(Simulation, UnderDrawnChurnEveryNodeFinishesItsRoundsTheSameWithOneAndTwoThreads) {
   SimMesh mesh("drawn_churn", kFour, 10);
   SimulationOptions options;
   options.network.round_compute_s = 0.5;
+  options.network.latency_s = 0.01;
+  options.network.bandwidth_bytes_per_s = 1e5;
+  options.network.compute = {SpreadKind::kLogNormal, 0.5, 1, 1};
+  options.network.latency = {SpreadKind::kUniform, 0, 1, 5};
   options.network.churn = {0.5, 2, 1};
+  options.threads = 1;
   mesh.Run("out", options);
+  options.threads = 2;
+  mesh.Run("two", options);
+  for (const std::string& id : kFour) ExpectSameNodeFiles(mesh, "out", "two", id);
   int restarted = 0;
   for (const std::string& id : kFour) {
     EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("out", id)), 11u) << id;
