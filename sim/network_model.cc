@@ -8,6 +8,12 @@ NameTable<OutageKind> OutageKindNames() {
   return kNames;
 }
 
+NameTable<SpreadKind> SpreadKindNames() {
+  static constexpr NamedValue<SpreadKind> kNames[] = {{"lognormal", SpreadKind::kLogNormal},
+                                                      {"uniform", SpreadKind::kUniform}};
+  return kNames;
+}
+
 double NetworkModel::TransferSeconds(uint64_t bytes) const {
   double transfer =
       bandwidth_bytes_per_s > 0 ? static_cast<double>(bytes) / bandwidth_bytes_per_s : 0.0;

@@ -23,8 +23,15 @@
 // - A learner's round job takes `round_compute_s` of simulated time (other learner jobs none).
 //   Rationale: simulated time must not depend on how fast the machine trains, or the same seed
 //   would not give the same outputs.
+// - Heterogeneity (sim/heterogeneity.h draws it): each node has a compute factor on
+//   `round_compute_s` and an access link (a latency and a bandwidth); a message between two nodes
+//   takes the higher of their latencies and the lower of their bandwidths. Without the keys every
+//   node has factor 1 and the mesh's link, so the rule above holds unchanged.
+// - Churn: nodes leave and return at simulated times, from a trace or drawn; a node that leaves
+//   dies as in an outage of kind death and restarts from its checkpoint when it returns.
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -59,6 +66,56 @@ struct Partition {
   int64_t to_round = 0;  // exclusive
 };
 
+// How per-node factors are drawn ([network] compute, latency, bandwidth; sim/heterogeneity.h).
+enum class SpreadKind {
+  kNone,       // every factor is 1
+  kLogNormal,  // "lognormal": exp(sigma * z), z standard normal (median 1)
+  kUniform,    // "uniform": uniform in [min, max]
+};
+
+// The config name of every SpreadKind but kNone, in documentation order.
+NameTable<SpreadKind> SpreadKindNames();
+
+// A distribution of per-node factors.
+struct Spread {
+  SpreadKind kind = SpreadKind::kNone;
+  double sigma = 0;  // kLogNormal
+  double min = 1;    // kUniform
+  double max = 1;    // kUniform
+};
+
+// The slowest nodes: `count` nodes (or round(fraction x N) when count is 0) chosen from the seed
+// compute `factor` times slower.
+struct SlowNodes {
+  int64_t count = 0;
+  double fraction = 0;
+  double factor = 1;
+};
+
+// One node's own values ([[network.nodes]]); each one set replaces the drawn one.
+struct NodeNetwork {
+  std::string node;
+  std::optional<double> compute;                // factor on round_compute_s
+  std::optional<double> latency_s;              // its access link's one-way latency
+  std::optional<double> bandwidth_bytes_per_s;  // its access link's bandwidth; 0: infinite
+};
+
+// One period a node is away (a churn trace's row): it leaves at `leave_s` and returns at
+// `return_s` (simulated seconds from the start).
+struct Away {
+  std::string node;
+  double leave_s = 0;
+  double return_s = 0;
+};
+
+// Churn drawn from the seed: a share of the nodes alternate exponential up and down periods,
+// starting up.
+struct DrawnChurn {
+  double fraction = 0;  // the share of nodes that churn (0: none)
+  double mean_up_s = 0;
+  double mean_down_s = 0;
+};
+
 // The network model of a simulation.
 struct NetworkModel {
   double latency_s = 0;              // one way, every link
@@ -69,6 +126,15 @@ struct NetworkModel {
   double round_compute_s = 0;        // simulated seconds of one round's training and evaluation
   std::vector<Outage> outages;
   std::vector<Partition> partitions;
+  // Heterogeneity: per-node draws, the slow nodes and per-node values (sim/heterogeneity.h).
+  Spread compute;
+  Spread latency;
+  Spread bandwidth;
+  SlowNodes slow;
+  std::vector<NodeNetwork> nodes;
+  // Churn: a trace (its periods, per node in time order, not overlapping) or drawn; not both.
+  std::vector<Away> churn_trace;
+  DrawnChurn churn;
 
   // The simulated seconds a message of `bytes` takes on a link.
   double TransferSeconds(uint64_t bytes) const;

@@ -24,6 +24,7 @@
 #include "node/transport/simulated_network.h"
 #include "protocol/codec.h"
 #include "sim/exchange_turns.h"
+#include "sim/heterogeneity.h"
 #include "sim/outputs.h"
 #include "sim/scheduling.h"
 #include "sim/sim_node.h"
@@ -86,6 +87,7 @@ class Simulator {
       turns_.emplace(options_.seed, nodes_, *clock_,
                      [this](size_t i, std::function<void()> task) { Deliver(i, std::move(task)); });
     }
+    MESHLEARN_RETURN_IF_ERROR(PlanHeterogeneity());
     if ((options_.snapshot_every > 0 || options_.resume) && options_.snapshot_dir.empty()) {
       return Status::InvalidArgument("snapshots need a folder (SimulationOptions::snapshot_dir)");
     }
@@ -217,9 +219,7 @@ class Simulator {
   // Restores the simulation and the nodes' checkpoints from the last snapshot
   // (sim/snapshot_barrier.h); the round it was taken after.
   Result<int64_t> Resume() {
-    std::vector<std::string> ids;
-    for (const SimNode& n : nodes_) ids.push_back(n.config.id);
-    auto snapshot = barrier_.Load(ids, options_.network.outages.size(), loss_rng_);
+    auto snapshot = barrier_.Load(NodeIds(), options_.network.outages.size(), loss_rng_);
     if (!snapshot.ok()) return snapshot.status();
     const SimulationSnapshot& s = *snapshot;
     report_.simulated_seconds = s.simulated_seconds;
@@ -234,6 +234,13 @@ class Simulator {
     }
     clock_->StartAt(TimePoint{} + std::chrono::nanoseconds(s.virtual_ns));
     return s.round;
+  }
+
+  // Each node's id, in config order.
+  std::vector<std::string> NodeIds() const {
+    std::vector<std::string> ids;
+    for (const SimNode& n : nodes_) ids.push_back(n.config.id);
+    return ids;
   }
 
   // Each node's number of rounds, in config order.
@@ -374,7 +381,7 @@ class Simulator {
     QueuedJob queued = std::move(n.jobs.front());
     n.jobs.pop_front();
     const bool round_job = std::holds_alternative<node::RoundJob>(queued.job);
-    double cost = round_job ? options_.network.round_compute_s : 0.0;
+    double cost = round_job ? RoundComputeSeconds(i) : 0.0;
     n.running = pool_.Submit([this, learner = std::move(queued.learner), round_job,
                               job = std::move(queued.job)]() mutable {
       auto start = std::chrono::steady_clock::now();
@@ -401,7 +408,7 @@ class Simulator {
     n.running.reset();
     if (auto* round = std::get_if<node::RoundDone>(&result); round && round->outcome.ok()) {
       // Virtual timings: the real ones would make outputs depend on the machine's load.
-      round->outcome->train_seconds = options_.network.round_compute_s;
+      round->outcome->train_seconds = RoundComputeSeconds(i);
       round->outcome->eval_seconds = 0;
     }
     auto done = std::move(n.running_done);
@@ -421,7 +428,8 @@ class Simulator {
     int64_t round = sender.host ? sender.host->completed_round() + 1 : sender.last_round + 1;
     if (options_.network.Cut(m.from, m.to, round)) return std::nullopt;
     options_.network.Damage(m.frames, loss_rng_);
-    return VirtualSeconds(options_.network.TransferSeconds(TotalBytes(m.frames)));
+    return VirtualSeconds(
+        LinkSeconds(profiles_[ids_.at(m.from)], profiles_[ids_.at(m.to)], TotalBytes(m.frames)));
   }
 
   // Starts the outage node `i` has due after its last round, if any.
@@ -436,14 +444,19 @@ class Simulator {
       clock_->At(clock_->Now() + VirtualSeconds(outage.seconds), [this, i] { EndOutage(i); });
       return;
     }
-    n.log->warn("[network] outage: died; restarting from its checkpoint in {:.1f} s",
-                outage.seconds);
+    Die(i, outage.seconds, "outage");
+  }
+
+  // Node `i` dies now (an outage or churn) and restarts from its checkpoint in `seconds`.
+  void Die(size_t i, double seconds, const char* why) {
+    SimNode& n = nodes_[i];
+    n.log->warn("[network] {}: died; restarting from its checkpoint in {:.1f} s", why, seconds);
     // What a process had on disk when it died: its rows, tables and last checkpoint.
     Status written = n.host->Flush();
     if (!written.ok()) return Fail(i, "cannot write outputs: " + written.ToString());
     n.state = NodeState::kDead;
     Retire(i);
-    clock_->At(clock_->Now() + VirtualSeconds(outage.seconds), [this, i] { EndOutage(i); });
+    clock_->At(clock_->Now() + VirtualSeconds(seconds), [this, i] { EndOutage(i); });
   }
 
   void EndOutage(size_t i) {
@@ -473,6 +486,38 @@ class Simulator {
     n.log->warn("[network] outage over: restarted");
     Deliver(i, [this, i] { nodes_[i].host->Start(); });
     ScheduleTick(i);
+  }
+
+  // ---- Heterogeneity and churn (sim/heterogeneity.h).
+
+  // Draws every node's profile and schedules its churn (not combined with snapshots).
+  Status PlanHeterogeneity() {
+    auto plan = PlanMesh(options_.network, NodeIds(), options_.seed);
+    if (!plan.ok()) return plan.status();
+    profiles_ = std::move(plan->profiles);
+    if (plan->churn.Churns() && (options_.snapshot_every > 0 || options_.resume)) {
+      return Status::InvalidArgument("[network] churn cannot be combined with snapshots");
+    }
+    returned_after_.assign(nodes_.size(), -1);
+    ScheduleChurn(*clock_, std::move(plan->churn),
+                  [this](size_t i, const Away& away) { return Leave(i, away); });
+    return Status::Ok();
+  }
+
+  double RoundComputeSeconds(size_t i) const {
+    return options_.network.round_compute_s * profiles_[i].compute_factor;
+  }
+
+  // Node `i` leaves for `away` (churn) if it runs and completed a round since it last returned,
+  // so that every node progresses and every run ends; false once it finished.
+  bool Leave(size_t i, const Away& away) {
+    SimNode& n = nodes_[i];
+    if (n.state == NodeState::kFinished) return false;
+    if (n.state != NodeState::kRunning || !n.host || n.leaving) return true;
+    if (n.last_round <= returned_after_[i]) return true;
+    returned_after_[i] = n.last_round;
+    Die(i, away.return_s - away.leave_s, "churn");
+    return true;
   }
 
   // ---- Snapshot barriers (sim/snapshot_barrier.h).
@@ -579,6 +624,8 @@ class Simulator {
   ProgressReports progress_;
   bool stop_ = false;                    // stopped at a barrier
   std::optional<SimulatedTurns> turns_;  // the sequential schedule's
+  std::vector<NodeProfile> profiles_;    // per node: compute factor and access link
+  std::vector<int64_t> returned_after_;  // per node: its last round when it last left (churn)
 };
 
 TimePoint SimulatedWorld::Now() const { return sim_.Now(); }

@@ -43,9 +43,10 @@ TEST(BytesToTarget, Int8SendsFewerBytesThanNoneAndTheTableIsWellFormed) {
   auto records = ParseCsv(ReadText(path), path);
   ASSERT_TRUE(records.ok()) << records.status().ToString();
   ASSERT_EQ(records->size(), 3u) << "a header, the baseline's row and the int8 run's";
-  const std::vector<std::string> header = {
-      "run",        "method",       "codec",           "seed",        "baseline", "final_acc",
-      "target_acc", "target_round", "bytes_to_target", "bytes_total", "ratio"};
+  const std::vector<std::string> header = {"run",         "method",       "codec",
+                                           "seed",        "baseline",     "final_acc",
+                                           "target_acc",  "target_round", "bytes_to_target",
+                                           "bytes_total", "ratio",        "time_to_target_s"};
   ASSERT_EQ((*records)[0].fields, header);
   for (size_t r = 1; r < 3; ++r) {
     const std::vector<std::string>& row = (*records)[r].fields;

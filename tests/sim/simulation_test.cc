@@ -86,6 +86,13 @@ size_t ConsecutiveRounds(const std::string& node_dir) {
   return rows.size();
 }
 
+// How many sampled peers did not answer, over the rounds of the node in `node_dir`.
+int MissedPeers(const std::string& node_dir) {
+  int missed = 0;
+  for (const node::RoundRow& row : Rounds(node_dir)) missed += row.sampled - row.answered;
+  return missed;
+}
+
 // Node `id`'s rounds.csv, comm.csv and scores.csv are written in run `a` and byte-identical in
 // run `b`.
 void ExpectSameNodeFiles(SimMesh& mesh, const std::string& a, const std::string& b,
@@ -216,11 +223,7 @@ TEST(Simulation, APausedNodeIsSkippedAndContinuesWhereItWas) {
   EXPECT_GE(paused[3].wall_s - paused[2].wall_s, 5.0) << "n1's round 3 spans its pause";
   EXPECT_EQ(ReadText(mesh.NodeDir("out", "n1") + "/node.log").find("restarted"), std::string::npos)
       << "a pause is not a restart";
-  int missed = 0;
-  for (const node::RoundRow& row : Rounds(mesh.NodeDir("out", "n0"))) {
-    missed += row.sampled - row.answered;
-  }
-  EXPECT_GT(missed, 0) << "n0 never missed the paused node";
+  EXPECT_GT(MissedPeers(mesh.NodeDir("out", "n0")), 0) << "n0 never missed the paused node";
 }
 
 // A partition between {n0, n1} and {n2, n3} for rounds [3, 6): inside, each node is answered by
@@ -239,6 +242,95 @@ TEST(Simulation, APartitionCutsTheGroupsForItsRoundsAndTheMeshHealsAfterwards) {
     EXPECT_EQ(rows[4].answered, 1) << id << ": round 4 is inside the partition";
     EXPECT_EQ(rows[12].answered, 3) << id << ": the mesh healed by round 12";
   }
+}
+
+// The simulated seconds each round of node `id` took in run `out`, of the rounds that began at or
+// after `from_s` (the end of the round before).
+std::vector<double> RoundSecondsFrom(SimMesh& mesh, const std::string& out, const std::string& id,
+                                     double from_s) {
+  auto rows = Rounds(mesh.NodeDir(out, id));
+  std::vector<double> seconds;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    if (rows[r - 1].wall_s >= from_s) seconds.push_back(rows[r].wall_s - rows[r - 1].wall_s);
+  }
+  return seconds;
+}
+
+// A node computing 100 times slower (issue 48): once it has published its first round (before
+// that it has nothing to serve in either mode), in async mode the other nodes' rounds take what
+// they take without it, while in sync mode they wait for its next round up to the deadline (1 s).
+TEST(Simulation, AStragglerDelaysTheOthersUpToTheDeadlineInSyncModeOnly) {
+  SimMesh mesh("straggler", kFour, 200);
+  SimulationOptions options;
+  options.network.round_compute_s = 0.02;
+  mesh.Run("none", options);
+  options.network.nodes.push_back({"n3", 100.0, {}, {}});
+  mesh.Run("sync", options);
+  for (node::NodeConfig& c : mesh.configs()) c.round.sync = false;
+  mesh.Run("async", options);
+  const auto straggler = Rounds(mesh.NodeDir("async", "n3"));
+  ASSERT_FALSE(straggler.empty());
+  EXPECT_DOUBLE_EQ(straggler.front().train_s, 2.0) << "its rounds take 100 x 0.02 s";
+  const double published = straggler.front().wall_s;
+  for (const char* id : {"n0", "n1", "n2"}) {
+    const std::vector<double> alone = RoundSecondsFrom(mesh, "none", id, 0);
+    const std::vector<double> async = RoundSecondsFrom(mesh, "async", id, published);
+    const std::vector<double> sync = RoundSecondsFrom(mesh, "sync", id, published);
+    ASSERT_GE(async.size(), 10u) << id;
+    ASSERT_GE(sync.size(), 3u) << id;
+    const double usual = *std::max_element(alone.begin(), alone.end());
+    EXPECT_LT(usual, 0.1) << id;
+    EXPECT_LT(*std::max_element(async.begin(), async.end()), usual + 0.01)
+        << id << ": no async round waits for the straggler";
+    const auto rows = Rounds(mesh.NodeDir("async", id));
+    EXPECT_TRUE(std::any_of(rows.begin(), rows.end(),
+                            [](const node::RoundRow& row) { return row.answered == 3; }))
+        << id << ": the straggler answered with what it had";
+    const double longest = *std::max_element(sync.begin(), sync.end());
+    EXPECT_GT(longest, 0.9) << id << ": a sync round waits for the straggler up to the deadline";
+    EXPECT_LT(longest, 1.0 + usual + 0.05) << id << ": and never past it";
+  }
+}
+
+// Churn from a trace: n2 leaves in the middle of a round and comes back 5 s later from its
+// checkpoint; it finishes every round once, and the others skipped it meanwhile.
+TEST(Simulation, AChurnedNodeLeavesMidRoundAndResumesFromItsCheckpoint) {
+  SimMesh mesh("churn", kFour, 10);
+  SimulationOptions options;
+  options.network.round_compute_s = 0.5;
+  options.network.churn_trace.push_back({"n2", 2.3, 7.3});
+  mesh.Run("out", options);
+  EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("out", "n2")), 11u);
+  const std::string log = ReadText(mesh.NodeDir("out", "n2") + "/node.log");
+  EXPECT_NE(log.find("churn: died"), std::string::npos) << log;
+  EXPECT_NE(log.find("outage over: restarted"), std::string::npos) << log;
+  EXPECT_GT(MissedPeers(mesh.NodeDir("out", "n0")), 0) << "n0 never missed the churned node";
+}
+
+// Drawn churn (half the nodes, up 2 s and away 1 s on average, rounds of 0.5 s) in a mesh of
+// drawn compute speeds and links: every node still finishes all its rounds, the run ends, and the
+// same seed gives the same files with one thread and with two.
+TEST(Simulation, UnderDrawnChurnEveryNodeFinishesItsRoundsTheSameWithOneAndTwoThreads) {
+  SimMesh mesh("drawn_churn", kFour, 10);
+  SimulationOptions options;
+  options.network.round_compute_s = 0.5;
+  options.network.latency_s = 0.01;
+  options.network.bandwidth_bytes_per_s = 1e5;
+  options.network.compute = {SpreadKind::kLogNormal, 0.5, 1, 1};
+  options.network.latency = {SpreadKind::kUniform, 0, 1, 5};
+  options.network.churn = {0.5, 2, 1};
+  options.threads = 1;
+  mesh.Run("out", options);
+  options.threads = 2;
+  mesh.Run("two", options);
+  for (const std::string& id : kFour) ExpectSameNodeFiles(mesh, "out", "two", id);
+  int restarted = 0;
+  for (const std::string& id : kFour) {
+    EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("out", id)), 11u) << id;
+    restarted +=
+        ReadText(mesh.NodeDir("out", id) + "/node.log").find("churn: died") != std::string::npos;
+  }
+  EXPECT_EQ(restarted, 2);
 }
 
 TEST(Simulation, AnOutageOfAnUnknownNodeIsRefusedBeforeTheStart) {

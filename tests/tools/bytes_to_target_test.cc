@@ -12,6 +12,8 @@
 #include "base/csv.h"
 #include "tests/tools/run_folder_support.h"
 #include "tools/launch/run_layout.h"
+#include "tools/launch/run_reader.h"
+#include "tools/launch/run_report.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -136,12 +138,77 @@ TEST(BytesToTarget, TargetFromTheBaselinesFinalAccuracyAndRatioOfBytes) {
   ASSERT_TRUE(WriteBytesToTargetCsv(path, *rows).ok());
   const auto cells = CsvCells(path);
   ASSERT_EQ(cells.size(), 3u);
-  EXPECT_EQ(cells[0], (std::vector<std::string>{"run", "method", "codec", "seed", "baseline",
-                                                "final_acc", "target_acc", "target_round",
-                                                "bytes_to_target", "bytes_total", "ratio"}));
+  EXPECT_EQ(cells[0],
+            (std::vector<std::string>{"run", "method", "codec", "seed", "baseline", "final_acc",
+                                      "target_acc", "target_round", "bytes_to_target",
+                                      "bytes_total", "ratio", "time_to_target_s"}));
+  // Round 3 ends at wall_s 4: the time to the same target.
   EXPECT_EQ(cells[2],
             (std::vector<std::string>{int8, "dac", "", "1", none, ExactNumber(82),
-                                      ExactNumber(row.target), "3", "2000", "2500", "3"}));
+                                      ExactNumber(row.target), "3", "2000", "2500", "3", "4"}));
+}
+
+// Issue 48: at a time t the mesh's accuracy is the mean of each node's latest row; rounds need not
+// line up. Node 2 is a straggler whose first row comes at t = 10: the curve starts there.
+TEST(TimeToTarget, TheMeshsAccuracyAtATimeIsTheMeanOfEachNodesLatestRow) {
+  const std::vector<std::vector<NodeRound>> nodes = {
+      {{0, 0.5, 0, 1}, {1, 0.8, 0, 2}, {2, 0.9, 0, 3}, {3, 0.9, 0, 12}},
+      {{0, 0.6, 0, 1}, {1, 0.9, 0, 2}},
+      {{0, 0.3, 0, 10}, {1, 0.6, 0, 20}},
+  };
+  const std::vector<TimedAccuracy> curve = AccuracyOverTime(nodes);
+  ASSERT_EQ(curve.size(), 3u) << "t = 10, 12 and 20";
+  EXPECT_DOUBLE_EQ(curve[0].seconds, 10);
+  EXPECT_NEAR(curve[0].accuracy, 70, 1e-9);
+  EXPECT_DOUBLE_EQ(curve[1].seconds, 12);
+  EXPECT_NEAR(curve[1].accuracy, 70, 1e-9);
+  EXPECT_DOUBLE_EQ(curve[2].seconds, 20);
+  EXPECT_NEAR(curve[2].accuracy, 80, 1e-9);
+  EXPECT_EQ(TimeToTarget(curve, 70), 10.0) << "reaching the target exactly counts";
+  EXPECT_EQ(TimeToTarget(curve, 75), 20.0);
+  EXPECT_FALSE(TimeToTarget(curve, 80.5));
+  EXPECT_TRUE(AccuracyOverTime({{{0, 0.5, 0, 1}}, {}}).empty()) << "a node without a row";
+}
+
+TEST(TimeToTarget, TheRunsTargetIsTheLowestFinalAccuracyLessThePoints) {
+  EXPECT_EQ(RunTarget({{{1, 50}, {2, 80}}, {}, {{1, 60}, {5, 75}}}, 1), 74.0);
+  EXPECT_FALSE(RunTarget({{}, {}}, 1));
+}
+
+// The run's report: summary.csv and the table give each method's time to the run's target. In
+// "async" node 2 reports round r at 10 + 2r s, the others at r + 1; the curve waits for its first
+// row.
+TEST(TimeToTarget, SummaryCsvAndTheTableHaveEachMethodsTimeToTheRunsTarget) {
+  const std::string dir = FolderOf("times", {"sync", "async"}, kClusters, 3,
+                                   [](const std::string& method, const std::string& id, int round) {
+                                     const double accuracy[] = {0.5, 0.7, 0.8, 0.82};
+                                     RoundFigures f;
+                                     f.test_acc = accuracy[round];
+                                     f.wall_s = method == "sync" ? 3.0 * (round + 1)
+                                                : id == "2"      ? 10.0 + 2 * round
+                                                                 : round + 1.0;
+                                     return f;
+                                   });
+  auto folder = ReadRunFolder(dir);
+  ASSERT_TRUE(folder.ok()) << folder.status().ToString();
+  ::testing::internal::CaptureStdout();
+  WriteRunReport(dir, folder->title, folder->partition, folder->runs);
+  const std::string table = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(table.find("to target"), std::string::npos) << table;
+  EXPECT_NE(table.find("first reached 81.00%"), std::string::npos) << table;
+  const auto cells = CsvCells(PathIn(dir, kSummaryFile));
+  ASSERT_EQ(cells.size(), 3u);
+  const auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(cells[0].begin(), cells[0].end(), name) -
+                               cells[0].begin());
+  };
+  ASSERT_LT(column("time_to_target_s"), cells[0].size());
+  // Target 82 - 1: sync reaches it when all three report round 3 (t = 12); async when node 2
+  // reports its round 2 (t = 14: 82, 82 and 80), the others long done.
+  EXPECT_EQ(cells[1][column("method")], "sync");
+  EXPECT_EQ(cells[1][column("target_acc")], "81");
+  EXPECT_EQ(cells[1][column("time_to_target_s")], "12");
+  EXPECT_EQ(cells[2][column("time_to_target_s")], "14");
 }
 
 TEST(BytesToTarget, ARunThatNeverReachesTheTargetHasEmptyCells) {
@@ -176,7 +243,7 @@ TEST(BytesToTarget, ARunThatNeverReachesTheTargetHasEmptyCells) {
 
 // A curve of one method whose accuracy is `final` from round 1 on, with `bytes` per round.
 MethodCurve Flat(const std::string& codec, double final, double bytes) {
-  return {"dac", codec, {{0, final - 20, bytes}, {1, final, 2 * bytes}}};
+  return {"dac", codec, {{0, final - 20, bytes}, {1, final, 2 * bytes}}, {}};
 }
 
 // With several baselines each run is compared with the one of its seed; the mean table averages
@@ -212,11 +279,12 @@ TEST(BytesToTarget, EachSeedHasItsBaselineAndTheMeanTableAveragesOverSeeds) {
   ASSERT_TRUE(WriteBytesToTargetMeanCsv(path, means).ok());
   const auto cells = CsvCells(path);
   ASSERT_EQ(cells.size(), 3u);
-  EXPECT_EQ(cells[0],
-            (std::vector<std::string>{"method", "codec", "runs", "seeds", "final_acc", "reached",
-                                      "bytes_to_target", "bytes_total", "ratio"}));
-  EXPECT_EQ(cells[2],
-            (std::vector<std::string>{"dac", "int8", "2", "1;2", "74.5", "2", "750", "750", "3"}));
+  EXPECT_EQ(cells[0], (std::vector<std::string>{"method", "codec", "runs", "seeds", "final_acc",
+                                                "reached", "bytes_to_target", "bytes_total",
+                                                "ratio", "time_to_target_s"}));
+  // Curves made by hand have no accuracy over time: no time to target.
+  EXPECT_EQ(cells[2], (std::vector<std::string>{"dac", "int8", "2", "1;2", "74.5", "2", "750",
+                                                "750", "3", ""}));
 
   // A seed no baseline has, and two baselines of one seed, are refused by name.
   auto stray = MeasureBytesToTarget(baselines, {{"int8-3", 3, {Flat("int8", 70, 1)}}}, 1);

@@ -156,6 +156,34 @@ TEST(DashboardModel, ShowsAFinishedMethodFromItsFiles) {
   EXPECT_EQ(node0["scores"][0][0], 0.5);  // the score of peer 1, first in cluster order
 }
 
+// The run view gives each ended method's time to the run's target (tools/launch/bytes_to_target.h):
+// the lowest final accuracy of the ended methods less 1 point, 79 % here.
+TEST(DashboardModel, EachEndedMethodHasItsTimeToTheRunsTarget) {
+  RunInfo info = ThreeNodes();
+  info.partition.classification = true;
+  info.methods = {"fast", "slow"};
+  DashboardModel model(info);
+  EXPECT_EQ(json::parse(model.StateJson(""))["target_acc"], nullptr) << "none ended yet";
+  for (const std::string name : {"fast", "slow"}) {
+    launch::MethodRun run = RunIn(::testing::TempDir() + "/dashboard_target_" + name);
+    run.method.name = name;
+    for (launch::NodeRun& n : run.nodes) {
+      for (int r = 0; r < 3; ++r) {
+        node::RoundRow row;
+        row.round = r;
+        row.test_acc = name == "fast" ? 0.7 + 0.1 * r : 0.6 + 0.1 * r;
+        row.wall_s = (name == "fast" ? 1.0 : 5.0) * (r + 1);
+        n.rounds.push_back(row);
+      }
+    }
+    model.ShowFinished(run);  // its files do not exist: what the rows say is shown
+  }
+  json state = json::parse(model.StateJson(""));
+  EXPECT_NEAR(state["target_acc"].get<double>(), 79, 1e-9);
+  EXPECT_EQ(state["methods"][0]["time_to_target_s"], 2.0) << "fast: 80 % at its round 1";
+  EXPECT_EQ(state["methods"][1]["time_to_target_s"], 15.0) << "slow: 80 % at its round 2";
+}
+
 // scores.csv is read by base/csv.h's splitter: a peer id holding a comma is one quoted field, and
 // its score reaches the page.
 TEST(DashboardModel, ReadsQuotedPeerIdsInScoresCsv) {

@@ -2,6 +2,7 @@
 // Run folders as a launch leaves them, written by the tests of the readers of run folders
 // (tools/launch/run_layout.h and what reads through it).
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@ namespace meshlearn::launch::testing {
 struct RoundFigures {
   double test_acc = 0;
   uint64_t bytes_out = 100;  // sent since its start
+  double wall_s = NAN;       // when it completed the round; NaN: round + 1
 };
 
 // The figures of node `id` of method `method` in round `round`.
@@ -38,7 +40,7 @@ inline void WriteRounds(const std::string& method_dir, const std::string& id, in
     const RoundFigures f = figures ? figures(r) : RoundFigures{};
     node::RoundRecord record;
     record.round = r;
-    record.wall_seconds = r + 1.0;
+    record.wall_seconds = std::isnan(f.wall_s) ? r + 1.0 : f.wall_s;
     record.outcome.val_loss = 10.0 - r;
     record.outcome.test_loss = 5.0 - r;
     record.outcome.test_acc = f.test_acc;

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <set>
 
+#include "tools/launch/scenario_network.h"
+
 namespace meshlearn::launch {
 namespace {
 
@@ -105,6 +107,110 @@ TEST(ScenarioNetwork, BadValuesNameTheFileLineKeyAndWhatIsAllowed) {
       << node;
   std::string seconds = ErrorOf("[[network.outages]]\nnode = \"1\"\nseconds = 0\n");
   EXPECT_NE(seconds.find("'network.outages[0].seconds' = 0"), std::string::npos) << seconds;
+}
+
+// Heterogeneity (issue 48): per-node draws, slow nodes, a node's and a cluster's own values, and
+// churn drawn or from a trace, read into the model (sim/heterogeneity.h draws them).
+TEST(ScenarioNetwork, HeterogeneityKeysAreReadAndClustersBecomeTheirNodes) {
+  auto scenario = WithNetwork(R"([network]
+compute = { distribution = "lognormal", sigma = 0.5 }
+latency = { distribution = "uniform", min = 1, max = 4 }
+slow = { count = 1, factor = 10 }
+[[network.nodes]]
+cluster = 0
+compute = 3
+[[network.nodes]]
+node = "3"
+latency_ms = 50
+bandwidth_mbit_s = 8
+[network.churn]
+fraction = 0.5
+mean_up_s = 600
+mean_down_s = 60
+)");
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  const sim::NetworkModel& n = scenario->network;
+  EXPECT_EQ(n.compute.kind, sim::SpreadKind::kLogNormal);
+  EXPECT_EQ(n.compute.sigma, 0.5);
+  EXPECT_EQ(n.latency.kind, sim::SpreadKind::kUniform);
+  EXPECT_EQ(n.latency.max, 4);
+  EXPECT_EQ(n.bandwidth.kind, sim::SpreadKind::kNone);
+  EXPECT_EQ(n.slow.count, 1);
+  EXPECT_EQ(n.slow.factor, 10);
+  EXPECT_EQ(n.churn.fraction, 0.5);
+  EXPECT_EQ(n.churn.mean_down_s, 60);
+  ASSERT_EQ(n.nodes.size(), 5u) << "cluster 0's four nodes, then node 3's own entry";
+  EXPECT_EQ(n.nodes[0].node, "0");
+  EXPECT_EQ(*n.nodes[0].compute, 3);
+  EXPECT_EQ(n.nodes.back().node, "3");
+  EXPECT_EQ(*n.nodes.back().latency_s, 0.05);
+  EXPECT_EQ(*n.nodes.back().bandwidth_bytes_per_s, 1e6);
+}
+
+// A cluster's entry gives its values to each node of its contiguous block.
+TEST(ScenarioNetwork, AClustersEntryBecomesAnEntryPerNodeOfTheCluster) {
+  NetworkToResolve later;
+  sim::NodeNetwork values;
+  values.compute = 3;
+  later.clusters.emplace_back(1, values);
+  sim::NetworkModel network;
+  ASSERT_TRUE(ResolveNetwork("s.toml", {2, 3}, later, network).ok());
+  ASSERT_EQ(network.nodes.size(), 3u);
+  EXPECT_EQ(network.nodes[0].node, "2");
+  EXPECT_EQ(network.nodes[2].node, "4");
+  EXPECT_EQ(*network.nodes[2].compute, 3);
+}
+
+TEST(ScenarioNetwork, BadHeterogeneityValuesAreRefusedByKey) {
+  std::string negative = ErrorOf("[[network.nodes]]\nnode = \"1\"\ncompute = -2\n");
+  EXPECT_NE(negative.find("'network.nodes[0].compute' = -2 must be in (0, "), std::string::npos)
+      << negative;
+  std::string unknown = ErrorOf("[[network.nodes]]\nnode = \"9\"\ncompute = 2\n");
+  EXPECT_NE(unknown.find("nodes names node '9'; the nodes of this run are \"0\" to \"3\""),
+            std::string::npos)
+      << unknown;
+  std::string cluster = ErrorOf("[[network.nodes]]\ncluster = 5\ncompute = 2\n");
+  EXPECT_NE(cluster.find("names cluster 5"), std::string::npos) << cluster;
+  std::string both = ErrorOf("[[network.nodes]]\nnode = \"1\"\ncluster = 0\ncompute = 2\n");
+  EXPECT_NE(both.find("needs one of node"), std::string::npos) << both;
+  std::string distribution = ErrorOf("[network]\ncompute = { distribution = \"gamma\" }\n");
+  EXPECT_NE(distribution.find("must be one of \"lognormal\", \"uniform\""), std::string::npos)
+      << distribution;
+  std::string stray = ErrorOf(
+      "[network]\ncompute = { distribution = \"uniform\", min = 1, "
+      "max = 2, sigma = 1 }\n");
+  EXPECT_NE(stray.find("unknown key 'network.compute.sigma'"), std::string::npos) << stray;
+  std::string slow = ErrorOf("[network]\nslow = { count = 1, fraction = 0.5, factor = 10 }\n");
+  EXPECT_NE(slow.find("needs one of count"), std::string::npos) << slow;
+  std::string churn = ErrorOf("[network.churn]\nfraction = 0.5\nmean_up_s = 10\n");
+  EXPECT_NE(churn.find("needs trace"), std::string::npos) << churn;
+}
+
+// A churn trace: rows of node,leave_s,return_s; a bad row is refused by its file and line.
+TEST(ScenarioNetwork, AChurnTraceIsReadAndItsBadRowsAreRefusedByLine) {
+  const std::string trace = ::testing::TempDir() + "/churn_trace.csv";
+  auto with_trace = [&](const std::string& rows) {
+    std::ofstream(trace) << "node,leave_s,return_s\n" << rows;
+    return WithNetwork("[network.churn]\ntrace = \"" + trace + "\"\n");
+  };
+  auto good = with_trace("1,10,20\n1,30,40.5\n2,0,5\n");
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  ASSERT_EQ(good->network.churn_trace.size(), 3u);
+  EXPECT_EQ(good->network.churn_trace[1].return_s, 40.5);
+  for (const auto& [rows, says] : std::vector<std::pair<std::string, std::string>>{
+           {"1,10,20\n7,1,2\n", "line 3: names node '7'"},
+           {"1,10,x\n", "line 2, column 3 (return_s): 'x' is not a number"},
+           {"1,-1,2\n", "line 2, column 2 (leave_s)"},
+           {"1,10,5\n", "line 2: return_s must be after leave_s"},
+           {"1,10,20\n1,15,30\n", "line 3: node 1 leaves before it returned"},
+           {"1,10\n", "line 2: expected 3 cells"}}) {
+    auto bad = with_trace(rows);
+    ASSERT_FALSE(bad.ok()) << rows;
+    EXPECT_NE(bad.status().message().find(says), std::string::npos) << bad.status().ToString();
+  }
+  auto missing = WithNetwork("[network.churn]\ntrace = \"/nonexistent/trace.csv\"\n");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
 }
 
 // A scenario file with node keys: `rounds` of the template on line 8, `tau` of method b on line 13.

@@ -9,6 +9,7 @@
 #include "base/atomic_file.h"
 #include "base/csv.h"
 #include "node/host/outputs.h"
+#include "tools/launch/bytes_to_target.h"
 #include "tools/launch/run_layout.h"
 #include "tools/plot/matrix_csv.h"
 
@@ -75,6 +76,8 @@ struct MethodView {
   std::optional<launch::EmdMatrix> emd;
   std::optional<launch::PolicyClusters> policy;
   uint64_t observations = 0;
+  // Once ended: its honest nodes' mean accuracy over time (launch::AccuracyOverTime).
+  std::vector<launch::TimedAccuracy> over_time;
 };
 
 // The first failed status of several reads; the later ones are dropped.
@@ -419,6 +422,7 @@ Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
   m->state = launch::Summarize(run, p).status;
   m->source = "files";
   m->elapsed = run.wall_seconds;
+  if (p.classification) m->over_time = launch::AccuracyOverTime(launch::HonestNodeRounds(run));
   if (m->rounds == 0) m->rounds = std::max<int64_t>(last_round, 0);
   return errors.status;
 }
@@ -446,8 +450,18 @@ std::string DashboardModel::StateJson(const std::string& method) const {
     ids.push_back(p.ids[i]);
     clusters.push_back(p.clusters[i]);
   }
+  // Time to target: the run's target over the methods that have ended (summary.csv's once all
+  // have).
+  std::vector<std::vector<launch::TimedAccuracy>> curves;
+  for (const auto& m : methods_) curves.push_back(m->over_time);
+  const std::optional<double> target = launch::RunTarget(curves, launch::kRunTargetPoints);
   json methods = json::array();
-  for (const auto& m : methods_) methods.push_back(MethodSummaryJson(*m, p));
+  for (const auto& m : methods_) {
+    methods.push_back(MethodSummaryJson(*m, p));
+    std::optional<double> seconds;
+    if (target) seconds = launch::TimeToTarget(m->over_time, *target);
+    methods.back()["time_to_target_s"] = seconds ? Number(*seconds) : json(nullptr);
+  }
   const Method* selected = Shown(method);
   json document = {{"scenario", info_.scenario},
                    {"mode", info_.mode},
@@ -457,6 +471,7 @@ std::string DashboardModel::StateJson(const std::string& method) const {
                    {"clusters", clusters},
                    {"num_clusters", p.num_clusters},
                    {"observations", observations_},
+                   {"target_acc", target ? Number(*target) : json(nullptr)},
                    {"methods", methods},
                    {"method", selected ? json(selected->name) : json(nullptr)}};
   if (selected) {

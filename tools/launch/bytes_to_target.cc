@@ -154,6 +154,72 @@ std::optional<CurvePoint> FirstReaching(const std::vector<CurvePoint>& curve, do
   return std::nullopt;
 }
 
+std::vector<TimedAccuracy> AccuracyOverTime(const std::vector<std::vector<NodeRound>>& nodes) {
+  // Every row as (time, node, accuracy), in time order; at equal times in node and row order.
+  struct Change {
+    double seconds;
+    size_t node;
+    double accuracy;
+  };
+  std::vector<Change> changes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].empty()) return {};
+    for (const NodeRound& r : nodes[i]) changes.push_back({r.wall_s, i, r.test_acc});
+  }
+  std::stable_sort(changes.begin(), changes.end(),
+                   [](const Change& a, const Change& b) { return a.seconds < b.seconds; });
+  std::vector<double> latest(nodes.size(), NAN);
+  size_t known = 0;
+  double sum = 0;
+  std::vector<TimedAccuracy> curve;
+  for (size_t c = 0; c < changes.size(); ++c) {
+    const Change& change = changes[c];
+    if (std::isnan(latest[change.node])) {
+      ++known;
+    } else {
+      sum -= latest[change.node];
+    }
+    latest[change.node] = change.accuracy;
+    sum += change.accuracy;
+    const bool last_at_this_time =
+        c + 1 == changes.size() || changes[c + 1].seconds != change.seconds;
+    if (known == nodes.size() && last_at_this_time) {
+      curve.push_back({change.seconds, 100.0 * sum / static_cast<double>(nodes.size())});
+    }
+  }
+  return curve;
+}
+
+std::optional<double> TimeToTarget(const std::vector<TimedAccuracy>& curve, double target) {
+  for (const TimedAccuracy& p : curve) {
+    if (p.accuracy >= target) return p.seconds;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> RunTarget(const std::vector<std::vector<TimedAccuracy>>& curves,
+                                double points) {
+  std::optional<double> lowest;
+  for (const std::vector<TimedAccuracy>& curve : curves) {
+    if (curve.empty()) continue;
+    lowest = std::min(lowest.value_or(curve.back().accuracy), curve.back().accuracy);
+  }
+  if (!lowest) return std::nullopt;
+  return *lowest - points;
+}
+
+std::vector<std::vector<NodeRound>> HonestNodeRounds(const MethodRun& run) {
+  std::vector<std::vector<NodeRound>> nodes;
+  for (const NodeRun& n : run.nodes) {
+    if (n.attacker) continue;
+    std::vector<NodeRound>& rows = nodes.emplace_back();
+    for (const node::RoundRow& r : n.rounds) {
+      rows.push_back({r.round, r.test_acc, r.bytes_out, r.wall_s});
+    }
+  }
+  return nodes;
+}
+
 Result<std::vector<BytesToTargetRow>> MeasureBytesToTarget(const std::vector<RunCurves>& baselines,
                                                            const std::vector<RunCurves>& runs,
                                                            double points) {
@@ -186,6 +252,7 @@ Result<std::vector<BytesToTargetRow>> MeasureBytesToTarget(const std::vector<Run
       if (row.reached && reference_reached && row.reached->bytes_per_node > 0) {
         row.ratio = reference_reached->bytes_per_node / row.reached->bytes_per_node;
       }
+      row.time_to_target_s = TimeToTarget(method.over_time, row.target);
       rows.push_back(std::move(row));
     }
   }
@@ -195,7 +262,7 @@ Result<std::vector<BytesToTargetRow>> MeasureBytesToTarget(const std::vector<Run
 std::vector<BytesToTargetMean> MeanOverSeeds(const std::vector<BytesToTargetRow>& rows) {
   struct Group {
     BytesToTargetMean mean;
-    std::vector<double> accuracy, bytes_to_target, bytes_total, ratio;
+    std::vector<double> accuracy, bytes_to_target, bytes_total, ratio, time_to_target;
   };
   std::vector<Group> groups;
   for (const BytesToTargetRow& row : rows) {
@@ -214,6 +281,7 @@ std::vector<BytesToTargetMean> MeanOverSeeds(const std::vector<BytesToTargetRow>
     it->bytes_total.push_back(row.bytes_total);
     if (row.reached) it->bytes_to_target.push_back(row.reached->bytes_per_node);
     if (row.ratio) it->ratio.push_back(*row.ratio);
+    if (row.time_to_target_s) it->time_to_target.push_back(*row.time_to_target_s);
   }
   std::vector<BytesToTargetMean> means;
   for (Group& g : groups) {
@@ -222,6 +290,7 @@ std::vector<BytesToTargetMean> MeanOverSeeds(const std::vector<BytesToTargetRow>
     if (!g.bytes_to_target.empty()) g.mean.bytes_to_target = Mean(g.bytes_to_target);
     g.mean.bytes_total = Mean(g.bytes_total);
     if (!g.ratio.empty()) g.mean.ratio = Mean(g.ratio);
+    if (!g.time_to_target.empty()) g.mean.time_to_target_s = Mean(g.time_to_target);
     means.push_back(std::move(g.mean));
   }
   return means;
@@ -256,9 +325,9 @@ Result<std::vector<NodeRound>> ReadNodeRounds(const std::string& path) {
   if (!records.ok()) return records.status();
   if (records->empty()) return Status::Malformed(path + ": empty file, no header");
   const CsvRecord& header = records->front();
-  size_t columns[3];
-  const char* names[3] = {"round", "test_acc", "bytes_out"};
-  for (int c = 0; c < 3; ++c) {
+  size_t columns[4];
+  const char* names[4] = {"round", "test_acc", "bytes_out", "wall_s"};
+  for (int c = 0; c < 4; ++c) {
     auto it = std::find(header.fields.begin(), header.fields.end(), names[c]);
     if (it == header.fields.end()) {
       return Status::Malformed(CsvWhere(path, header.line, 1) + ": the header has no column '" +
@@ -284,7 +353,9 @@ Result<std::vector<NodeRound>> ReadNodeRounds(const std::string& path) {
     }
     auto bytes_out = CsvNumber<uint64_t>(path, record, columns[2], names[2]);
     if (!bytes_out.ok()) return bytes_out.status();
-    rows.push_back({*round, *test_acc, *bytes_out});
+    auto wall_s = CsvNumber<double>(path, record, columns[3], names[3]);
+    if (!wall_s.ok()) return wall_s.status();
+    rows.push_back({*round, *test_acc, *bytes_out, *wall_s});
   }
   return rows;
 }
@@ -296,15 +367,17 @@ Result<RunCurves> ReadRunCurves(const std::string& dir) {
   curves.dir = dir;
   curves.seed = folder->seed;
   for (const MethodRun& run : folder->runs) {
-    std::vector<std::vector<NodeRound>> nodes;
+    std::vector<std::vector<NodeRound>> nodes, honest;
     for (const NodeRun& n : run.nodes) {
       const std::string path = PathIn(n.dir, kRoundsFile);
       Result<std::vector<NodeRound>> rows = ReadNodeRounds(path);
       if (!rows.ok()) return rows.status();
       if (rows->empty()) return Status::Malformed(path + ": no rows (the node completed no round)");
+      if (!n.attacker) honest.push_back(*rows);
       nodes.push_back(std::move(*rows));
     }
-    curves.methods.push_back({run.method.name, CodecOf(run), MeanCurve(nodes)});
+    curves.methods.push_back(
+        {run.method.name, CodecOf(run), MeanCurve(nodes), AccuracyOverTime(honest)});
   }
   return curves;
 }
@@ -312,14 +385,15 @@ Result<RunCurves> ReadRunCurves(const std::string& dir) {
 Status WriteBytesToTargetCsv(const std::string& path, const std::vector<BytesToTargetRow>& rows) {
   std::ostringstream csv;
   csv << "run,method,codec,seed,baseline,final_acc,target_acc,target_round,bytes_to_target,"
-         "bytes_total,ratio\n";
+         "bytes_total,ratio,time_to_target_s\n";
   for (const BytesToTargetRow& r : rows) {
     csv << QuotedCsvField(r.run) << ',' << QuotedCsvField(r.method) << ','
         << QuotedCsvField(r.codec) << ',' << (r.seed ? std::to_string(*r.seed) : "") << ','
         << QuotedCsvField(r.baseline) << ',' << ExactNumber(r.final_accuracy) << ','
         << ExactNumber(r.target) << ',' << (r.reached ? std::to_string(r.reached->round) : "")
         << ',' << (r.reached ? ExactNumber(r.reached->bytes_per_node) : "") << ','
-        << ExactNumber(r.bytes_total) << ',' << ExactNumber(r.ratio) << '\n';
+        << ExactNumber(r.bytes_total) << ',' << ExactNumber(r.ratio) << ','
+        << ExactNumber(r.time_to_target_s) << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -327,12 +401,13 @@ Status WriteBytesToTargetCsv(const std::string& path, const std::vector<BytesToT
 Status WriteBytesToTargetMeanCsv(const std::string& path,
                                  const std::vector<BytesToTargetMean>& means) {
   std::ostringstream csv;
-  csv << "method,codec,runs,seeds,final_acc,reached,bytes_to_target,bytes_total,ratio\n";
+  csv << "method,codec,runs,seeds,final_acc,reached,bytes_to_target,bytes_total,ratio,"
+         "time_to_target_s\n";
   for (const BytesToTargetMean& m : means) {
     csv << QuotedCsvField(m.method) << ',' << QuotedCsvField(m.codec) << ',' << m.runs << ','
         << Seeds(m.seeds) << ',' << ExactNumber(m.final_accuracy) << ',' << m.reached << ','
         << ExactNumber(m.bytes_to_target) << ',' << ExactNumber(m.bytes_total) << ','
-        << ExactNumber(m.ratio) << '\n';
+        << ExactNumber(m.ratio) << ',' << ExactNumber(m.time_to_target_s) << '\n';
   }
   return WriteFileAtomically(path, csv.str());
 }
@@ -348,23 +423,28 @@ std::string FormatBytesToTarget(const std::vector<BytesToTargetMean>& means, dou
       "Bytes a node sent until the mean test accuracy first reached the baseline's "
       "final accuracy minus " +
       ExactNumber(points) + (points == 1 ? " point" : " points") +
-      " (means over the runs of each method and codec):\n";
+      " (means over the runs of each method and codec), and the seconds until then (wall_s: "
+      "simulated under --simulate):\n";
   char line[512];
-  std::snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  %9s  %7s  %12s  %9s  %6s\n",
+  std::snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  %9s  %7s  %12s  %11s  %9s  %6s\n",
                 static_cast<int>(method_width), "method", static_cast<int>(codec_width), "codec",
                 static_cast<int>(seeds_width), "seeds", "final acc", "reached", "MB to target",
-                "MB total", "ratio");
+                "s to target", "MB total", "ratio");
   out += line;
   for (const BytesToTargetMean& m : means) {
-    char to_target[32] = "-", ratio[32] = "-";
+    char to_target[32] = "-", ratio[32] = "-", time_to_target[32] = "-";
     if (m.bytes_to_target)
       std::snprintf(to_target, sizeof(to_target), "%.3f", *m.bytes_to_target / 1e6);
+    if (m.time_to_target_s) {
+      std::snprintf(time_to_target, sizeof(time_to_target), "%.1f", *m.time_to_target_s);
+    }
     if (m.ratio) std::snprintf(ratio, sizeof(ratio), "%.2f", *m.ratio);
     const std::string reached = std::to_string(m.reached) + " of " + std::to_string(m.runs);
-    std::snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  %9.2f  %7s  %12s  %9.3f  %6s\n",
+    std::snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  %9.2f  %7s  %12s  %11s  %9.3f  %6s\n",
                   static_cast<int>(method_width), m.method.c_str(), static_cast<int>(codec_width),
                   m.codec.c_str(), static_cast<int>(seeds_width), Seeds(m.seeds).c_str(),
-                  m.final_accuracy, reached.c_str(), to_target, m.bytes_total / 1e6, ratio);
+                  m.final_accuracy, reached.c_str(), to_target, time_to_target, m.bytes_total / 1e6,
+                  ratio);
     out += line;
   }
   return out;

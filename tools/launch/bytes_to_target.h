@@ -29,6 +29,15 @@
 //   it needed (1 for the baseline itself). It is empty when either never reached its target.
 // - The mean table groups the rows by method and codec, over their seeds: mean final accuracy,
 //   how many reached their target, and the mean bytes to target and ratio of those that did.
+// - Time to target (issue 48): the mesh's accuracy at time t is the mean over the honest nodes
+//   (attackers left out) of the test_acc of each node's last rounds.csv row with wall_s <= t,
+//   from the first time every node has a row; it has a point at every row's wall_s from then
+//   on. The time to target is the first such time at which it is at least the target (the target
+//   of the row above; in a run's summary.csv and table, RunTarget's). wall_s is the simulated
+//   seconds under --simulate and real seconds otherwise.
+//   Rationale: rounds do not line up in time when nodes compute at different speeds or run
+//   asynchronously; a curve indexed by rounds waits for the slowest node, and a straggler that
+//   async leaves behind would set the time of every round.
 
 #include <cstdint>
 #include <optional>
@@ -37,6 +46,7 @@
 
 #include "base/status.h"
 #include "node/config/config.h"
+#include "tools/launch/run_types.h"
 
 namespace meshlearn::launch {
 
@@ -45,7 +55,34 @@ struct NodeRound {
   int64_t round = 0;
   double test_acc = 0;     // a fraction, as rounds.csv writes it
   uint64_t bytes_out = 0;  // the bytes the node sent since its start, up to this round
+  double wall_s = 0;       // when it completed the round (simulated seconds under --simulate)
 };
+
+// One point of the mesh's accuracy over time.
+struct TimedAccuracy {
+  double seconds = 0;
+  double accuracy = 0;  // mean over the nodes of their latest test_acc, in percent
+};
+
+// The mesh's accuracy over time of the nodes' rows `nodes` (specification, "Time to target");
+// empty when some node has no row.
+std::vector<TimedAccuracy> AccuracyOverTime(const std::vector<std::vector<NodeRound>>& nodes);
+
+// The first time of `curve` whose accuracy is at least `target`; nullopt when there is none.
+std::optional<double> TimeToTarget(const std::vector<TimedAccuracy>& curve, double target);
+
+// The target of a run's methods (summary.csv's target_acc): the lowest final accuracy (the last
+// point's) among `curves`, the methods' AccuracyOverTime, less `points`: an accuracy every method
+// reached, so that their times compare. Empty curves are skipped; nullopt when all are empty.
+std::optional<double> RunTarget(const std::vector<std::vector<TimedAccuracy>>& curves,
+                                double points);
+
+// The percentage points below the lowest final accuracy that RunTarget sets for a run's
+// summary.csv, table and dashboard.
+inline constexpr double kRunTargetPoints = 1;
+
+// The rows of the honest nodes of `run` (attackers left out), as this measure reads them.
+std::vector<std::vector<NodeRound>> HonestNodeRounds(const MethodRun& run);
 
 // One round of a method's curve.
 struct CurvePoint {
@@ -67,6 +104,7 @@ struct MethodCurve {
   std::string method;
   std::string codec;  // CodecText of its nodes' [compression]; "" when unknown
   std::vector<CurvePoint> curve;
+  std::vector<TimedAccuracy> over_time;  // its honest nodes' accuracy over time
 };
 
 // The curves of every method of one run folder.
@@ -85,9 +123,10 @@ struct BytesToTargetRow {
   std::string baseline;  // the baseline run folder whose method gave the target
   double final_accuracy = 0;
   double target = 0;
-  std::optional<CurvePoint> reached;  // the first point at or above the target; nullopt: never
-  double bytes_total = 0;             // the curve's bytes at its last round
-  std::optional<double> ratio;        // the baseline's bytes to target over this row's
+  std::optional<CurvePoint> reached;       // the first point at or above the target; nullopt: never
+  double bytes_total = 0;                  // the curve's bytes at its last round
+  std::optional<double> ratio;             // the baseline's bytes to target over this row's
+  std::optional<double> time_to_target_s;  // TimeToTarget of its over_time; nullopt: never
 };
 
 // The rows of every method of `runs`, in order, with targets from `baselines` (at least one) set
@@ -104,12 +143,13 @@ struct BytesToTargetMean {
   std::string method;
   std::string codec;
   int runs = 0;
-  std::vector<uint64_t> seeds;            // the known seeds of its rows, in row order
-  double final_accuracy = 0;              // mean over its rows
-  int reached = 0;                        // rows that reached their target
-  std::optional<double> bytes_to_target;  // mean over the rows that reached; nullopt: none did
-  double bytes_total = 0;                 // mean over its rows
-  std::optional<double> ratio;            // mean over the rows with a ratio; nullopt: none has
+  std::vector<uint64_t> seeds;             // the known seeds of its rows, in row order
+  double final_accuracy = 0;               // mean over its rows
+  int reached = 0;                         // rows that reached their target
+  std::optional<double> bytes_to_target;   // mean over the rows that reached; nullopt: none did
+  double bytes_total = 0;                  // mean over its rows
+  std::optional<double> ratio;             // mean over the rows with a ratio; nullopt: none has
+  std::optional<double> time_to_target_s;  // mean over the rows with one; nullopt: none has
 };
 
 // Groups `rows` by method and codec, in order of first appearance, and averages each group.
@@ -120,11 +160,11 @@ std::vector<BytesToTargetMean> MeanOverSeeds(const std::vector<BytesToTargetRow>
 // "topk (0.05, int8, step 1)" (top-k always names its fraction and values).
 std::string CodecText(const node::CompressionSection& compression);
 
-// Reads the round, test_acc and bytes_out cells of the rounds.csv at `path`, found by their
+// Reads the round, test_acc, bytes_out and wall_s cells of the rounds.csv at `path`, found by their
 // header names. kNotFound for a missing file; kMalformed naming the file, line and column for a
 // missing column, a row with another number of cells than the header, or a cell that is not a
-// whole number (round, bytes_out) or a finite number (test_acc; an empty one, as a regression
-// run writes, included).
+// whole number (round, bytes_out) or a finite number (test_acc, wall_s; an empty test_acc, as a
+// regression run writes, included).
 // Rationale: node::ReadRoundsCsv reads such a cell as 0, which here would move a target or a
 // byte count without a word.
 Result<std::vector<NodeRound>> ReadNodeRounds(const std::string& path);
@@ -136,12 +176,12 @@ Result<std::vector<NodeRound>> ReadNodeRounds(const std::string& path);
 Result<RunCurves> ReadRunCurves(const std::string& dir);
 
 // Writes `rows` as bytes_to_target.csv: run, method, codec, seed, baseline, final_acc,
-// target_acc, target_round, bytes_to_target, bytes_total, ratio (accuracies in percent, bytes per
-// node; empty cells where not known or never reached).
+// target_acc, target_round, bytes_to_target, bytes_total, ratio, time_to_target_s (accuracies in
+// percent, bytes per node; empty cells where not known or never reached).
 Status WriteBytesToTargetCsv(const std::string& path, const std::vector<BytesToTargetRow>& rows);
 
 // Writes `means` as bytes_to_target_mean.csv: method, codec, runs, seeds (';'-separated),
-// final_acc, reached, bytes_to_target, bytes_total, ratio.
+// final_acc, reached, bytes_to_target, bytes_total, ratio, time_to_target_s.
 Status WriteBytesToTargetMeanCsv(const std::string& path,
                                  const std::vector<BytesToTargetMean>& means);
 

@@ -12,6 +12,7 @@
 #include "base/csv.h"
 #include "node/host/node.h"
 #include "similarity/clustering.h"
+#include "tools/launch/bytes_to_target.h"
 #include "tools/launch/run_layout.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
@@ -173,7 +174,8 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
          "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
-         "last_node_round,exchange_s,exchange_rounds,epsilon,bytes_sent_per_node";
+         "last_node_round,exchange_s,exchange_rounds,epsilon,bytes_sent_per_node,target_acc,"
+         "time_to_target_s";
   const bool full_test = std::any_of(summaries.begin(), summaries.end(),
                                      [](const auto& s) { return s.full_test_mean.has_value(); });
   if (full_test) {
@@ -192,7 +194,8 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
         << s.status << ',' << s.rounds << ',' << s.first_node_round << ',' << s.last_node_round
         << ',' << ExactNumber(s.exchange_seconds) << ',';
     if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
-    csv << ',' << ExactNumber(s.epsilon) << ',' << ExactNumber(s.bytes_sent_per_node);
+    csv << ',' << ExactNumber(s.epsilon) << ',' << ExactNumber(s.bytes_sent_per_node) << ','
+        << ExactNumber(s.target_acc) << ',' << ExactNumber(s.time_to_target_s);
     if (full_test) {
       for (int c = 0; c < num_clusters; ++c) {
         csv << ',' << (s.full_test_mean ? ExactNumber(s.full_test_per_cluster[c]) : "");
@@ -230,6 +233,8 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
   } else {
     out << pad("wall", 8);
   }
+  const std::optional<double> target = summaries.front().target_acc;
+  if (target) out << pad("to target", 11);
   out << pad("overhead", 10);
   if (any_ari) out << pad("ARI", 7);
   bool any_round = std::any_of(summaries.begin(), summaries.end(),
@@ -248,6 +253,7 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
     if (any_simulated) {
       out << pad(s.simulated_seconds ? Fixed(*s.simulated_seconds, 0) + "s" : "-", 11);
     }
+    if (target) out << pad(s.time_to_target_s ? Fixed(*s.time_to_target_s, 1) + "s" : "-", 11);
     out << pad(Fixed(100 * s.overhead, 1) + "%", 10);
     if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
     if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
@@ -278,6 +284,12 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
               ? "time (simulated time for the methods with simulated seconds, else real time)"
               : "real time")
       << " outside training and evaluation, mean over the nodes\n";
+  if (target) {
+    out << "to target: the " << (all_simulated ? "simulated " : "")
+        << "seconds (rounds.csv wall_s) until the honest nodes' mean test accuracy first reached "
+        << Fixed(*target, 2) << "%, the lowest final accuracy of the methods less "
+        << kRunTargetPoints << " point\n";
+  }
   out << FormatFullTestTable(summaries, num_clusters, name_width);
   return out.str();
 }

@@ -49,6 +49,11 @@ struct MethodSummary {
   // Mean over the nodes with a round (attackers included: their bytes cost the network too) of
   // the bytes each sent, as its last rounds.csv row counts them: the encoded frames (issue 31).
   double bytes_sent_per_node = 0;
+  // Time to target (tools/launch/bytes_to_target.h): the run's target (the lowest final accuracy
+  // of its methods less kRunTargetPoints, in percent) and the seconds (rounds.csv wall_s) until
+  // this method's honest nodes' mean test accuracy first reached it; nullopt for MSE, or never.
+  std::optional<double> target_acc;
+  std::optional<double> time_to_target_s;
   // [data] test = "cluster": the mean per cluster and overall, over the honest nodes tested, of
   // the test metric of each node's best model on its cluster's full test set (full_test.h);
   // empty and nullopt otherwise.
@@ -73,18 +78,19 @@ MethodRecord RecordOf(const MethodSummary& summary);
 
 // Writes "<out>/summary.csv": one row per method with per-cluster and mean metric, in-cluster
 // rate, real seconds (wall_s) and simulated seconds (simulated_s, empty unless simulated),
-// overhead, peak memory, the method's status with the rounds its nodes reached, and (last
-// column, empty without [privacy]) the largest ε a node spent, then the mean bytes a node sent.
-// When a method has full-test figures ([data] test = "cluster"), the columns
-// full_test_cluster_<c>... and full_test_mean follow (empty for methods without); otherwise the
-// file is as before they existed.
+// overhead, peak memory, the method's status with the rounds its nodes reached, the largest ε a
+// node spent (empty without [privacy]), the bytes a node sent, and the run's target accuracy with
+// the method's time to it (empty when not known or never reached). When a method has full-test
+// figures ([data] test = "cluster"), the columns full_test_cluster_<c>... and full_test_mean
+// follow (empty for methods without); otherwise the file is as before they existed.
 Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
                        int num_clusters);
 
 // The table printed at the end of a run, one row per method; a method that did not complete
 // says so, with the rounds its nodes reached. When a method was simulated, the `wall` column
-// becomes two, `real` and `simulated` seconds. A line under the table says which clock the
-// overhead column measures. When a method has full-test figures, a second table gives them per
+// becomes two, `real` and `simulated` seconds. With a target, a `to target` column has each
+// method's time to target. Lines under the table say which clock the overhead column measures
+// and what the target is. When a method has full-test figures, a second table gives them per
 // cluster.
 std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clusters);
 

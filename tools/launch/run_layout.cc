@@ -18,7 +18,7 @@ const std::set<std::string> kRunFiles = {kManifestFile,  kSummaryFile,    kCurve
 const std::set<std::string> kMethodFiles = {kHeatmapCsvFile,   kHeatmapPngFile, kEmdMatrixCsvFile,
                                             kEmdMatrixPngFile, kHostfileFile,   kNodeTemplateFile,
                                             kRankScriptFile,   kJobScriptFile,  kEngineLogFile,
-                                            kSlurmJobIdFile,   kFullTestFile};
+                                            kSlurmJobIdFile,   kFullTestFile,   kNetworkFile};
 const std::set<std::string> kNodeFiles = {
     kNodeConfigFile, kNodeLogFile,   kRoundsFile,     kScoresFile,   kCommFile,      kClusterFile,
     kEmdFile,        kSignatureFile, kCheckpointFile, kNodeLockFile, kExitStatusFile};

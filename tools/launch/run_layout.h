@@ -43,6 +43,8 @@ inline constexpr const char kSnapshotFolder[] = "snapshot";
 using sim::kSnapshotFileName;
 // Files of a method folder.
 inline constexpr const char kHeatmapCsvFile[] = "heatmap.csv";
+// A simulated method of a heterogeneous mesh: each node's compute factor and access link.
+inline constexpr const char kNetworkFile[] = "network.csv";
 inline constexpr const char kHeatmapPngFile[] = "heatmap.png";
 inline constexpr const char kEmdMatrixCsvFile[] = "emd_matrix.csv";
 inline constexpr const char kEmdMatrixPngFile[] = "emd_matrix.png";

@@ -7,9 +7,33 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/cli_exit.h"
+#include "tools/launch/bytes_to_target.h"
 #include "tools/launch/run.h"
 
 namespace meshlearn::launch {
+namespace {
+
+// Sets every summary's target_acc and time_to_target_s from its run (the run of its name): one
+// target for the run (RunTarget), nothing for MSE.
+void SetTimesToTarget(const std::vector<MethodRun>& runs, const Partition& partition,
+                      std::vector<MethodSummary>& summaries) {
+  if (!partition.classification) return;
+  std::vector<std::vector<TimedAccuracy>> curves;
+  for (const MethodRun& run : runs) curves.push_back(AccuracyOverTime(HonestNodeRounds(run)));
+  const std::optional<double> target = RunTarget(curves, kRunTargetPoints);
+  if (!target) return;
+  for (MethodSummary& summary : summaries) {
+    summary.target_acc = target;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      if (runs[r].method.name == summary.name) {
+        summary.time_to_target_s = TimeToTarget(curves[r], *target);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 MethodSummary ReportMethod(const MethodRun& run, const Partition& partition,
                            const std::string& title) {
   Status heatmap = WriteHeatmap(run, partition, title + " — " + run.method.name);
@@ -39,7 +63,8 @@ MethodSummary ReportMethod(const MethodRun& run, const Partition& partition,
 }
 
 void ReportRun(const std::string& out_dir, const std::string& title, const Partition& partition,
-               const std::vector<MethodRun>& runs, const std::vector<MethodSummary>& summaries) {
+               const std::vector<MethodRun>& runs, std::vector<MethodSummary> summaries) {
+  SetTimesToTarget(runs, partition, summaries);
   const std::string curves_path = PathIn(out_dir, kCurvesFile);
   const std::string summary_path = PathIn(out_dir, kSummaryFile);
   Status curves = WriteCurves(curves_path, runs, partition, title);

@@ -23,9 +23,10 @@ MethodSummary ReportMethod(const MethodRun& run, const Partition& partition,
                            const std::string& title);
 
 // Writes the run's files into `out_dir` (curves.png, summary.csv) from `runs` and their
-// `summaries`, and prints the table and the paths of what was written.
+// `summaries`, with each method's time to the run's target (tools/launch/bytes_to_target.h), and
+// prints the table and the paths of what was written.
 void ReportRun(const std::string& out_dir, const std::string& title, const Partition& partition,
-               const std::vector<MethodRun>& runs, const std::vector<MethodSummary>& summaries);
+               const std::vector<MethodRun>& runs, std::vector<MethodSummary> summaries);
 
 // ReportMethod for every run, then ReportRun; returns the summaries.
 std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std::string& title,

@@ -2,8 +2,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/csv.h"
+#include "sim/heterogeneity.h"
 #include "sim/simulation.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/node_processes.h"
@@ -12,6 +15,31 @@
 
 namespace meshlearn::launch {
 namespace {
+
+// Writes "<run.dir>/network.csv" (node, compute_factor, latency_ms, bandwidth_mbit_s; empty for
+// an infinite bandwidth) when some node's profile differs from the mesh's (sim/heterogeneity.h),
+// so that a run says which nodes were slow.
+Status WriteNetworkCsv(const MethodRun& run, const std::vector<node::NodeConfig>& configs,
+                       const Scenario& scenario) {
+  std::vector<std::string> ids;
+  for (const node::NodeConfig& c : configs) ids.push_back(c.id);
+  auto profiles = sim::DrawProfiles(scenario.network, ids, scenario.seed);
+  if (!profiles.ok()) return profiles.status();
+  const sim::NetworkModel& mesh = scenario.network;
+  std::ostringstream csv;
+  csv << "node,compute_factor,latency_ms,bandwidth_mbit_s\n";
+  bool differs = false;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const sim::NodeProfile& p = (*profiles)[i];
+    differs = differs || p.compute_factor != 1 || p.latency_s != mesh.latency_s ||
+              p.bandwidth_bytes_per_s != mesh.bandwidth_bytes_per_s;
+    csv << CsvField(ids[i]) << ',' << ExactNumber(p.compute_factor) << ','
+        << ExactNumber(p.latency_s * 1000) << ','
+        << (p.bandwidth_bytes_per_s > 0 ? ExactNumber(p.bandwidth_bytes_per_s * 8 / 1e6) : "")
+        << '\n';
+  }
+  return differs ? WriteFileAtomically(PathIn(run.dir, kNetworkFile), csv.str()) : Status::Ok();
+}
 
 // Peak resident memory of this process in MiB (0 when unavailable).
 double PeakRssMib() { return ProcSizeMib("/proc/self/status", "VmHWM:"); }
@@ -44,6 +72,7 @@ class SimulatedRunner : public MethodRunner {
       MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(PathIn(run.nodes[i].dir, kNodeConfigFile),
                                                     node::RenderNodeConfig(configs[i])));
     }
+    MESHLEARN_RETURN_IF_ERROR(WriteNetworkCsv(run, configs, scenario));
     ProgressLine progress(run.method.name, configs.front().training.rounds);
     sim::SimulationOptions sim;
     sim.network = scenario.network;

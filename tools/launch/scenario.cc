@@ -14,6 +14,7 @@
 #include "node/config/toml_reader.h"
 #include "tools/launch/procedure.h"
 #include "tools/launch/run_layout.h"
+#include "tools/launch/scenario_network.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -273,81 +274,6 @@ Status ParseData(TableReader& t, DataSpec& d) {
   return Status::Ok();
 }
 
-// The node ids of a [[network.partitions]] groups value: an array of arrays of node ids.
-Status NodeGroups(TableReader& t, const char* key, std::vector<std::set<std::string>>* out) {
-  const char* allowed = "must be an array of groups of node ids, e.g. [[\"0\", \"1\"], [\"2\"]]";
-  return t.Read(key, true, [&](const toml::node& n) -> Status {
-    const toml::array* groups = n.as_array();
-    if (!groups || groups->size() < 2) return t.Fail(key, n, allowed);
-    for (const toml::node& g : *groups) {
-      const toml::array* ids = g.as_array();
-      if (!ids || ids->empty()) return t.Fail(key, n, allowed);
-      std::set<std::string> group;
-      for (const toml::node& id : *ids) {
-        auto v = id.value<std::string>();
-        if (!id.is_string() || !v) return t.Fail(key, n, allowed);
-        group.insert(*v);
-      }
-      out->push_back(std::move(group));
-    }
-    return Status::Ok();
-  });
-}
-
-// [network]: the network model of --simulate (sim/network_model.h; configs/README.md).
-Status ParseNetwork(TableReader& t, sim::NetworkModel& net) {
-  double latency_ms = 0, bandwidth_mbit_s = 0;
-  MESHLEARN_RETURN_IF_ERROR(t.Number("latency_ms", &latency_ms, 0, 3600e3));
-  MESHLEARN_RETURN_IF_ERROR(t.Number("bandwidth_mbit_s", &bandwidth_mbit_s, 0, 1e9));
-  MESHLEARN_RETURN_IF_ERROR(t.Number("loss", &net.loss, 0, 0.99));
-  MESHLEARN_RETURN_IF_ERROR(t.Number("corrupt", &net.corrupt, 0, 1));
-  MESHLEARN_RETURN_IF_ERROR(t.Number("truncate", &net.truncate, 0, 1));
-  MESHLEARN_RETURN_IF_ERROR(t.Number("round_compute_s", &net.round_compute_s, 0, 86400));
-  net.latency_s = latency_ms / 1000.0;
-  net.bandwidth_bytes_per_s = bandwidth_mbit_s * 1e6 / 8;
-  MESHLEARN_RETURN_IF_ERROR(t.TableArray("outages", [&](TableReader& o) {
-    sim::Outage outage;
-    MESHLEARN_RETURN_IF_ERROR(o.String("node", &outage.node, true));
-    MESHLEARN_RETURN_IF_ERROR(o.Choice("kind", &outage.kind, sim::OutageKindNames()));
-    MESHLEARN_RETURN_IF_ERROR(o.Integer("after_round", &outage.after_round, 0, 1000000));
-    MESHLEARN_RETURN_IF_ERROR(o.Number("seconds", &outage.seconds, 0, 86400, true));
-    net.outages.push_back(std::move(outage));
-    return Status::Ok();
-  }));
-  return t.TableArray("partitions", [&](TableReader& p) {
-    sim::Partition partition;
-    MESHLEARN_RETURN_IF_ERROR(NodeGroups(p, "groups", &partition.groups));
-    MESHLEARN_RETURN_IF_ERROR(p.Integer("from_round", &partition.from_round, 0, 1000000));
-    MESHLEARN_RETURN_IF_ERROR(p.Integer("to_round", &partition.to_round, 1, 1000000));
-    if (partition.to_round <= partition.from_round) {
-      return Status::InvalidArgument(
-          p.file() + ": [" + p.section() + "] to_round (" + std::to_string(partition.to_round) +
-          ") must be above from_round (" + std::to_string(partition.from_round) + ")");
-    }
-    net.partitions.push_back(std::move(partition));
-    return Status::Ok();
-  });
-}
-
-// kInvalidArgument unless every node `network` names is one of the `clients` node ids "0".."N-1".
-Status CheckNetworkNodes(const std::string& file, const sim::NetworkModel& network, int clients) {
-  auto check = [&](const std::string& id, const char* where) -> Status {
-    bool number =
-        !id.empty() && id.find_first_not_of("0123456789") == std::string::npos && id.size() <= 9;
-    if (number && std::stoi(id) < clients) return Status::Ok();
-    return Status::InvalidArgument(file + ": [network] " + where + " names node '" + id +
-                                   "'; the nodes of this run are \"0\" to \"" +
-                                   std::to_string(clients - 1) + "\"");
-  };
-  for (const sim::Outage& o : network.outages) MESHLEARN_RETURN_IF_ERROR(check(o.node, "outages"));
-  for (const sim::Partition& p : network.partitions) {
-    for (const auto& group : p.groups) {
-      for (const std::string& id : group) MESHLEARN_RETURN_IF_ERROR(check(id, "partitions"));
-    }
-  }
-  return Status::Ok();
-}
-
 // Sets the number of clients of `p` to `nodes` (--nodes). Cluster sizes given as node counts that
 // no longer add up become the proportions they were.
 void SetNodeCount(int nodes, training::PartitionConfig& p) {
@@ -460,10 +386,11 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
     s.methods.push_back(std::move(method));
     return Status::Ok();
   }));
+  NetworkToResolve network_later;
   MESHLEARN_RETURN_IF_ERROR(top.Table("network", [&](TableReader& t) {
     s.has_network = true;
     MESHLEARN_RETURN_IF_ERROR(t.Choice("schedule", &s.schedule, sim::ExchangeScheduleNames()));
-    return ParseNetwork(t, s.network);
+    return ParseNetwork(t, s.network, network_later);
   }));
   MESHLEARN_RETURN_IF_ERROR(top.RejectUnknown());
   if (s.methods.empty()) {
@@ -482,7 +409,7 @@ Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& 
   auto sizes = training::ResolveClusterSizes(s.data.partition);
   if (!sizes.ok()) return sizes.status().WithContext(path + ": [data] cluster_sizes");
   s.resolved = ResolvedText(root, s, overrides.nodes > 0);
-  MESHLEARN_RETURN_IF_ERROR(CheckNetworkNodes(path, s.network, s.data.partition.num_clients));
+  MESHLEARN_RETURN_IF_ERROR(ResolveNetwork(path, *sizes, network_later, s.network));
 
   MESHLEARN_RETURN_IF_ERROR(ReadMethodConfigs(s, template_values, method_values));
   return s;

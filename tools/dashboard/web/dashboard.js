@@ -185,7 +185,8 @@ function renderMethods(doc) {
     const rounds = m.reached_min < 0 ? "–" : `${m.reached_min}–${fmt.num(m.reached_mean, 3)} of ${m.rounds}`;
     tr.innerHTML = `<td></td><td class="state-${m.state}">${m.state}</td>` +
       `<td><span class="progress"><span style="width:${Math.round(100 * Math.min(1, done))}%"></span></span>${rounds}</td>` +
-      `<td>${fmt.secs(m.elapsed_s)}</td><td>${m.state === "running" ? fmt.secs(m.eta_s) : "–"}</td><td>${m.source || "–"}</td>`;
+      `<td>${fmt.secs(m.elapsed_s)}</td><td>${m.state === "running" ? fmt.secs(m.eta_s) : "–"}</td>` +
+      `<td>${m.time_to_target_s == null ? "–" : fmt.secs(m.time_to_target_s)}</td><td>${m.source || "–"}</td>`;
     tr.firstChild.textContent = m.name;
     tr.addEventListener("click", () => selectMethod(m.name));
     body.appendChild(tr);
