@@ -48,6 +48,7 @@ TEST(Procedure, PaperCodeRendersTheAuthorsSettingsIntoEveryNodeConfig) {
   ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
   EXPECT_EQ(scenario->procedure, Procedure::kPaperCode);
   EXPECT_EQ(scenario->data.test, TestSet::kCluster);
+  EXPECT_EQ(scenario->schedule, sim::ExchangeSchedule::kSequential);
   for (const MethodSpec& method : scenario->methods) {
     const node::NodeConfig config = ConfigOf(*scenario, method);
     const std::string rendered = node::RenderNodeConfig(config);

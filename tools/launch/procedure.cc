@@ -21,10 +21,9 @@ constexpr PresetKey kPaperCodeKeys[] = {
     {"node.learning.two_hop_row", "direct", "utils/training_utils.py:188"},
     // A stopped client neither samples, merges nor trains.
     {"node.round.resting", "silent", "utils/training_utils.py:60, 107"},
-    // MERGE: enable once the scenario reads [network] schedule (added on another branch); a
-    // random order per round, merging in place, then all train (also training_utils.py:100-103,
-    // 260):
-    // {"network.schedule", "sequential", "run_experiment.py:455-596"},
+    // A random order per round, merging in place, then all train (also
+    // utils/training_utils.py:100-103, 260); --simulate only.
+    {"network.schedule", "sequential", "run_experiment.py:455-596"},
     // Every client's best model on its cluster's whole test set.
     {"data.test", "cluster", "utils/testing_utils.py:420-456", /*needs_test_pool=*/true},
 };
