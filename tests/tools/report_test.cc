@@ -79,9 +79,50 @@ TEST(Report, SummaryCsvHasTheMeanBytesSentPerNode) {
   std::string header, row;
   std::getline(in, header);
   std::getline(in, row);
-  const std::string last = ",bytes_sent_per_node,target_acc,time_to_target_s";
+  const std::string last = ",bytes_sent_per_node,target_acc,time_to_target_s,worst_node";
   EXPECT_EQ(header.substr(header.size() - last.size()), last) << header;
-  EXPECT_EQ(row.substr(row.size() - 7), ",2000,,") << row << ": no target without a report";
+  EXPECT_EQ(row.substr(row.size() - 8), ",2000,,,") << row << ": no target without a report";
+}
+
+// Issue 45: summary.csv names the worst honest node's test accuracy (its best-validation round),
+// so a mean cannot hide a few nodes locked onto the wrong cluster; an attacker is never it.
+TEST(Report, SummaryCsvNamesTheWorstHonestNode) {
+  std::string dir = ::testing::TempDir() + "/report_worst";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  MethodRun run;
+  run.method.name = "cos_weights";
+  Partition partition;
+  partition.ids = {"0", "1", "2"};
+  partition.clusters = {0, 1, 1};
+  partition.num_clusters = 2;
+  partition.classification = true;
+  // Node 1's best-validation round (loss 0.5) tests at 0.6; its last round tests lower but does
+  // not count. Node 2 is an attacker at 0.1.
+  const double best_acc[] = {0.9, 0.6, 0.1};
+  for (size_t i = 0; i < partition.ids.size(); ++i) {
+    NodeRun n;
+    n.id = partition.ids[i];
+    n.dir = dir + "/node-" + n.id;
+    n.cluster = partition.clusters[i];
+    n.attacker = i == 2;
+    node::RoundRow best, last;
+    best.val_loss = 0.5;
+    best.test_acc = best_acc[i];
+    last.round = 1;
+    last.val_loss = 0.7;
+    last.test_acc = 0.2;
+    n.rounds = {best, last};
+    run.nodes.push_back(n);
+  }
+  MethodSummary summary = Summarize(run, partition);
+  EXPECT_DOUBLE_EQ(summary.worst_node, 60);
+  ASSERT_TRUE(WriteSummaryCsv(dir + "/summary.csv", {summary}, 2).ok());
+  std::ifstream in(dir + "/summary.csv");
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  EXPECT_EQ(row.substr(row.size() - 3), ",60") << header << "\n" << row;
 }
 
 }  // namespace

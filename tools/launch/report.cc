@@ -62,6 +62,13 @@ std::string FormatFullTestTable(const std::vector<MethodSummary>& summaries, int
   return out.str();
 }
 
+// The worse of `worst` (nullopt or NaN: none yet) and `metric`: the lower accuracy, or the higher
+// MSE.
+std::optional<double> Worse(std::optional<double> worst, double metric, bool accuracy) {
+  if (!worst || std::isnan(*worst)) return metric;
+  return accuracy ? std::min(*worst, metric) : std::max(*worst, metric);
+}
+
 }  // namespace
 
 double Metric(const node::RoundRow& row, bool classification) {
@@ -100,9 +107,11 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
       ++sending;
     }
     if (n.full_test && !n.attacker) {
-      full_sum[n.cluster] +=
+      const double metric =
           partition.classification ? 100.0 * n.full_test->accuracy : n.full_test->loss;
+      full_sum[n.cluster] += metric;
       ++full_count[n.cluster];
+      s.full_test_worst_node = Worse(s.full_test_worst_node, metric, partition.classification);
       s.full_test_images = std::max(s.full_test_images, n.full_test->images);
     }
     if (n.rounds.empty() || n.attacker) continue;
@@ -121,6 +130,9 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
       s.epsilon = std::max(s.epsilon.value_or(spent), spent);
     }
     double metric = Metric(*best, partition.classification);
+    if (std::isfinite(metric)) {
+      s.worst_node = Worse(s.worst_node, metric, partition.classification).value_or(NAN);
+    }
     sum[n.cluster] += metric;
     ++count[n.cluster];
     total += metric;
@@ -175,12 +187,12 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
          "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
          "last_node_round,exchange_s,exchange_rounds,epsilon,bytes_sent_per_node,target_acc,"
-         "time_to_target_s";
+         "time_to_target_s,worst_node";
   const bool full_test = std::any_of(summaries.begin(), summaries.end(),
                                      [](const auto& s) { return s.full_test_mean.has_value(); });
   if (full_test) {
     for (int c = 0; c < num_clusters; ++c) csv << ",full_test_cluster_" << c;
-    csv << ",full_test_mean";
+    csv << ",full_test_mean,full_test_worst_node";
   }
   csv << '\n';
   for (const MethodSummary& s : summaries) {
@@ -195,12 +207,13 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
         << ',' << ExactNumber(s.exchange_seconds) << ',';
     if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
     csv << ',' << ExactNumber(s.epsilon) << ',' << ExactNumber(s.bytes_sent_per_node) << ','
-        << ExactNumber(s.target_acc) << ',' << ExactNumber(s.time_to_target_s);
+        << ExactNumber(s.target_acc) << ',' << ExactNumber(s.time_to_target_s) << ','
+        << ExactNumber(s.worst_node);
     if (full_test) {
       for (int c = 0; c < num_clusters; ++c) {
         csv << ',' << (s.full_test_mean ? ExactNumber(s.full_test_per_cluster[c]) : "");
       }
-      csv << ',' << ExactNumber(s.full_test_mean);
+      csv << ',' << ExactNumber(s.full_test_mean) << ',' << ExactNumber(s.full_test_worst_node);
     }
     csv << '\n';
   }

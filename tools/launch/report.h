@@ -21,8 +21,11 @@ struct MethodSummary {
   std::string metric;               // "accuracy" (percent) or "mse"
   std::vector<double> per_cluster;  // mean best-validation test metric of each cluster's nodes
   double mean = 0;                  // over all nodes with at least one round
-  double in_cluster = 0;            // share of samples whose peer is in the sampler's cluster
-  double wall_seconds = 0;          // real seconds the method took
+  // The worst honest node's best-validation test metric: the lowest accuracy, or the highest MSE
+  // (NaN without one). Rationale: a mean can hide a cluster that a few nodes let down.
+  double worst_node = NAN;
+  double in_cluster = 0;    // share of samples whose peer is in the sampler's cluster
+  double wall_seconds = 0;  // real seconds the method took
   std::optional<double> simulated_seconds;  // --simulate: the simulated seconds it took
   // Mean over nodes of the share of a node's time (rounds.csv wall_s: real seconds, simulated
   // seconds under --simulate) spent outside training and evaluation.
@@ -59,7 +62,8 @@ struct MethodSummary {
   // empty and nullopt otherwise.
   std::vector<double> full_test_per_cluster;
   std::optional<double> full_test_mean;
-  int64_t full_test_images = 0;  // the largest cluster test set's size
+  std::optional<double> full_test_worst_node;  // the worst honest node's full-test metric
+  int64_t full_test_images = 0;                // the largest cluster test set's size
 };
 
 // What the clustering policies (samplers louvain and temperature) found.
@@ -80,9 +84,10 @@ MethodRecord RecordOf(const MethodSummary& summary);
 // rate, real seconds (wall_s) and simulated seconds (simulated_s, empty unless simulated),
 // overhead, peak memory, the method's status with the rounds its nodes reached, the largest ε a
 // node spent (empty without [privacy]), the bytes a node sent, and the run's target accuracy with
-// the method's time to it (empty when not known or never reached). When a method has full-test
-// figures ([data] test = "cluster"), the columns full_test_cluster_<c>... and full_test_mean
-// follow (empty for methods without); otherwise the file is as before they existed.
+// the method's time to it (empty when not known or never reached), and the worst node's metric.
+// When a method has full-test figures ([data] test = "cluster"), the columns
+// full_test_cluster_<c>..., full_test_mean and full_test_worst_node follow (empty for methods
+// without); otherwise the file is as before they existed.
 Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
                        int num_clusters);
 
