@@ -299,25 +299,54 @@ struct EmdSection {
                              const ParamLayout& layout, uint64_t nonce) const;
 };
 
-// [attack] kind: robustness experiments only (node/learner/poisoned_learner.h).
+// [attack] kind: robustness experiments only (node/learner/poisoned_learner.h; configs/README.md
+// "[attack]" says what each needs).
 enum class AttackKind {
-  kNone,      // "none": an honest node
-  kSignFlip,  // "sign_flip": serves -w
-  kNoise,     // "noise": serves Gaussian values with w's root mean square
+  kNone,       // "none": an honest node
+  kSignFlip,   // "sign_flip": serves -w
+  kNoise,      // "noise": serves Gaussian values with w's root mean square
+  kLabelFlip,  // "label_flip": trains honestly on flipped labels, serves what it trained
+  kScaling,    // "scaling": serves scale * w
+  kAlie,       // "alie": serves mu - z * sigma of the models it fetched and its own
+  kIpm,        // "ipm": serves -epsilon * their mean
+  kDissensus,  // "dissensus": serves w + epsilon * (w - the fetched models' mean)
+  kFreeRider,  // "free_rider": never trains, serves a stale model
+  kMimic,      // "mimic": serves a copy of one honest peer's model
 };
 
 // The config names of the attack kinds, in documentation order.
 NameTable<AttackKind> AttackKindNames();
 
-// [attack]: robustness experiments only; the node still learns honestly.
+// What a free rider serves ([attack] stale).
+enum class StaleModel {
+  kInitial,  // "initial": the shared initial model
+  kFetched,  // "fetched": a copy of the last model it fetched
+};
+
+// The config names of StaleModel.
+NameTable<StaleModel> StaleModelNames();
+
+// [attack]: robustness experiments only. Each kind reads only its own parameters.
 struct AttackSection {
   AttackKind kind = AttackKind::kNone;
+  double scale = 10;                        // scaling: lambda
+  double alie_z = 1;                        // alie: z
+  double ipm_epsilon = 0.1;                 // ipm: epsilon (ClippedGossip's code uses 0.1)
+  double dissensus_epsilon = 1.5;           // dissensus: epsilon (> 1 reverses a receiver's pull)
+  StaleModel stale = StaleModel::kInitial;  // free_rider
+  std::string target;  // mimic: the peer to copy; empty: the first it fetches (smallest id)
 
   bool operator==(const AttackSection&) const = default;
   // The keys of [attack].
   template <class Keys, class Self>
   static void Describe(Keys& keys, Self& s) {
     keys.Choice("kind", s.kind, AttackKindNames());
+    keys.Number("scale", s.scale, -1e6, 1e6);
+    keys.Number("alie_z", s.alie_z, 0, 100);
+    keys.Number("ipm_epsilon", s.ipm_epsilon, 0, 1e6);
+    keys.Number("dissensus_epsilon", s.dissensus_epsilon, 0, 1e6);
+    keys.Choice("stale", s.stale, StaleModelNames());
+    keys.String("target", s.target, Need::kOptional, Written::kUnlessDefault);
   }
 };
 

@@ -37,6 +37,28 @@ TEST(Config, MinimalConfigGetsTheDocumentedDefaults) {
   EXPECT_FALSE(c->learning.merge_min_score.has_value());
 }
 
+TEST(AttackConfig, ReadsEveryKindsParametersAndRefusesTheNodeAsItsOwnTarget) {
+  const std::string attacker = std::string(kMinimal) + "[attack]\n";
+  auto c = ParseNodeConfig(attacker +
+                               "kind = \"alie\"\nalie_z = 2.5\nstale = \"fetched\"\n"
+                               "target = \"node-2\"\n",
+                           "node.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->attack.kind, AttackKind::kAlie);
+  EXPECT_EQ(c->attack.alie_z, 2.5);
+  EXPECT_EQ(c->attack.stale, StaleModel::kFetched);
+  EXPECT_EQ(c->attack.scale, 10);  // defaults
+  EXPECT_EQ(c->attack.ipm_epsilon, 0.1);
+  EXPECT_EQ(c->attack.dissensus_epsilon, 1.5);
+  auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->attack, c->attack);
+  Status self = ParseError(attacker + "kind = \"mimic\"\ntarget = \"node-1\"\n");
+  EXPECT_NE(self.message().find("[attack] target"), std::string::npos) << self.ToString();
+  Status unknown = ParseError(attacker + "kind = \"gradient_ascent\"\n");
+  EXPECT_NE(unknown.message().find("free_rider"), std::string::npos) << unknown.ToString();
+}
+
 TEST(Config, RenderedConfigParsesBackEqual) {
   auto c = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(c.ok());
