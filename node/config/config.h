@@ -56,6 +56,7 @@
 #include "topology/sampler_factory.h"
 #include "training/aggregation.h"
 #include "training/model.h"
+#include "training/robust_merge.h"
 #include "training/trainer.h"
 
 namespace meshlearn::node {
@@ -139,7 +140,15 @@ struct LearningSection {
   int64_t explore_rounds = 0;
   int peers_per_round = 5;  // m
   training::AggregationKind aggregation = training::AggregationKind::kFedAvg;
-  std::optional<double> merge_min_score;              // off when absent
+  std::optional<double> merge_min_score;  // off when absent
+  // The robust merge (training/robust_merge.h) and its parameters.
+  training::RobustKind robust = training::RobustKind::kNone;
+  std::optional<double> clip_tau;  // "auto" (adaptive) when absent
+  double clip_share = 0.2;
+  int trim = 1;
+  int krum_f = 1;
+  int krum_m = 0;  // 0: the peers merged minus krum_f
+  double gate_gamma = 0.5;
   std::vector<std::pair<std::string, int>> clusters;  // [learning.clusters]: id -> cluster (oracle)
 
   bool operator==(const LearningSection&) const = default;
@@ -158,7 +167,19 @@ struct LearningSection {
     keys.Integer("peers_per_round", s.peers_per_round, 0, 100000);
     keys.Choice("aggregation", s.aggregation, training::AggregationKindNames());
     keys.OptionalNumber("merge_min_score", s.merge_min_score);
+    keys.Choice("robust", s.robust, training::RobustKindNames());
+    keys.NumberOrWord("clip_tau", s.clip_tau, "auto", 0, 1e12);
+    keys.Number("clip_share", s.clip_share, 0, 1);
+    keys.Integer("trim", s.trim, 0, 100000);
+    keys.Integer("krum_f", s.krum_f, 0, 100000);
+    keys.Integer("krum_m", s.krum_m, 0, 100000);
+    keys.Number("gate_gamma", s.gate_gamma, 0, 1e6);
     keys.ClusterIds("clusters", s.clusters);
+  }
+
+  // The robust merge's options ([learning] robust and its parameters).
+  training::RobustOptions Robust() const {
+    return {robust, clip_tau, clip_share, trim, krum_f, krum_m, gate_gamma};
   }
 
   // True when the metric or the sampler needs the peers' data signatures.

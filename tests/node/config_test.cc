@@ -59,6 +59,29 @@ TEST(AttackConfig, ReadsEveryKindsParametersAndRefusesTheNodeAsItsOwnTarget) {
   EXPECT_NE(unknown.message().find("free_rider"), std::string::npos) << unknown.ToString();
 }
 
+TEST(RobustConfig, ReadsTheRuleAndItsParametersWithAutoTauByDefault) {
+  auto plain = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->learning.Robust(), training::RobustOptions{});  // none, adaptive τ
+  auto c = ParseNodeConfig(std::string(kMinimal) +
+                               "[learning]\nrobust = \"multi_krum\"\nkrum_f = 2\nkrum_m = 3\n"
+                               "clip_tau = 0.5\ntrim = 2\ngate_gamma = 0.25\n",
+                           "node.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const training::RobustOptions o = c->learning.Robust();
+  EXPECT_EQ(o.kind, training::RobustKind::kMultiKrum);
+  EXPECT_EQ(o.krum_f, 2);
+  EXPECT_EQ(o.krum_m, 3);
+  EXPECT_EQ(o.clip_tau, 0.5);
+  EXPECT_EQ(o.trim, 2);
+  EXPECT_EQ(o.gate_gamma, 0.25);
+  auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->learning.Robust(), o);
+  Status bad = ParseError(std::string(kMinimal) + "[learning]\nrobust = \"geomed\"\n");
+  EXPECT_NE(bad.message().find("trimmed_mean"), std::string::npos) << bad.ToString();
+}
+
 TEST(Config, RenderedConfigParsesBackEqual) {
   auto c = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(c.ok());
