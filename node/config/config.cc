@@ -129,7 +129,9 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
         "(with normalize = \"minmax\")");
   }
   MESHLEARN_RETURN_IF_ERROR(CheckPrivacy(c, name));
-  if (!c.attack.target.empty() && (!IsNodeId(c.attack.target) || c.attack.target == c.id)) {
+  // Only a mimic reads it: the launcher gives every node the scenario's [node.attack] keys.
+  if (c.attack.kind == AttackKind::kMimic && !c.attack.target.empty() &&
+      (!IsNodeId(c.attack.target) || c.attack.target == c.id)) {
     return Status::InvalidArgument(name + ": [attack] target = '" + c.attack.target +
                                    "' must be another node's id (1-64 characters of A-Z a-z 0-9 "
                                    ". _ -, starting with a letter or digit), or absent");
