@@ -74,30 +74,45 @@ bool WeightedSum(std::span<const std::span<const float>> inputs,
   return non_finite == 0;
 }
 
-Status AggregationRule::Merge(const MergeInput& own, std::span<const MergeInput> peers,
-                              std::span<float> out) const {
-  const size_t count = peers.size() + 1;
-  auto input_at = [&](size_t k) -> const MergeInput& { return k == 0 ? own : peers[k - 1]; };
-  auto name_of = [](size_t k) {
-    return k == 0 ? std::string("own model") : "peer model " + std::to_string(k - 1);
-  };
-  for (size_t k = 0; k < count; ++k) {
-    if (input_at(k).weights.size() != out.size()) {
-      return Status::LayoutMismatch(name_of(k) + " has " +
-                                    std::to_string(input_at(k).weights.size()) +
-                                    " floats, expected " + std::to_string(out.size()));
+namespace {
+
+std::string InputName(size_t k) {
+  return k == 0 ? std::string("own model") : "peer model " + std::to_string(k - 1);
+}
+
+}  // namespace
+
+Status CheckMergeLayout(const MergeInput& own, std::span<const MergeInput> peers, size_t floats) {
+  for (size_t k = 0; k <= peers.size(); ++k) {
+    const size_t size = (k == 0 ? own : peers[k - 1]).weights.size();
+    if (size != floats) {
+      return Status::LayoutMismatch(InputName(k) + " has " + std::to_string(size) +
+                                    " floats, expected " + std::to_string(floats));
     }
   }
+  return Status::Ok();
+}
+
+Status AggregationRule::Merge(const MergeInput& own, std::span<const MergeInput> peers,
+                              std::span<float> out) const {
+  MESHLEARN_RETURN_IF_ERROR(CheckMergeLayout(own, peers, out.size()));
   Result<std::vector<double>> coefficients = Coefficients(own, peers);
   if (!coefficients.ok()) return coefficients.status();
+  return MergeWeighted(own, peers, *coefficients, out);
+}
 
+Status MergeWeighted(const MergeInput& own, std::span<const MergeInput> peers,
+                     std::span<const double> coefficients, std::span<float> out) {
+  MESHLEARN_RETURN_IF_ERROR(CheckMergeLayout(own, peers, out.size()));
+  const size_t count = peers.size() + 1;
+  auto input_at = [&](size_t k) -> const MergeInput& { return k == 0 ? own : peers[k - 1]; };
   // Canonical order: by coefficient, then by content. Equal keys mean equal contributions, so
   // the summation order (and therefore the rounding) is the same for every order of `peers`.
   // (A few small vectors per merge; nothing is allocated inside the pass over the weights.)
   std::vector<size_t> order(count);
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const double ca = (*coefficients)[a], cb = (*coefficients)[b];
+    const double ca = coefficients[a], cb = coefficients[b];
     if (ca != cb) return ca > cb;
     const std::span<const float> wa = input_at(a).weights, wb = input_at(b).weights;
     return std::memcmp(wa.data(), wb.data(), wa.size() * sizeof(float)) < 0;
@@ -106,14 +121,14 @@ Status AggregationRule::Merge(const MergeInput& own, std::span<const MergeInput>
   std::vector<float> coef(count);
   for (size_t i = 0; i < count; ++i) {
     inputs[i] = input_at(order[i]).weights;
-    coef[i] = static_cast<float>((*coefficients)[order[i]]);
+    coef[i] = static_cast<float>(coefficients[order[i]]);
   }
   if (!WeightedSum(inputs, coef, out)) {
     // Name the culprit. (When `out` aliases the own model, that model is already overwritten.)
     for (size_t k = 0; k < count; ++k) {
       const std::span<const float> w = input_at(k).weights;
       if (std::any_of(w.begin(), w.end(), [](float v) { return !std::isfinite(v); })) {
-        return Status::NonFinite(name_of(k) + " holds NaN or Inf weights");
+        return Status::NonFinite(InputName(k) + " holds NaN or Inf weights");
       }
     }
     return Status::NonFinite("the merged weights overflow to Inf");

@@ -88,4 +88,15 @@ std::unique_ptr<AggregationRule> CreateAggregationRule(AggregationKind kind);
 bool WeightedSum(std::span<const std::span<const float>> inputs,
                  std::span<const float> coefficients, std::span<float> out);
 
+// kLayoutMismatch, naming the input, when the weights of `own` or of a peer do not hold `floats`
+// floats.
+Status CheckMergeLayout(const MergeInput& own, std::span<const MergeInput> peers, size_t floats);
+
+// Writes sum_k coefficients[k] * w_k over `own` (k = 0) and `peers` (k = 1...) into `out` (which
+// may alias own.weights), summing in a canonical order (see the top of this header), as
+// AggregationRule::Merge does with its rule's coefficients; `coefficients` holds
+// peers.size() + 1 values. Errors as Merge's.
+Status MergeWeighted(const MergeInput& own, std::span<const MergeInput> peers,
+                     std::span<const double> coefficients, std::span<float> out);
+
 }  // namespace meshlearn::training

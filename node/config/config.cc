@@ -19,7 +19,14 @@ namespace {
 
 constexpr NamedValue<AttackKind> kAttackKinds[] = {{"none", AttackKind::kNone},
                                                    {"sign_flip", AttackKind::kSignFlip},
-                                                   {"noise", AttackKind::kNoise}};
+                                                   {"noise", AttackKind::kNoise},
+                                                   {"label_flip", AttackKind::kLabelFlip},
+                                                   {"scaling", AttackKind::kScaling},
+                                                   {"alie", AttackKind::kAlie},
+                                                   {"ipm", AttackKind::kIpm},
+                                                   {"dissensus", AttackKind::kDissensus},
+                                                   {"free_rider", AttackKind::kFreeRider},
+                                                   {"mimic", AttackKind::kMimic}};
 
 constexpr const char* kPublicKeyRule =
     "must be a CURVE public key: 40 Z85 characters, as in a .pub file of meshlearn-keygen";
@@ -122,11 +129,24 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
         "(with normalize = \"minmax\")");
   }
   MESHLEARN_RETURN_IF_ERROR(CheckPrivacy(c, name));
+  // Only a mimic reads it: the launcher gives every node the scenario's [node.attack] keys.
+  if (c.attack.kind == AttackKind::kMimic && !c.attack.target.empty() &&
+      (!IsNodeId(c.attack.target) || c.attack.target == c.id)) {
+    return Status::InvalidArgument(name + ": [attack] target = '" + c.attack.target +
+                                   "' must be another node's id (1-64 characters of A-Z a-z 0-9 "
+                                   ". _ -, starting with a letter or digit), or absent");
+  }
   if (c.output_dir.empty()) c.output_dir = "out/" + c.id;
   return Status::Ok();
 }
 
 NameTable<AttackKind> AttackKindNames() { return kAttackKinds; }
+
+NameTable<StaleModel> StaleModelNames() {
+  static constexpr NamedValue<StaleModel> kNames[] = {{"initial", StaleModel::kInitial},
+                                                      {"fetched", StaleModel::kFetched}};
+  return kNames;
+}
 
 NameTable<RestingRule> RestingRuleNames() {
   static constexpr NamedValue<RestingRule> kNames[] = {{"silent", RestingRule::kSilent},

@@ -56,6 +56,7 @@
 #include "topology/sampler_factory.h"
 #include "training/aggregation.h"
 #include "training/model.h"
+#include "training/robust_merge.h"
 #include "training/trainer.h"
 
 namespace meshlearn::node {
@@ -139,7 +140,15 @@ struct LearningSection {
   int64_t explore_rounds = 0;
   int peers_per_round = 5;  // m
   training::AggregationKind aggregation = training::AggregationKind::kFedAvg;
-  std::optional<double> merge_min_score;              // off when absent
+  std::optional<double> merge_min_score;  // off when absent
+  // The robust merge (training/robust_merge.h) and its parameters.
+  training::RobustKind robust = training::RobustKind::kNone;
+  std::optional<double> clip_tau;  // "auto" (adaptive) when absent
+  double clip_share = 0.2;
+  int trim = 1;
+  int krum_f = 1;
+  int krum_m = 0;  // 0: the peers merged minus krum_f
+  double gate_gamma = 0.5;
   std::vector<std::pair<std::string, int>> clusters;  // [learning.clusters]: id -> cluster (oracle)
 
   bool operator==(const LearningSection&) const = default;
@@ -158,7 +167,19 @@ struct LearningSection {
     keys.Integer("peers_per_round", s.peers_per_round, 0, 100000);
     keys.Choice("aggregation", s.aggregation, training::AggregationKindNames());
     keys.OptionalNumber("merge_min_score", s.merge_min_score);
+    keys.Choice("robust", s.robust, training::RobustKindNames());
+    keys.NumberOrWord("clip_tau", s.clip_tau, "auto", 0, 1e12);
+    keys.Number("clip_share", s.clip_share, 0, 1);
+    keys.Integer("trim", s.trim, 0, 100000);
+    keys.Integer("krum_f", s.krum_f, 0, 100000);
+    keys.Integer("krum_m", s.krum_m, 0, 100000);
+    keys.Number("gate_gamma", s.gate_gamma, 0, 1e6);
     keys.ClusterIds("clusters", s.clusters);
+  }
+
+  // The robust merge's options ([learning] robust and its parameters).
+  training::RobustOptions Robust() const {
+    return {robust, clip_tau, clip_share, trim, krum_f, krum_m, gate_gamma};
   }
 
   // True when the metric or the sampler needs the peers' data signatures.
@@ -299,25 +320,54 @@ struct EmdSection {
                              const ParamLayout& layout, uint64_t nonce) const;
 };
 
-// [attack] kind: robustness experiments only (node/learner/poisoned_learner.h).
+// [attack] kind: robustness experiments only (node/learner/poisoned_learner.h; configs/README.md
+// "[attack]" says what each needs).
 enum class AttackKind {
-  kNone,      // "none": an honest node
-  kSignFlip,  // "sign_flip": serves -w
-  kNoise,     // "noise": serves Gaussian values with w's root mean square
+  kNone,       // "none": an honest node
+  kSignFlip,   // "sign_flip": serves -w
+  kNoise,      // "noise": serves Gaussian values with w's root mean square
+  kLabelFlip,  // "label_flip": trains honestly on flipped labels, serves what it trained
+  kScaling,    // "scaling": serves scale * w
+  kAlie,       // "alie": serves mu - z * sigma of the models it fetched and its own
+  kIpm,        // "ipm": serves -epsilon * their mean
+  kDissensus,  // "dissensus": serves w + epsilon * (w - the fetched models' mean)
+  kFreeRider,  // "free_rider": never trains, serves a stale model
+  kMimic,      // "mimic": serves a copy of one honest peer's model
 };
 
 // The config names of the attack kinds, in documentation order.
 NameTable<AttackKind> AttackKindNames();
 
-// [attack]: robustness experiments only; the node still learns honestly.
+// What a free rider serves ([attack] stale).
+enum class StaleModel {
+  kInitial,  // "initial": the shared initial model
+  kFetched,  // "fetched": a copy of the last model it fetched
+};
+
+// The config names of StaleModel.
+NameTable<StaleModel> StaleModelNames();
+
+// [attack]: robustness experiments only. Each kind reads only its own parameters.
 struct AttackSection {
   AttackKind kind = AttackKind::kNone;
+  double scale = 10;                        // scaling: lambda
+  double alie_z = 1;                        // alie: z
+  double ipm_epsilon = 0.1;                 // ipm: epsilon (ClippedGossip's code uses 0.1)
+  double dissensus_epsilon = 1.5;           // dissensus: epsilon (> 1 reverses a receiver's pull)
+  StaleModel stale = StaleModel::kInitial;  // free_rider
+  std::string target;  // mimic: the peer to copy; empty: the first it fetches (smallest id)
 
   bool operator==(const AttackSection&) const = default;
   // The keys of [attack].
   template <class Keys, class Self>
   static void Describe(Keys& keys, Self& s) {
     keys.Choice("kind", s.kind, AttackKindNames());
+    keys.Number("scale", s.scale, -1e6, 1e6);
+    keys.Number("alie_z", s.alie_z, 0, 100);
+    keys.Number("ipm_epsilon", s.ipm_epsilon, 0, 1e6);
+    keys.Number("dissensus_epsilon", s.dissensus_epsilon, 0, 1e6);
+    keys.Choice("stale", s.stale, StaleModelNames());
+    keys.String("target", s.target, Need::kOptional, Written::kUnlessDefault);
   }
 };
 

@@ -11,8 +11,10 @@ Result<std::unique_ptr<PeerMerger>> PeerMerger::Create(training::Model& model,
                                                        const training::Dataset& train,
                                                        similarity::MetricKind metric,
                                                        training::AggregationKind aggregation,
-                                                       std::optional<double> merge_min_score) {
+                                                       std::optional<double> merge_min_score,
+                                                       const training::RobustOptions& robust) {
   std::unique_ptr<PeerMerger> merger(new PeerMerger(model, train.size(), merge_min_score));
+  merger->robust_ = robust;
   merger->metric_ = similarity::MakeSimilarityMetric(metric);
   merger->rule_ = training::CreateAggregationRule(aggregation);
   merger->initial_ = model.Parameters();
@@ -54,6 +56,7 @@ Result<double> PeerMerger::ExchangedScore(const PeerModel& peer) const {
 
 Status PeerMerger::Merge(const RoundJob& job, RoundOutcome& out, std::vector<float>& own) {
   std::vector<training::MergeInput> peers;
+  std::vector<PeerScoreOutcome*> merged;  // the score of each of `peers`
   for (size_t k = 0; k < job.peers.size(); ++k) {
     PeerScoreOutcome& score = out.scores[k];
     if (!score.score) continue;
@@ -61,13 +64,16 @@ Status PeerMerger::Merge(const RoundJob& job, RoundOutcome& out, std::vector<flo
       ++out.excluded_by_min_score;
       continue;
     }
-    score.merged = true;
+    merged.push_back(&score);
     peers.push_back(
         {job.peers[k].weights.view(), job.peers[k].train_size, job.peers[k].probability});
   }
   if (peers.empty()) return Status::Ok();
   training::MergeInput self{own, train_size_, 0};
-  MESHLEARN_RETURN_IF_ERROR(rule_->Merge(self, peers, own).WithContext("merge"));
+  training::RobustMergeReport report;
+  MESHLEARN_RETURN_IF_ERROR(
+      training::RobustMerge(*rule_, robust_, self, peers, own, &report).WithContext("merge"));
+  for (size_t j = 0; j < merged.size(); ++j) merged[j]->merged = report.kept[j];
   return model_.LoadParameters(own);
 }
 

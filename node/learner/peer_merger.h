@@ -9,6 +9,9 @@
 //   exchanged_score) and never compute it; a peer it has not measured yet fails scoring.
 // - A peer whose scoring failed is left out of the merge, and so is one scoring below
 //   merge_min_score (counted in RoundOutcome::excluded_by_min_score).
+// - The peers left are merged with the node's model by the robust rule ([learning] robust,
+//   training/robust_merge.h) over the aggregation rule's weights; a peer that the robust rule
+//   leaves out (Krum, the distance gate) is not marked merged.
 // - With no peer to merge, the model is left untouched.
 
 #include <memory>
@@ -21,6 +24,7 @@
 #include "training/aggregation.h"
 #include "training/dataset.h"
 #include "training/model.h"
+#include "training/robust_merge.h"
 
 namespace meshlearn::node {
 
@@ -29,12 +33,13 @@ class PeerMerger {
   // Scores with `metric` and merges with `aggregation` into `model` (which outlives the merger
   // and holds the shared initial weights now, for metrics that need them); `train` is the node's
   // training data (its size is n_i for FedAvg; inv_loss scores on it). `merge_min_score`:
-  // [learning] merge_min_score, off when empty.
+  // [learning] merge_min_score, off when empty; `robust`: the robust merge.
   static Result<std::unique_ptr<PeerMerger>> Create(training::Model& model,
                                                     const training::Dataset& train,
                                                     similarity::MetricKind metric,
                                                     training::AggregationKind aggregation,
-                                                    std::optional<double> merge_min_score);
+                                                    std::optional<double> merge_min_score,
+                                                    const training::RobustOptions& robust);
 
   // Scores every peer of `job` against `own` (the node's current weights) into out.scores, in
   // the order of job.peers.
@@ -55,6 +60,7 @@ class PeerMerger {
   std::optional<double> merge_min_score_;
   std::unique_ptr<similarity::SimilarityMetric> metric_;
   std::unique_ptr<training::AggregationRule> rule_;
+  training::RobustOptions robust_;
   std::vector<float> initial_;  // the shared initial weights
   similarity::LossOfWeights own_data_loss_;
 };

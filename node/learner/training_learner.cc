@@ -47,6 +47,13 @@ class TrainingLearner final : public Learner {
     if (!shard.ok()) return shard.status().WithContext("[data] shard");
     std::unique_ptr<TrainingLearner> learner(new TrainingLearner());
     learner->shard_ = std::move(*shard);
+    if (config.attack.kind == AttackKind::kLabelFlip) {
+      // The whole shard, so that early stopping follows the flipped task too.
+      for (training::Dataset* d :
+           {&learner->shard_.train, &learner->shard_.validation, &learner->shard_.test}) {
+        FlipLabels(*d);
+      }
+    }
     const training::Dataset& train = learner->shard_.train;
     if (train.size() == 0) {
       return Status::InvalidArgument("shard '" + config.data.shard + "' has no training samples");
@@ -65,7 +72,7 @@ class TrainingLearner final : public Learner {
     training::Model& m = *learner->model_;
 
     auto merger = PeerMerger::Create(m, train, config.learning.metric, config.learning.aggregation,
-                                     config.learning.merge_min_score);
+                                     config.learning.merge_min_score, config.learning.Robust());
     if (!merger.ok()) return merger.status();
     learner->merger_ = std::move(*merger);
     learner->architecture_id_ = ArchitectureIdOf(spec, m.Layout());
@@ -195,7 +202,7 @@ uint64_t NodeTrainingSeed(const NodeConfig& config) { return config.seed ^ Stabl
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config) {
   auto honest = TrainingLearner::Create(config);
   if (!honest.ok() || config.attack.kind == AttackKind::kNone) return honest;
-  return MakePoisonedLearner(std::move(*honest), config.attack.kind, NodeTrainingSeed(config));
+  return MakePoisonedLearner(std::move(*honest), config.attack, NodeTrainingSeed(config));
 }
 
 }  // namespace meshlearn::node

@@ -37,6 +37,51 @@ TEST(Config, MinimalConfigGetsTheDocumentedDefaults) {
   EXPECT_FALSE(c->learning.merge_min_score.has_value());
 }
 
+TEST(AttackConfig, ReadsEveryKindsParametersAndRefusesTheNodeAsItsOwnTarget) {
+  const std::string attacker = std::string(kMinimal) + "[attack]\n";
+  auto c = ParseNodeConfig(attacker +
+                               "kind = \"alie\"\nalie_z = 2.5\nstale = \"fetched\"\n"
+                               "target = \"node-2\"\n",
+                           "node.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->attack.kind, AttackKind::kAlie);
+  EXPECT_EQ(c->attack.alie_z, 2.5);
+  EXPECT_EQ(c->attack.stale, StaleModel::kFetched);
+  EXPECT_EQ(c->attack.scale, 10);  // defaults
+  EXPECT_EQ(c->attack.ipm_epsilon, 0.1);
+  EXPECT_EQ(c->attack.dissensus_epsilon, 1.5);
+  auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->attack, c->attack);
+  Status self = ParseError(attacker + "kind = \"mimic\"\ntarget = \"node-1\"\n");
+  EXPECT_NE(self.message().find("[attack] target"), std::string::npos) << self.ToString();
+  Status unknown = ParseError(attacker + "kind = \"gradient_ascent\"\n");
+  EXPECT_NE(unknown.message().find("free_rider"), std::string::npos) << unknown.ToString();
+}
+
+TEST(RobustConfig, ReadsTheRuleAndItsParametersWithAutoTauByDefault) {
+  auto plain = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->learning.Robust(), training::RobustOptions{});  // none, adaptive τ
+  auto c = ParseNodeConfig(std::string(kMinimal) +
+                               "[learning]\nrobust = \"multi_krum\"\nkrum_f = 2\nkrum_m = 3\n"
+                               "clip_tau = 0.5\ntrim = 2\ngate_gamma = 0.25\n",
+                           "node.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const training::RobustOptions o = c->learning.Robust();
+  EXPECT_EQ(o.kind, training::RobustKind::kMultiKrum);
+  EXPECT_EQ(o.krum_f, 2);
+  EXPECT_EQ(o.krum_m, 3);
+  EXPECT_EQ(o.clip_tau, 0.5);
+  EXPECT_EQ(o.trim, 2);
+  EXPECT_EQ(o.gate_gamma, 0.25);
+  auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->learning.Robust(), o);
+  Status bad = ParseError(std::string(kMinimal) + "[learning]\nrobust = \"geomed\"\n");
+  EXPECT_NE(bad.message().find("trimmed_mean"), std::string::npos) << bad.ToString();
+}
+
 TEST(Config, RenderedConfigParsesBackEqual) {
   auto c = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(c.ok());

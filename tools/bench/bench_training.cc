@@ -1,7 +1,8 @@
 // Benchmarks of training/ (issue 3): the FedAvg merge against memcpy bandwidth measured in the
 // same run, local training steps per second of the cnn and mlp models, the cnn's training
-// against the textbook LibTorch loop and against the machine's sgemm (issue 29), and a DP-SGD
-// step of the cnn against a normal step (issue 32).
+// against the textbook LibTorch loop and against the machine's sgemm (issue 29), a DP-SGD
+// step of the cnn against a normal step (issue 32), and the robust merges against FedAvg
+// (issue 47).
 
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
@@ -16,10 +17,29 @@
 #include "tools/bench/comparison.h"
 #include "training/aggregation.h"
 #include "training/model.h"
+#include "training/robust_merge.h"
 #include "training/trainer.h"
 
 namespace meshlearn::bench {
 namespace {
+
+// Six models of `floats` uniform random values in [−1, 1) (seed 1): the own model and 5 peers
+// of the merge benchmarks, with training-set sizes 100 to 105.
+struct SixModels {
+  static constexpr size_t kModels = 6;
+  explicit SixModels(size_t floats) : models(kModels, std::vector<float>(floats)) {
+    std::mt19937 gen(1);
+    std::uniform_real_distribution<float> uniform(-1, 1);
+    for (auto& m : models) {
+      for (float& v : m) v = uniform(gen);
+    }
+    for (size_t k = 1; k < kModels; ++k) peers.push_back({models[k], 100 + k, 0});
+    own = {models[0], 100, 0};
+  }
+  std::vector<std::vector<float>> models;
+  std::vector<training::MergeInput> peers;
+  training::MergeInput own;
+};
 
 // FedAvg of the own model and 5 peers, 1M floats each (DESIGN.md target: >= 0.5x memory
 // bandwidth).
@@ -30,16 +50,10 @@ namespace {
 // Both work sets (28 MB) exceed the last-level cache, so both stream from DRAM.
 void BM_FedAvgVsMemcpy(benchmark::State& state) {
   constexpr size_t kFloats = 1'000'000;
-  constexpr size_t kModels = 6;
-  std::mt19937 gen(1);
-  std::uniform_real_distribution<float> uniform(-1, 1);
-  std::vector<std::vector<float>> models(kModels, std::vector<float>(kFloats));
-  for (auto& m : models) {
-    for (float& v : m) v = uniform(gen);
-  }
-  std::vector<training::MergeInput> peers;
-  for (size_t k = 1; k < kModels; ++k) peers.push_back({models[k], 100 + k, 0});
-  const training::MergeInput own{models[0], 100, 0};
+  constexpr size_t kModels = SixModels::kModels;
+  const SixModels six(kFloats);
+  const std::vector<training::MergeInput>& peers = six.peers;
+  const training::MergeInput& own = six.own;
   std::vector<float> merged(kFloats);
   const size_t copy_bytes = (kModels + 1) * kFloats * sizeof(float) / 2;
   std::vector<char> copy_src(copy_bytes, 1), copy_dst(copy_bytes, 0);
@@ -363,6 +377,52 @@ void BM_DpSgdStepVsStepCnn(benchmark::State& state) {
   ReportRatio(state, "dp_sgd_step_vs_step_cnn", spread, 3.0, Goal::kAtMost);
 }
 BENCHMARK(BM_DpSgdStepVsStepCnn)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(6);
+
+// A robust merge (training/robust_merge.h) of the own model and 5 peers of the cnn's size
+// against FedAvg of the same models, alternating; ratio = robust time / FedAvg time (issue 47's
+// targets: clip and trimmed_mean <= 3; median and krum measured, no target). Both write into a
+// separate buffer. The rule is the benchmark's argument, a RobustKind.
+void BM_RobustMergeVsFedAvg(benchmark::State& state) {
+  const auto kind = static_cast<training::RobustKind>(state.range(0));
+  auto model = BenchModel(state, training::Architecture::kCnn);
+  if (!model) return;
+  const size_t floats = model->Layout().total_floats();
+  const SixModels six(floats);
+  const std::vector<training::MergeInput>& peers = six.peers;
+  const training::MergeInput& own = six.own;
+  std::vector<float> merged(floats);
+  const training::FedAvgRule rule;
+  training::RobustOptions options;
+  options.kind = kind;
+  const PairTiming t = TimeAlternating(
+      state,
+      [&] {
+        Status s = training::RobustMerge(rule, options, own, peers, merged);
+        if (!s.ok()) state.SkipWithError(s.ToString().c_str());
+        benchmark::DoNotOptimize(merged.data());
+      },
+      [&] {
+        Status s = rule.Merge(own, peers, merged);
+        benchmark::DoNotOptimize(s);
+        benchmark::DoNotOptimize(merged.data());
+      });
+  std::vector<double> robust_over_fedavg;
+  for (double r : t.pair_ratios) robust_over_fedavg.push_back(1.0 / r);
+  const std::string name(NameOf(training::RobustKindNames(), kind));
+  state.counters["floats"] = static_cast<double>(floats);
+  const bool targeted =
+      kind == training::RobustKind::kClip || kind == training::RobustKind::kTrimmedMean;
+  ReportRatio(state, name + "_vs_fedavg", SpreadOf(robust_over_fedavg), targeted ? 3.0 : 0.0,
+              targeted ? Goal::kAtMost : Goal::kAtLeast);
+}
+BENCHMARK(BM_RobustMergeVsFedAvg)
+    ->Arg(static_cast<int>(training::RobustKind::kClip))
+    ->Arg(static_cast<int>(training::RobustKind::kTrimmedMean))
+    ->Arg(static_cast<int>(training::RobustKind::kMedian))
+    ->Arg(static_cast<int>(training::RobustKind::kKrum))
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
 
 }  // namespace
 }  // namespace meshlearn::bench
