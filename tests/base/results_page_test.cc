@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -52,8 +53,10 @@ std::map<RunKey, std::vector<double>> KeptRuns() {
   if (!fs::exists(results)) return runs;
   for (const auto& entry : fs::recursive_directory_iterator(results)) {
     if (entry.path().filename() != "summary.csv") continue;
-    // results/compression/ has its own layout and page table (CompressionTable below).
-    if (fs::relative(entry.path(), results).begin()->string() == "compression") continue;
+    // results/compression/ and results/stragglers/ have their own layouts and page tables
+    // (below).
+    const std::string top = fs::relative(entry.path(), results).begin()->string();
+    if (top == "compression" || top == "stragglers") continue;
     const fs::path method_dir = entry.path().parent_path();
     const std::string seed_dir = method_dir.parent_path().filename().string();
     const std::string scenario = method_dir.parent_path().parent_path().filename().string();
@@ -209,6 +212,19 @@ TEST(ResultsPage, EveryRowNamesAKeptRun) {
   }
 }
 
+// The cells of the table row `line` ("| a | b |"), without bold marks, backticks and the
+// blanks around them.
+std::vector<std::string> TableCells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream cells_in(line.substr(1));
+  std::string cell;
+  while (std::getline(cells_in, cell, '|')) {
+    cell = std::regex_replace(cell, std::regex(R"(\*\*|`)"), "");
+    cells.push_back(std::regex_replace(cell, std::regex("^ +| +$"), ""));
+  }
+  return cells;
+}
+
 // "Compressed gossip: bytes to reach an accuracy": the table under the heading that starts with
 // `heading` has the rows of results/compression/<scenario>/bytes_to_target_mean.csv, one per
 // method and codec, with the final accuracy (two decimals), "<reached> of <runs>", the MB to the
@@ -252,13 +268,7 @@ void ExpectCompressionTableIsItsData(const std::string& heading, const std::stri
   while (std::getline(in, line)) {
     if (line.rfind("### ", 0) == 0) in_table = line.rfind(heading, 0) == 0;
     if (!in_table || line.rfind("| `", 0) != 0) continue;
-    std::vector<std::string> cells;
-    std::stringstream cells_in(line.substr(1));
-    std::string cell;
-    while (std::getline(cells_in, cell, '|')) {
-      cell = std::regex_replace(cell, std::regex(R"(\*\*|`)"), "");
-      cells.push_back(std::regex_replace(cell, std::regex("^ +| +$"), ""));
-    }
+    const std::vector<std::string> cells = TableCells(line);
     ASSERT_GE(cells.size(), 7u) << line;
     page[{cells[0], cells[1]}] = {cells.begin() + 2, cells.begin() + 7};
   }
@@ -268,6 +278,154 @@ void ExpectCompressionTableIsItsData(const std::string& heading, const std::stri
 TEST(ResultsPage, TheCompressionTablesAreTheirData) {
   ExpectCompressionTableIsItsData("### The quickstart", "quickstart");
   ExpectCompressionTableIsItsData("### `label-swap`", "label-swap");
+}
+
+// The rows of a CSV file of results/, each as column name → cell.
+std::vector<std::map<std::string, std::string>> CsvRows(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto records = ParseCsv(text.str(), path.string());
+  std::vector<std::map<std::string, std::string>> rows;
+  if (!records.ok() || records->empty()) {
+    ADD_FAILURE() << path << ": " << (records.ok() ? "empty" : records.status().ToString());
+    return rows;
+  }
+  const std::vector<std::string>& header = records->front().fields;
+  for (size_t r = 1; r < records->size(); ++r) {
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < header.size() && i < (*records)[r].fields.size(); ++i) {
+      row[header[i]] = (*records)[r].fields[i];
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The mean of `values` with `decimals`, then " ± " and their standard deviation when there are two
+// or more; "–" when there is none; " (k of n)" when only k of the n runs had a value.
+std::string MeanCell(const std::vector<double>& values, int decimals, size_t runs) {
+  if (values.empty()) return "–";
+  double mean = 0, squares = 0;
+  for (double v : values) mean += v / values.size();
+  for (double v : values) squares += (v - mean) * (v - mean);
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, mean);
+  std::string cell = text;
+  if (values.size() > 1) {
+    std::snprintf(text, sizeof(text), " ± %.*f", decimals,
+                  std::sqrt(squares / (values.size() - 1)));
+    cell += text;
+  }
+  if (values.size() < runs) {
+    cell += " (" + std::to_string(values.size()) + " of " + std::to_string(runs) + ")";
+  }
+  return cell;
+}
+
+// The test accuracy (%) at the best-validation round (the first lowest val_loss) of each slow
+// node of `method_dir` (network.csv: compute_factor ≠ 1; its rows kept as slow-node-<id>.csv),
+// averaged over the slow nodes; nullopt when the mesh has none.
+std::optional<double> SlowNodeAccuracy(const fs::path& method_dir) {
+  if (!fs::exists(method_dir / "network.csv")) return std::nullopt;
+  std::vector<double> accuracies;
+  for (const auto& node : CsvRows(method_dir / "network.csv")) {
+    if (std::stod(node.at("compute_factor")) == 1) continue;
+    const auto rounds = CsvRows(method_dir / ("slow-node-" + node.at("node") + ".csv"));
+    if (rounds.empty()) continue;
+    const auto* best = &rounds.front();
+    for (const auto& row : rounds) {
+      if (std::stod(row.at("val_loss")) < std::stod(best->at("val_loss"))) best = &row;
+    }
+    accuracies.push_back(100 * std::stod(best->at("test_acc")));
+  }
+  if (accuracies.empty()) return std::nullopt;
+  double mean = 0;
+  for (double a : accuracies) mean += a / accuracies.size();
+  return mean;
+}
+
+// One sync or async method of one kept stragglers run.
+struct StragglerRun {
+  double accuracy = 0;  // summary.csv mean
+  double target = 0;    // summary.csv target_acc
+  std::optional<double> time_to_target;
+  std::optional<double> slow_node_accuracy;
+};
+
+// "Stragglers and churn": results/stragglers/<mesh>/seed-<s>/ keeps a run's summary.csv, and per
+// method folder its network.csv and its slow nodes' rows. The page's two tables, under the
+// headings "### Time to target" and "### Final accuracy" of that section, have one row per mesh
+// and method ("cos_weights sync" and "cos_weights async" make `cos_weights`), means over the
+// seeds with their standard deviation: the target, the time to it sync and async (s, one
+// decimal) and the ratio sync ÷ async (over the seeds where both reached it); the final accuracy
+// sync and async, async − sync, and the slow node's accuracy sync and async (two decimals).
+TEST(ResultsPage, TheStragglersTablesAreTheirData) {
+  const fs::path root = kRoot / "results" / "stragglers";
+  ASSERT_TRUE(fs::exists(root)) << "results/stragglers/ keeps no run";
+  // (mesh, method, "sync"/"async") → one entry per seed
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<StragglerRun>> runs;
+  for (const auto& mesh : fs::directory_iterator(root)) {
+    for (const auto& seed : fs::directory_iterator(mesh.path())) {
+      for (const auto& row : CsvRows(seed.path() / "summary.csv")) {
+        const std::string& method = row.at("method");
+        const size_t space = method.rfind(' ');
+        StragglerRun run{std::stod(row.at("mean")), std::stod(row.at("target_acc")), {}, {}};
+        if (!row.at("time_to_target_s").empty()) {
+          run.time_to_target = std::stod(row.at("time_to_target_s"));
+        }
+        run.slow_node_accuracy =
+            SlowNodeAccuracy(seed.path() / std::regex_replace(method, std::regex(" "), "-"));
+        const std::string mesh_name = mesh.path().filename().string();
+        runs[{mesh_name, method.substr(0, space), method.substr(space + 1)}].push_back(run);
+      }
+    }
+  }
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> expected;
+  for (const auto& [key, sync] : runs) {
+    const auto& [mesh, method, mode] = key;
+    if (mode != "sync") continue;
+    const auto& async = runs.at({mesh, method, "async"});
+    ASSERT_EQ(sync.size(), async.size()) << mesh << " " << method;
+    std::vector<double> targets, sync_s, async_s, ratios, sync_acc, async_acc, gains;
+    std::vector<double> slow_sync, slow_async;
+    for (size_t i = 0; i < sync.size(); ++i) {
+      targets.push_back(sync[i].target);
+      if (sync[i].time_to_target) sync_s.push_back(*sync[i].time_to_target);
+      if (async[i].time_to_target) async_s.push_back(*async[i].time_to_target);
+      if (sync[i].time_to_target && async[i].time_to_target) {
+        ratios.push_back(*sync[i].time_to_target / *async[i].time_to_target);
+      }
+      sync_acc.push_back(sync[i].accuracy);
+      async_acc.push_back(async[i].accuracy);
+      gains.push_back(async[i].accuracy - sync[i].accuracy);
+      if (sync[i].slow_node_accuracy) slow_sync.push_back(*sync[i].slow_node_accuracy);
+      if (async[i].slow_node_accuracy) slow_async.push_back(*async[i].slow_node_accuracy);
+    }
+    const size_t n = sync.size();
+    expected[{"time " + mesh, method}] = {MeanCell(targets, 2, n), MeanCell(sync_s, 1, n),
+                                          MeanCell(async_s, 1, n), MeanCell(ratios, 2, n)};
+    expected[{"accuracy " + mesh, method}] = {MeanCell(sync_acc, 2, n), MeanCell(async_acc, 2, n),
+                                              MeanCell(gains, 2, n), MeanCell(slow_sync, 2, n),
+                                              MeanCell(slow_async, 2, n)};
+  }
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> page;
+  std::ifstream in(kRoot / "docs" / "results.md");
+  std::string line, table;
+  bool in_section = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) in_section = line == "## Stragglers and churn";
+    if (line.rfind("### ", 0) == 0) {
+      table = line == "### Time to target"   ? "time "
+              : line == "### Final accuracy" ? "accuracy "
+                                             : "";
+    }
+    if (!in_section || table.empty() || line.rfind("| `", 0) != 0) continue;
+    const std::vector<std::string> cells = TableCells(line);
+    ASSERT_GE(cells.size(), 2u) << line;
+    page[{table + cells[0], cells[1]}] = {cells.begin() + 2, cells.end()};
+  }
+  EXPECT_EQ(page, expected);
 }
 
 }  // namespace
