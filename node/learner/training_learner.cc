@@ -58,14 +58,7 @@ class TrainingLearner final : public Learner {
     if (train.size() == 0) {
       return Status::InvalidArgument("shard '" + config.data.shard + "' has no training samples");
     }
-    training::ModelSpec spec;
-    spec.architecture = config.model.architecture;
-    spec.input_shape = train.sample_shape;
-    spec.num_outputs =
-        train.task == training::Task::kClassification ? train.num_classes : int64_t{1};
-    spec.seed = config.seed;
-    spec.hidden = config.model.hidden;
-    spec.torchscript_path = config.model.torchscript_path;
+    const training::ModelSpec spec = ModelSpecOf(config, train);
     auto model = training::CreateModel(spec);
     if (!model.ok()) return model.status().WithContext("[model]");
     learner->model_ = std::move(*model);
@@ -198,6 +191,18 @@ class TrainingLearner final : public Learner {
 }  // namespace
 
 uint64_t NodeTrainingSeed(const NodeConfig& config) { return config.seed ^ StableHash(config.id); }
+
+training::ModelSpec ModelSpecOf(const NodeConfig& config, const training::Dataset& samples) {
+  training::ModelSpec spec;
+  spec.architecture = config.model.architecture;
+  spec.input_shape = samples.sample_shape;
+  spec.num_outputs =
+      samples.task == training::Task::kClassification ? samples.num_classes : int64_t{1};
+  spec.seed = config.seed;
+  spec.hidden = config.model.hidden;
+  spec.torchscript_path = config.model.torchscript_path;
+  return spec;
+}
 
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config) {
   auto honest = TrainingLearner::Create(config);

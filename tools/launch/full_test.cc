@@ -8,6 +8,7 @@
 #include "base/atomic_file.h"
 #include "base/csv.h"
 #include "node/host/checkpoint.h"
+#include "node/learner/learner_factory.h"
 #include "tools/launch/run_layout.h"
 #include "training/model.h"
 #include "training/trainer.h"
@@ -17,19 +18,6 @@ namespace {
 
 constexpr const char kFullTestHeader[] = "node,cluster,round,images,test_loss,test_acc";
 constexpr size_t kFullTestColumns = 6;
-
-// The model of the nodes of `config` for samples like `like`'s.
-Result<std::unique_ptr<training::Model>> ModelFor(const node::NodeConfig& config,
-                                                  const training::Dataset& like) {
-  training::ModelSpec spec;
-  spec.architecture = config.model.architecture;
-  spec.input_shape = like.sample_shape;
-  spec.num_outputs = like.task == training::Task::kClassification ? like.num_classes : int64_t{1};
-  spec.seed = config.seed;
-  spec.hidden = config.model.hidden;
-  spec.torchscript_path = config.model.torchscript_path;
-  return training::CreateModel(spec);
-}
 
 // Tests the best model in the checkpoint of node `n` on `test_set` with `model`.
 Result<FullTest> TestNode(const NodeRun& n, const training::Dataset& test_set,
@@ -68,7 +56,7 @@ Status WriteFullTestCsv(const MethodRun& run) {
 Status TestOnClusterSets(const node::NodeConfig& config,
                          const std::vector<training::Dataset>& test_sets, MethodRun& run) {
   if (test_sets.empty()) return Status::InvalidArgument("no cluster test sets to test on");
-  auto model = ModelFor(config, test_sets.front());
+  auto model = training::CreateModel(node::ModelSpecOf(config, test_sets.front()));
   if (!model.ok()) return model.status().WithContext("[model] for the full test sets");
   for (NodeRun& n : run.nodes) {
     if (n.cluster < 0 || static_cast<size_t>(n.cluster) >= test_sets.size()) {
