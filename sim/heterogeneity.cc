@@ -8,6 +8,7 @@
 #include <random>
 
 #include "base/stable_hash.h"
+#include "base/unit_uniform.h"
 
 namespace meshlearn::sim {
 namespace {
@@ -17,9 +18,6 @@ std::mt19937_64 GeneratorOf(const std::string& id, const char* what, uint64_t se
   return std::mt19937_64(StableHash(id + "#" + what, seed));
 }
 
-// A uniform double in [0, 1).
-double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
 // One factor of `spread` for node `id` (1 without a spread).
 double Factor(const Spread& spread, const std::string& id, const char* what, uint64_t seed) {
   std::mt19937_64 rng = GeneratorOf(id, what, seed);
@@ -27,13 +25,13 @@ double Factor(const Spread& spread, const std::string& id, const char* what, uin
     case SpreadKind::kNone:
       return 1;
     case SpreadKind::kLogNormal: {
-      const double u1 = 1 - Uniform(rng);  // (0, 1]: its logarithm is finite
-      const double u2 = Uniform(rng);
+      const double u1 = 1 - UnitUniform(rng);  // (0, 1]: its logarithm is finite
+      const double u2 = UnitUniform(rng);
       const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
       return std::exp(spread.sigma * z);
     }
     case SpreadKind::kUniform:
-      return spread.min + (spread.max - spread.min) * Uniform(rng);
+      return spread.min + (spread.max - spread.min) * UnitUniform(rng);
   }
   return 1;
 }
@@ -74,7 +72,7 @@ double LinkSeconds(const NodeProfile& from, const NodeProfile& to, uint64_t byte
   if (bandwidth <= 0 || (to.bandwidth_bytes_per_s > 0 && to.bandwidth_bytes_per_s < bandwidth)) {
     bandwidth = to.bandwidth_bytes_per_s;
   }
-  return latency + (bandwidth > 0 ? static_cast<double>(bytes) / bandwidth : 0.0);
+  return LinkTransferSeconds(latency, bandwidth, bytes);
 }
 
 Result<std::vector<NodeProfile>> DrawProfiles(const NetworkModel& network,
@@ -140,8 +138,8 @@ std::optional<Away> ChurnPlan::NextAway(size_t index, double from_s) const {
   double t = 0;
   for (;;) {
     Away away{ids_[index], 0, 0};
-    away.leave_s = t - churn_.mean_up_s * std::log(1 - Uniform(rng));
-    away.return_s = away.leave_s - churn_.mean_down_s * std::log(1 - Uniform(rng));
+    away.leave_s = t - churn_.mean_up_s * std::log(1 - UnitUniform(rng));
+    away.return_s = away.leave_s - churn_.mean_down_s * std::log(1 - UnitUniform(rng));
     if (away.leave_s >= from_s) return away;
     t = away.return_s;
   }

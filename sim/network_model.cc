@@ -1,5 +1,7 @@
 #include "sim/network_model.h"
 
+#include "base/unit_uniform.h"
+
 namespace meshlearn::sim {
 
 NameTable<OutageKind> OutageKindNames() {
@@ -14,18 +16,19 @@ NameTable<SpreadKind> SpreadKindNames() {
   return kNames;
 }
 
+double LinkTransferSeconds(double latency_s, double bandwidth_bytes_per_s, uint64_t bytes) {
+  return latency_s +
+         (bandwidth_bytes_per_s > 0 ? static_cast<double>(bytes) / bandwidth_bytes_per_s : 0.0);
+}
+
 double NetworkModel::TransferSeconds(uint64_t bytes) const {
-  double transfer =
-      bandwidth_bytes_per_s > 0 ? static_cast<double>(bytes) / bandwidth_bytes_per_s : 0.0;
-  return latency_s + transfer;
+  return LinkTransferSeconds(latency_s, bandwidth_bytes_per_s, bytes);
 }
 
 namespace {
 
 // True with probability `p`, drawn from `rng` (nothing is drawn when `p` is 0).
-bool Chance(double p, std::mt19937_64& rng) {
-  return p > 0 && static_cast<double>(rng() >> 11) * 0x1.0p-53 < p;
-}
+bool Chance(double p, std::mt19937_64& rng) { return p > 0 && UnitUniform(rng) < p; }
 
 }  // namespace
 

@@ -116,6 +116,10 @@ struct DrawnChurn {
   double mean_down_s = 0;
 };
 
+// The simulated seconds a message of `bytes` takes on a link of one-way `latency_s` and
+// `bandwidth_bytes_per_s` (0: infinite): latency + bytes / bandwidth.
+double LinkTransferSeconds(double latency_s, double bandwidth_bytes_per_s, uint64_t bytes);
+
 // The network model of a simulation.
 struct NetworkModel {
   double latency_s = 0;              // one way, every link
@@ -136,7 +140,7 @@ struct NetworkModel {
   std::vector<Away> churn_trace;
   DrawnChurn churn;
 
-  // The simulated seconds a message of `bytes` takes on a link.
+  // The simulated seconds a message of `bytes` takes on the mesh's link (LinkTransferSeconds).
   double TransferSeconds(uint64_t bytes) const;
   // Damages `frames` as `corrupt` and `truncate` say, drawing from `rng` only for a probability
   // above 0.

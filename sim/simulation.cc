@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/stable_hash.h"
+#include "base/unit_uniform.h"
 #include "node/host/checkpoint.h"
 #include "node/host/node_host.h"
 #include "node/transport/simulated_network.h"
@@ -421,8 +422,7 @@ class Simulator {
   std::optional<Clock::duration> Transit(node::LinkMessage m) {
     ++report_.messages;
     if (options_.network.loss > 0) {
-      double draw = static_cast<double>(loss_rng_() >> 11) * 0x1.0p-53;
-      if (draw < options_.network.loss) return std::nullopt;
+      if (UnitUniform(loss_rng_) < options_.network.loss) return std::nullopt;
     }
     const SimNode& sender = nodes_[ids_.at(m.from)];
     int64_t round = sender.host ? sender.host->completed_round() + 1 : sender.last_round + 1;

@@ -7,13 +7,11 @@
 #include <string>
 #include <utility>
 
+#include "base/unit_uniform.h"
 #include "similarity/vector_kernels.h"
 
 namespace meshlearn::similarity {
 namespace {
-
-// A uniform double in [0, 1) from the top 53 bits of one raw output (header specification).
-double UniformUnit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 std::span<const float> Row(std::span<const float> values, size_t cols, size_t i) {
   return values.subspan(i * cols, cols);
@@ -23,7 +21,7 @@ std::span<const float> Row(std::span<const float> values, size_t cols, size_t i)
 std::vector<size_t> SeedIndices(const PointSet& points, size_t k, std::mt19937_64& rng) {
   const size_t n = points.rows;
   std::vector<size_t> chosen;
-  chosen.push_back(std::min(n - 1, static_cast<size_t>(UniformUnit(rng) * static_cast<double>(n))));
+  chosen.push_back(std::min(n - 1, static_cast<size_t>(UnitUniform(rng) * static_cast<double>(n))));
   std::vector<double> nearest(n, std::numeric_limits<double>::infinity());
   std::vector<char> taken(n, 0);
   taken[chosen.back()] = 1;
@@ -37,7 +35,7 @@ std::vector<size_t> SeedIndices(const PointSet& points, size_t k, std::mt19937_6
     }
     size_t pick = n;
     if (total > 0) {
-      const double target = UniformUnit(rng) * total;
+      const double target = UnitUniform(rng) * total;
       double partial = 0;
       for (size_t i = 0; i < n; ++i) {
         if (nearest[i] <= 0) continue;

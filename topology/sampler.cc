@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/unit_uniform.h"
+
 namespace meshlearn::topology {
 namespace {
-
-// A uniform double in [0, 1) from the generator's raw output (53 random bits), identical on every
-// standard library (see the specification in sampler.h).
-double UniformUnit(Rng& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 Status CheckObservations(const std::string& self, std::span<const PeerObservation> observations) {
   for (const PeerObservation& seen : observations) {
@@ -77,7 +75,7 @@ std::vector<SampledPeer> PeerSampler::Sample(size_t m, const PeerFilter& is_live
   while (drawn.size() < m && !candidates.empty()) {
     double total = 0;
     for (const PeerRecord* record : candidates) total += record->probability;
-    const double target = UniformUnit(rng) * total;
+    const double target = UnitUniform(rng) * total;
     // The last candidate also catches a target that rounding left past the final partial sum.
     size_t pick = candidates.size() - 1;
     double partial = 0;
