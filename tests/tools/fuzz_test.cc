@@ -27,7 +27,9 @@ TEST(FuzzScenario, IsAFunctionOfTheSeedWithinItsBounds) {
     small += s.nodes <= 10;
     for (const FuzzPartition& p : s.partitions) EXPECT_LE(p.to_round, s.rounds) << "heals";
     for (const FuzzOutage& o : s.outages) {
-      if (o.pause) EXPECT_GT(o.seconds, s.round_deadline_s) << "longer than the deadline";
+      if (o.pause) {
+        EXPECT_GT(o.seconds, s.round_deadline_s) << "longer than the deadline";
+      }
     }
   }
   EXPECT_GT(small, 150) << "biased to small meshes";

@@ -98,6 +98,7 @@ void DrawNodeFaults(FuzzScenario& s, const FuzzLimits& limits) {
     p.group_a = ids;
     p.from_round = part.Int(0, last - 1);
     p.to_round = part.Int(p.from_round + 1, std::min(last, p.from_round + 1 + last / 3));
+    p.one_way = part.Coin(1.0 / 3);
     s.partitions.push_back(p);
     s.kinds.insert(FaultKind::kPartition);
   }
@@ -192,7 +193,8 @@ toml::table NetworkSection(const FuzzScenario& s) {
     }
     partitions.push_back(toml::table{{"groups", toml::array{IdArray(p.group_a), IdArray(rest)}},
                                      {"from_round", p.from_round},
-                                     {"to_round", p.to_round}});
+                                     {"to_round", p.to_round},
+                                     {"one_way", p.one_way}});
   }
   if (!partitions.empty()) network.insert("partitions", std::move(partitions));
   return network;

@@ -18,7 +18,8 @@
 //   rounds; a compression codec (none, fp16, int8); sometimes DP-SGD, CURVE security, or only a
 //   few known peers.
 // - Faults, each kind on with probability 1/2: message loss (up to 30%), corrupt and truncated
-//   frames (up to 10% each), partitions into two groups that heal before the last round, deaths
+//   frames (up to 10% each), partitions into two groups (symmetric, or one-way in a third of the
+//   seeds that draw one) that heal before the last round, deaths
 //   with restart from the checkpoint, pauses longer than the round deadline, slow nodes (2-10x),
 //   and latency with a spread per node (which reorders messages between links).
 
@@ -68,6 +69,7 @@ struct FuzzPartition {
   std::vector<int> group_a;
   int64_t from_round = 0;
   int64_t to_round = 0;  // exclusive, at most the last round: it heals before the end
+  bool one_way = false;  // only messages from group_a to the rest are lost
 };
 
 // What one seed runs.
