@@ -16,7 +16,7 @@ namespace meshlearn::launch {
 namespace {
 
 TEST(FuzzScenario, IsAFunctionOfTheSeedWithinItsBounds) {
-  int small = 0;
+  int small = 0, one_way = 0, symmetric = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     FuzzScenario s = DrawScenario(seed);
     EXPECT_EQ(ScenarioToml(s), ScenarioToml(DrawScenario(seed)));
@@ -25,7 +25,10 @@ TEST(FuzzScenario, IsAFunctionOfTheSeedWithinItsBounds) {
     EXPECT_GE(s.rounds, 5);
     EXPECT_LE(s.rounds, 60);
     small += s.nodes <= 10;
-    for (const FuzzPartition& p : s.partitions) EXPECT_LE(p.to_round, s.rounds) << "heals";
+    for (const FuzzPartition& p : s.partitions) {
+      EXPECT_LE(p.to_round, s.rounds) << "heals";
+      (p.one_way ? one_way : symmetric) += 1;
+    }
     for (const FuzzOutage& o : s.outages) {
       if (o.pause) {
         EXPECT_GT(o.seconds, s.round_deadline_s) << "longer than the deadline";
@@ -33,6 +36,8 @@ TEST(FuzzScenario, IsAFunctionOfTheSeedWithinItsBounds) {
     }
   }
   EXPECT_GT(small, 150) << "biased to small meshes";
+  EXPECT_GT(one_way, 10);
+  EXPECT_GT(symmetric, 10);
   EXPECT_NE(ScenarioToml(DrawScenario(1)), ScenarioToml(DrawScenario(2)));
 }
 
