@@ -11,6 +11,9 @@
 #   fuzz        a clang build (build-fuzz/) that fuzzes the protocol decoder for
 #               MESHLEARN_FUZZ_SECONDS (60) seconds (ctest -L fuzz), skipped with a one-line
 #               reason when clang++ or libFuzzer is missing;
+#   sim-fuzz    the simulator as a fault fuzzer (docs/development.md "The fault fuzzer"): seeds 1
+#               to MESHLEARN_SIM_FUZZ_SEEDS (60) of `meshlearn-launch fuzz` must keep every
+#               invariant, and its canary must be caught within 3 seeds;
 #   image       the `image` label: the container image, made from build/'s binaries, runs a
 #               three-container mesh (tests/deploy/container_test.py).
 # At the end (also after a failure) it prints each phase's wall time. Exits non-zero on any
@@ -60,6 +63,18 @@ else
   cmake --build build-fuzz -j2 --target protocol_decode_fuzzer
   ctest --test-dir build-fuzz --output-on-failure -L fuzz
 fi
+
+phases_begin sim-fuzz
+sim_fuzz_out="build/sim-fuzz"
+rm -rf "$sim_fuzz_out" && mkdir -p "$sim_fuzz_out"
+build/tools/meshlearn-launch fuzz --seeds "${MESHLEARN_SIM_FUZZ_SEEDS:-60}" --from 1 \
+  --out "$sim_fuzz_out" | grep -v ': ok ('
+if build/tools/meshlearn-launch fuzz --seeds 3 --from 1 --canary --no-reduce \
+  --determinism-every 0 --out "$sim_fuzz_out/canary" >"$sim_fuzz_out/canary.log"; then
+  echo "test: the fuzzer's canary was not caught in seeds 1-3 (see $sim_fuzz_out/canary.log)"
+  exit 1
+fi
+grep '^fuzz: rounds-contiguous failed' "$sim_fuzz_out/canary.log" | sed 's/^fuzz:/fuzz canary:/'
 
 phases_begin image
 ctest --test-dir build --output-on-failure -L image

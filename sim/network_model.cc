@@ -54,7 +54,8 @@ bool NetworkModel::Cut(const std::string& from, const std::string& to, int64_t r
       if (p.groups[g].contains(from)) from_group = static_cast<int>(g);
       if (p.groups[g].contains(to)) to_group = static_cast<int>(g);
     }
-    if (from_group >= 0 && to_group >= 0 && from_group != to_group) return true;
+    if (from_group < 0 || to_group < 0 || from_group == to_group) continue;
+    if (!p.one_way || from_group == 0) return true;
   }
   return false;
 }

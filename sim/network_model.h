@@ -13,7 +13,9 @@
 //   from its last checkpoint, as a process restarted by hand does. A pause keeps its state: it
 //   processes nothing meanwhile, and what arrived for it waits, as a process stopped with SIGSTOP.
 // - A partition splits the nodes into groups: a message between two groups is lost while its
-//   sender is in a round in [from_round, to_round).
+//   sender is in a round in [from_round, to_round). A one-way partition loses only the messages
+//   from its first group to the others; those the other way pass (a request from the first
+//   group is lost, a request to it arrives but its reply is lost).
 // - A message that is not lost may be damaged on the way, each with its own probability drawn
 //   from the same generator (and only when that probability is above 0): `corrupt` inverts the
 //   first byte of its body (the second frame; the envelope stays readable, so the receiver can
@@ -64,6 +66,7 @@ struct Partition {
   std::vector<std::set<std::string>> groups;
   int64_t from_round = 0;
   int64_t to_round = 0;  // exclusive
+  bool one_way = false;  // only messages from groups[0] to the other groups are lost
 };
 
 // How per-node factors are drawn ([network] compute, latency, bandwidth; sim/heterogeneity.h).

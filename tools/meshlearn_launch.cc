@@ -10,6 +10,8 @@
 //   meshlearn-launch bytes-to-target RUN_DIR... --baseline RUN_DIR... --out DIR [--points P]
 //                    (tools/launch/bytes_to_target.h)
 //   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
+//   meshlearn-launch fuzz --seeds N [--from S] [--out DIR] [--replay S] [--canary] ...
+//                    (tools/launch/fuzz.h)
 //
 // The command line becomes a launch::RunRequest, which launch::Run::Execute runs
 // (tools/launch/run.h). The run folder (--out) is never reused silently: see
@@ -30,6 +32,7 @@
 #include "tools/cli_exit.h"
 #include "tools/dashboard/live_dashboard.h"
 #include "tools/launch/bytes_to_target.h"
+#include "tools/launch/fuzz.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/run.h"
 #include "tools/launch/run_report.h"
@@ -227,6 +230,7 @@ int main(int argc, char** argv) {
     return launch::ReportCommand(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "bytes-to-target")
     return launch::BytesToTargetCommand(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "fuzz") return launch::FuzzCommand(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "serve") {
     return dashboard::ServeCommand(argc - 1, argv + 1);
   }

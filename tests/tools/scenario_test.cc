@@ -66,6 +66,24 @@ to_round = 8
   EXPECT_FALSE(n.Cut("0", "3", 8));
 }
 
+TEST(ScenarioNetwork, AOneWayPartitionCutsOnlyFromItsFirstGroup) {
+  auto scenario = WithNetwork(R"([network]
+[[network.partitions]]
+groups = [["0", "1"], ["2"], ["3"]]
+from_round = 2
+to_round = 4
+one_way = true
+)");
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  const sim::NetworkModel& n = scenario->network;
+  EXPECT_TRUE(n.Cut("0", "2", 2));
+  EXPECT_TRUE(n.Cut("1", "3", 3));
+  EXPECT_FALSE(n.Cut("2", "0", 2)) << "the other way passes";
+  EXPECT_FALSE(n.Cut("2", "3", 2)) << "only the first group is cut off";
+  EXPECT_FALSE(n.Cut("0", "1", 2));
+  EXPECT_FALSE(n.Cut("0", "2", 4)) << "healed";
+}
+
 TEST(ScenarioNetwork, WithoutTheSectionTheNetworkIsPerfect) {
   auto scenario = WithNetwork("");
   ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();

@@ -216,6 +216,7 @@ Status ParseNetwork(TableReader& t, sim::NetworkModel& net, NetworkToResolve& la
     MESHLEARN_RETURN_IF_ERROR(NodeGroups(p, "groups", &partition.groups));
     MESHLEARN_RETURN_IF_ERROR(p.Integer("from_round", &partition.from_round, 0, 1000000));
     MESHLEARN_RETURN_IF_ERROR(p.Integer("to_round", &partition.to_round, 1, 1000000));
+    MESHLEARN_RETURN_IF_ERROR(p.Bool("one_way", &partition.one_way));
     if (partition.to_round <= partition.from_round) {
       return Status::InvalidArgument(
           p.file() + ": [" + p.section() + "] to_round (" + std::to_string(partition.to_round) +

@@ -1,0 +1,117 @@
+// The fault fuzzer (meshlearn-launch fuzz, tools/launch/fuzz.h): its scenarios are a function of
+// the seed and load as ordinary scenario files, a few seeds keep every invariant over the real
+// simulator, and the canary's planted bug is caught.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "tests/fresh_dir.h"
+#include "tools/launch/fuzz.h"
+#include "tools/launch/fuzz_invariants.h"
+#include "tools/launch/fuzz_scenario.h"
+#include "tools/launch/scenario.h"
+
+namespace meshlearn::launch {
+namespace {
+
+TEST(FuzzScenario, IsAFunctionOfTheSeedWithinItsBounds) {
+  int small = 0, one_way = 0, symmetric = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    FuzzScenario s = DrawScenario(seed);
+    EXPECT_EQ(ScenarioToml(s), ScenarioToml(DrawScenario(seed)));
+    EXPECT_GE(s.nodes, 3);
+    EXPECT_LE(s.nodes, 40);
+    EXPECT_GE(s.rounds, 5);
+    EXPECT_LE(s.rounds, 60);
+    small += s.nodes <= 10;
+    for (const FuzzPartition& p : s.partitions) {
+      EXPECT_LE(p.to_round, s.rounds) << "heals";
+      (p.one_way ? one_way : symmetric) += 1;
+    }
+    for (const FuzzOutage& o : s.outages) {
+      if (o.pause) {
+        EXPECT_GT(o.seconds, s.round_deadline_s) << "longer than the deadline";
+      }
+    }
+  }
+  EXPECT_GT(small, 150) << "biased to small meshes";
+  EXPECT_GT(one_way, 10);
+  EXPECT_GT(symmetric, 10);
+  EXPECT_NE(ScenarioToml(DrawScenario(1)), ScenarioToml(DrawScenario(2)));
+}
+
+TEST(FuzzScenario, LimitsLeaveTheOtherDrawsAlone) {
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    FuzzScenario full = DrawScenario(seed);
+    FuzzLimits limits;
+    limits.nodes = 3;
+    limits.kinds = std::set<FaultKind>{FaultKind::kLoss};
+    FuzzScenario small = DrawScenario(seed, limits);
+    EXPECT_EQ(small.nodes, 3);
+    EXPECT_EQ(small.rounds, full.rounds);
+    EXPECT_EQ(small.sampler, full.sampler);
+    EXPECT_EQ(small.loss, full.loss);
+    EXPECT_TRUE(small.outages.empty() && small.partitions.empty() && small.corrupt == 0);
+  }
+}
+
+TEST(FuzzScenario, EveryDrawnScenarioLoadsAsAScenarioFile) {
+  const std::string dir = meshlearn::testing::FreshTestDir("fuzz");
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const std::string path = dir + "/scenario.toml";
+    std::ofstream(path) << ScenarioToml(DrawScenario(seed));
+    auto scenario = LoadScenario(path, {});
+    ASSERT_TRUE(scenario.ok()) << "seed " << seed << ": " << scenario.status().ToString();
+  }
+}
+
+TEST(FuzzScenario, FaultListsReadBack) {
+  auto kinds = ParseFaultKinds("loss,death");
+  ASSERT_TRUE(kinds.ok());
+  EXPECT_EQ(FaultKindList(*kinds), "loss,death");
+  EXPECT_EQ(FaultKindList(*ParseFaultKinds("none")), "none");
+  auto bad = ParseFaultKinds("loss,fire");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'fire'"), std::string::npos);
+}
+
+// Seeds 1 to 3, at most `nodes` nodes and `rounds` rounds, into a fresh folder, not reduced.
+FuzzOptions FirstSeeds(int nodes, int64_t rounds) {
+  FuzzOptions options;
+  options.out_dir = meshlearn::testing::FreshTestDir("fuzz");
+  options.from = 1;
+  options.seeds = 3;
+  options.limits.nodes = nodes;
+  options.limits.rounds = rounds;
+  options.reduce = false;
+  return options;
+}
+
+// A handful of seeds over the real simulator keep every invariant; seed 2 also runs twice for
+// determinism. The passing seeds' folders are deleted.
+TEST(Fuzz, AHandfulOfSeedsKeepEveryInvariant) {
+  FuzzOptions options = FirstSeeds(6, 8);
+  options.determinism_every = 2;
+  FuzzSummary summary = Fuzz(options);
+  EXPECT_EQ(summary.seeds, 3u);
+  EXPECT_EQ(summary.failed, 0u);
+  EXPECT_EQ(summary.determinism_checks, 1u);
+  EXPECT_TRUE(std::filesystem::is_empty(options.out_dir));
+}
+
+// The canary (a restarted node drops one rounds.csv row too many) is caught by rounds-contiguous
+// within 3 seeds, and the failing seed's folder is kept with a replay line naming the canary.
+TEST(FuzzCanary, IsCaughtWithinThreeSeeds) {
+  FuzzOptions options = FirstSeeds(5, 5);
+  options.canary = true;
+  options.determinism_every = 0;
+  FuzzSummary summary = Fuzz(options);
+  ASSERT_EQ(summary.fastest.count(kRoundsContiguous), 1u);
+  const uint64_t seed = summary.fastest.at(kRoundsContiguous).seed;
+  EXPECT_TRUE(std::filesystem::exists(options.out_dir + "/seed-" + std::to_string(seed)));
+  EXPECT_NE(ReplayCommand(seed, options).find("--canary"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace meshlearn::launch
