@@ -201,7 +201,7 @@ uint64_t NodeTrainingSeed(const NodeConfig& config) { return config.seed ^ Stabl
 
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config) {
   auto honest = TrainingLearner::Create(config);
-  if (!honest.ok() || config.attack.kind == AttackKind::kNone) return honest;
+  if (!honest.ok() || !config.attack.PoisonsModels()) return honest;
   return MakePoisonedLearner(std::move(*honest), config.attack, NodeTrainingSeed(config));
 }
 
