@@ -77,7 +77,9 @@ class EmdClusterSampler final : public PeerSampler {
 // FedAvg over everyone until they cluster, then within each cluster (file 002 Algorithm 1 lines
 // 15-19; file 003 Algorithm 1 lines 26-29); the clustering itself needs the peers' update
 // directions, which the node holds, not the sampler. The cluster is not part of SamplerState: after
-// Restore() the node calls SetCluster() again.
+// Restore() the node calls SetCluster() again. The same sampler, named "graph", samples a fixed
+// graph's neighbours ([learning] graph, topology/fixed_graph.h): its cluster is set once, when it
+// is made (topology/sampler_factory.h).
 class ClusterSampler final : public PeerSampler {
  public:
   // `name` is the config name this sampler answers to ("louvain", "temperature" or

@@ -98,6 +98,10 @@ void DacSampler::AfterDirectScores(std::vector<PeerRecord>& records,
   const auto better = [&](double candidate, double current) {
     return options_.two_hop == TwoHopRule::kLargest ? candidate > current : candidate < current;
   };
+  const bool capped =
+      options_.two_hop == TwoHopRule::kLargest && options_.two_hop_cap == TwoHopCap::kWitness;
+  // What a witness is ranked by: s_ij, or with the cap the estimate it gives (the widest path).
+  const auto rank = [&](const Witness& w) { return capped ? std::min(w.s_ij, w.s_jk) : w.s_ij; };
   // Observations are sorted by peer id and only a strictly better witness replaces the current
   // one, so ties go to the smaller peer id.
   for (const PeerObservation* witness : observations) {
@@ -109,11 +113,15 @@ void DacSampler::AfterDirectScores(std::vector<PeerRecord>& records,
                            [](const PeerRecord& r, const std::string& id) { return r.peer < id; });
       if (it == records.end() || it->peer != entry.peer || it->sampled_directly) continue;
       std::optional<Witness>& best = chosen[it - records.begin()];
-      if (!best || better(witness->score, best->s_ij)) best = Witness{witness->score, entry.score};
+      const Witness candidate{witness->score, entry.score};
+      // With the cap, a witness i does not find similar (s_ij <= 0) vouches for nobody.
+      if (capped && !(rank(candidate) > 0)) continue;
+      if (!best || better(rank(candidate), rank(*best))) best = candidate;
     }
   }
   for (size_t k = 0; k < records.size(); ++k) {
-    if (chosen[k]) records[k].score = chosen[k]->s_jk;
+    if (!chosen[k]) continue;
+    records[k].score = capped ? std::min(chosen[k]->s_ij, chosen[k]->s_jk) : chosen[k]->s_jk;
   }
 }
 

@@ -98,8 +98,29 @@ NameTable<TwoHopRow> TwoHopRowNames() {
   return kNames;
 }
 
+NameTable<TwoHopCap> TwoHopCapNames() {
+  static constexpr NamedValue<TwoHopCap> kNames[] = {{"witness", TwoHopCap::kWitness},
+                                                     {"off", TwoHopCap::kOff}};
+  return kNames;
+}
+
+NameTable<GraphKind> GraphKindNames() {
+  static constexpr NamedValue<GraphKind> kNames[] = {{"none", GraphKind::kNone},
+                                                     {"ring", GraphKind::kRing},
+                                                     {"dumbbell", GraphKind::kDumbbell},
+                                                     {"edges", GraphKind::kEdges}};
+  return kNames;
+}
+
 Result<std::unique_ptr<PeerSampler>> MakePeerSampler(const SamplerConfig& config) {
   if (config.self.empty()) return Status::InvalidArgument("sampler: empty node id");
+  if (config.graph != GraphKind::kNone) {
+    auto neighbours = GraphNeighbours(config.graph, config.self, config.members, config.edges);
+    if (!neighbours.ok()) return neighbours.status();
+    auto graph = std::make_unique<ClusterSampler>(config.self, "graph");
+    graph->SetCluster(std::move(*neighbours));
+    return std::unique_ptr<PeerSampler>(std::move(graph));
+  }
   for (const SamplerEntry& entry : kSamplers) {
     if (entry.named.value == config.sampler) return entry.make(config);
   }

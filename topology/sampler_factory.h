@@ -11,6 +11,7 @@
 #include "base/named_value.h"
 #include "base/status.h"
 #include "topology/dac_sampler.h"
+#include "topology/fixed_graph.h"
 #include "topology/sampler.h"
 
 namespace meshlearn::topology {
@@ -34,6 +35,8 @@ NameTable<TauSchedule> TauScheduleNames();
 NameTable<ScoreNormalization> ScoreNormalizationNames();
 NameTable<TwoHopRule> TwoHopRuleNames();
 NameTable<TwoHopRow> TwoHopRowNames();
+NameTable<TwoHopCap> TwoHopCapNames();
+NameTable<GraphKind> GraphKindNames();
 
 // The sampler a node config asks for.
 struct SamplerConfig {
@@ -44,10 +47,17 @@ struct SamplerConfig {
   DacOptions dac;
   // kOracle: ground-truth cluster of every node, self included (from the scenario).
   std::vector<std::pair<std::string, int>> clusters;
+  // A fixed graph (topology/fixed_graph.h): the node samples uniformly among its neighbours
+  // over the mesh `members` (self included), whatever `sampler` says; kNone: `sampler` decides.
+  GraphKind graph = GraphKind::kNone;
+  std::vector<std::string> members;
+  std::vector<GraphEdge> edges;  // kEdges
 };
 
-// Builds the sampler of `config`. kInvalidArgument for an empty self, a DAC τ that is negative or
-// not finite, a negative explore_rounds, or an oracle without clusters.
+// Builds the sampler of `config`. With a graph, a ClusterSampler named "graph" whose cluster is
+// self's neighbours (topology/baseline_samplers.h). kInvalidArgument for an empty self, a DAC τ
+// that is negative or not finite, a negative explore_rounds, an oracle without clusters, or a
+// graph that GraphNeighbours refuses.
 Result<std::unique_ptr<PeerSampler>> MakePeerSampler(const SamplerConfig& config);
 
 }  // namespace meshlearn::topology

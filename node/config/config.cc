@@ -26,7 +26,9 @@ constexpr NamedValue<AttackKind> kAttackKinds[] = {{"none", AttackKind::kNone},
                                                    {"ipm", AttackKind::kIpm},
                                                    {"dissensus", AttackKind::kDissensus},
                                                    {"free_rider", AttackKind::kFreeRider},
-                                                   {"mimic", AttackKind::kMimic}};
+                                                   {"mimic", AttackKind::kMimic},
+                                                   {"score_lie", AttackKind::kScoreLie},
+                                                   {"sybil", AttackKind::kSybil}};
 
 constexpr const char* kPublicKeyRule =
     "must be a CURVE public key: 40 Z85 characters, as in a .pub file of meshlearn-keygen";
@@ -129,6 +131,18 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
         "(with normalize = \"minmax\")");
   }
   MESHLEARN_RETURN_IF_ERROR(CheckPrivacy(c, name));
+  if (c.learning.graph != topology::GraphKind::kNone &&
+      c.learning.sampler != topology::SamplerKind::kRandom) {
+    return Status::InvalidArgument(
+        name + ": [learning] graph = \"" +
+        std::string(NameOf(topology::GraphKindNames(), c.learning.graph)) +
+        "\" samples every neighbour each round, uniformly; it needs sampler = \"random\"");
+  }
+  if ((c.learning.graph == topology::GraphKind::kEdges) == c.learning.edges.empty()) {
+    return Status::InvalidArgument(name +
+                                   ": [learning] edges is needed with graph = \"edges\", and "
+                                   "only then");
+  }
   // Only a mimic reads it: the launcher gives every node the scenario's [node.attack] keys.
   if (c.attack.kind == AttackKind::kMimic && !c.attack.target.empty() &&
       (!IsNodeId(c.attack.target) || c.attack.target == c.id)) {
@@ -145,6 +159,12 @@ NameTable<AttackKind> AttackKindNames() { return kAttackKinds; }
 NameTable<StaleModel> StaleModelNames() {
   static constexpr NamedValue<StaleModel> kNames[] = {{"initial", StaleModel::kInitial},
                                                       {"fetched", StaleModel::kFetched}};
+  return kNames;
+}
+
+NameTable<SybilAddress> SybilAddressNames() {
+  static constexpr NamedValue<SybilAddress> kNames[] = {{"self", SybilAddress::kSelf},
+                                                        {"nowhere", SybilAddress::kNowhere}};
   return kNames;
 }
 
@@ -280,6 +300,45 @@ void KeyReader::ClusterIds(const char* key, std::vector<std::pair<std::string, i
   });
 }
 
+void KeyReader::NodeIdList(const char* key, std::vector<std::string>& out) {
+  Run([&] {
+    return t_.Read(key, false, [&](const toml::node& n) -> Status {
+      const toml::array* ids = n.as_array();
+      if (!ids) return t_.Fail(key, n, std::string("must be an array of node ids: ") + kNodeIdRule);
+      out.clear();
+      for (const toml::node& id : *ids) {
+        auto v = id.value<std::string>();
+        if (!id.is_string() || !v || !IsNodeId(*v)) {
+          return t_.Fail(key, id, std::string("must be a node id: ") + kNodeIdRule);
+        }
+        out.push_back(*v);
+      }
+      return Status::Ok();
+    });
+  });
+}
+
+void KeyReader::Edges(const char* key, std::vector<topology::GraphEdge>& out) {
+  Run([&] {
+    return t_.Read(key, false, [&](const toml::node& n) -> Status {
+      const toml::array* edges = n.as_array();
+      const std::string rule =
+          std::string("must be an array of edges, each [\"<id>\", \"<id>\"] ") +
+          "of two node ids (" + kNodeIdRule + ")";
+      if (!edges) return t_.Fail(key, n, rule);
+      out.clear();
+      for (const toml::node& edge : *edges) {
+        const toml::array* pair = edge.as_array();
+        auto a = pair && pair->size() == 2 ? (*pair)[0].value<std::string>() : std::nullopt;
+        auto b = pair && pair->size() == 2 ? (*pair)[1].value<std::string>() : std::nullopt;
+        if (!a || !b || !IsNodeId(*a) || !IsNodeId(*b)) return t_.Fail(key, edge, rule);
+        out.emplace_back(*a, *b);
+      }
+      return Status::Ok();
+    });
+  });
+}
+
 void KeyReader::Peers(const char* key, std::vector<PeerAddress>& out) {
   Run([&] {
     return t_.TableArray(key, [&](TableReader& table) {
@@ -309,6 +368,21 @@ void KeyWriter::ClusterIds(const char* key,
   if (clusters.empty()) return;
   tables_ << "\n[" << Qualified(key) << "]\n";
   for (const auto& [id, cluster] : clusters) tables_ << TomlString(id) << " = " << cluster << "\n";
+}
+
+void KeyWriter::NodeIdList(const char* key, const std::vector<std::string>& ids) {
+  if (ids.empty()) return;
+  PublicKeyList(key, ids);  // the same TOML: an array of strings
+}
+
+void KeyWriter::Edges(const char* key, const std::vector<topology::GraphEdge>& edges) {
+  if (edges.empty()) return;
+  std::string list = "[";
+  for (size_t i = 0; i < edges.size(); ++i) {
+    list +=
+        (i ? ", [" : "[") + TomlString(edges[i].first) + ", " + TomlString(edges[i].second) + "]";
+  }
+  Line(key, list + "]");
 }
 
 void KeyWriter::Peers(const char* key, const std::vector<PeerAddress>& peers) {

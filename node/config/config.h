@@ -25,6 +25,8 @@
 //   Port(name, o)                        a port in [0, 65535]; unwritten when absent
 //   Bool(name, b)                        true or false
 //   ClusterIds(name, v)                  a sub-table of node id = cluster id; unwritten when empty
+//   NodeIdList(name, v)                  an array of node ids; unwritten when empty
+//   Edges(name, v)                       an array of [id, id] pairs; unwritten when empty
 //   Section(name, s, written)            a section, by its Describe (and its Check, if any)
 //   OptionalSection(name, o)             a section that may be absent
 //   Peers(name, v)                       an array of tables of peers ([[peers]])
@@ -47,6 +49,7 @@
 #include "node/config/logging.h"
 #include "node/logic/learner.h"
 #include "node/logic/peer_address.h"
+#include "node/logic/sampler_attacks.h"
 #include "node/logic/state_machine.h"
 #include "protocol/compression.h"
 #include "protocol/version.h"
@@ -137,6 +140,7 @@ struct LearningSection {
   topology::ScoreNormalization normalize = topology::ScoreNormalization::kNone;
   topology::TwoHopRule two_hop = topology::TwoHopRule::kLargest;
   topology::TwoHopRow two_hop_row = topology::TwoHopRow::kAll;
+  topology::TwoHopCap two_hop_cap = topology::TwoHopCap::kOff;
   int64_t explore_rounds = 0;
   int peers_per_round = 5;  // m
   training::AggregationKind aggregation = training::AggregationKind::kFedAvg;
@@ -150,6 +154,8 @@ struct LearningSection {
   int krum_m = 0;  // 0: the peers merged minus krum_f
   double gate_gamma = 0.5;
   std::vector<std::pair<std::string, int>> clusters;  // [learning.clusters]: id -> cluster (oracle)
+  topology::GraphKind graph = topology::GraphKind::kNone;  // a fixed graph (topology/fixed_graph.h)
+  std::vector<topology::GraphEdge> edges;                  // graph = "edges"
 
   bool operator==(const LearningSection&) const = default;
   // The keys of [learning] and [learning.clusters].
@@ -163,6 +169,7 @@ struct LearningSection {
     keys.Choice("normalize", s.normalize, topology::ScoreNormalizationNames());
     keys.Choice("two_hop", s.two_hop, topology::TwoHopRuleNames());
     keys.Choice("two_hop_row", s.two_hop_row, topology::TwoHopRowNames());
+    keys.Choice("two_hop_cap", s.two_hop_cap, topology::TwoHopCapNames());
     keys.Integer("explore_rounds", s.explore_rounds, 0, 1000000);
     keys.Integer("peers_per_round", s.peers_per_round, 0, 100000);
     keys.Choice("aggregation", s.aggregation, training::AggregationKindNames());
@@ -174,6 +181,8 @@ struct LearningSection {
     keys.Integer("krum_f", s.krum_f, 0, 100000);
     keys.Integer("krum_m", s.krum_m, 0, 100000);
     keys.Number("gate_gamma", s.gate_gamma, 0, 1e6);
+    keys.Choice("graph", s.graph, topology::GraphKindNames());
+    keys.Edges("edges", s.edges);
     keys.ClusterIds("clusters", s.clusters);
   }
 
@@ -196,8 +205,10 @@ struct LearningSection {
     }
     return std::nullopt;
   }
-  // The sampler of node `self` (topology/sampler_factory.h).
-  topology::SamplerConfig Sampler(const std::string& self) const;
+  // The sampler of node `self` in the mesh `members` (every node, self included; read only with
+  // a graph) (topology/sampler_factory.h).
+  topology::SamplerConfig Sampler(const std::string& self,
+                                  std::vector<std::string> members = {}) const;
 };
 
 // The config names of what a resting node does ([round] resting).
@@ -217,6 +228,8 @@ struct RoundSection {
   int max_protocol_version = 0;
   // What an early-stopped node does in its remaining rounds (node/logic/round_driver.h).
   RestingRule resting = RestingRule::kSilent;
+  // Candidates kept from one source's PeerLists (node/logic/membership.h).
+  int64_t max_candidates_per_source = 64;
 
   bool operator==(const RoundSection&) const = default;
   // The keys of [round].
@@ -226,6 +239,7 @@ struct RoundSection {
     keys.Choice("resting", s.resting, RestingRuleNames());
     keys.Number("round_deadline_s", s.round_deadline_s, 0, 86400, Bound::kOpen);
     keys.Integer("dead_after_failures", s.dead_after_failures, 1, 1000);
+    keys.Integer("max_candidates_per_source", s.max_candidates_per_source, 1, 1024);
     keys.Number("linger_s", s.linger_s, 0, 86400);
     keys.Number("min_round_s", s.min_round_s, 0, 86400);
     keys.Integer("max_message_bytes", s.max_message_bytes, 1024, int64_t{1} << 40);
@@ -333,6 +347,8 @@ enum class AttackKind {
   kDissensus,  // "dissensus": serves w + epsilon * (w - the fetched models' mean)
   kFreeRider,  // "free_rider": never trains, serves a stale model
   kMimic,      // "mimic": serves a copy of one honest peer's model
+  kScoreLie,   // "score_lie": gossips score rows that promote its allies, demote the others
+  kSybil,      // "sybil": announces made-up identities in its PeerLists
 };
 
 // The config names of the attack kinds, in documentation order.
@@ -347,6 +363,9 @@ enum class StaleModel {
 // The config names of StaleModel.
 NameTable<StaleModel> StaleModelNames();
 
+// The config names of SybilAddress ([attack] sybil_address).
+NameTable<SybilAddress> SybilAddressNames();
+
 // [attack]: robustness experiments only. Each kind reads only its own parameters.
 struct AttackSection {
   AttackKind kind = AttackKind::kNone;
@@ -356,8 +375,16 @@ struct AttackSection {
   double dissensus_epsilon = 1.5;           // dissensus: epsilon (> 1 reverses a receiver's pull)
   StaleModel stale = StaleModel::kInitial;  // free_rider
   std::string target;  // mimic: the peer to copy; empty: the first it fetches (smallest id)
+  std::vector<std::string> allies;  // score_lie: the ids it promotes (the launcher's attackers)
+  int sybils = 100;                 // sybil: made-up identities it announces
+  SybilAddress sybil_address = SybilAddress::kSelf;  // sybil: where they listen
 
   bool operator==(const AttackSection&) const = default;
+  // True for the attacks that serve poisoned models (node/learner/poisoned_learner.h); false
+  // for an honest node and for the sampler attacks, which train and serve honestly.
+  bool PoisonsModels() const {
+    return kind != AttackKind::kNone && kind != AttackKind::kScoreLie && kind != AttackKind::kSybil;
+  }
   // The keys of [attack].
   template <class Keys, class Self>
   static void Describe(Keys& keys, Self& s) {
@@ -368,6 +395,9 @@ struct AttackSection {
     keys.Number("dissensus_epsilon", s.dissensus_epsilon, 0, 1e6);
     keys.Choice("stale", s.stale, StaleModelNames());
     keys.String("target", s.target, Need::kOptional, Written::kUnlessDefault);
+    keys.NodeIdList("allies", s.allies);
+    keys.Integer("sybils", s.sybils, 0, 4000);
+    keys.Choice("sybil_address", s.sybil_address, SybilAddressNames());
   }
 };
 

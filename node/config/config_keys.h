@@ -90,6 +90,8 @@ class KeyReader {
     Run([&] { return t_.Bool(key, &out); });
   }
   void ClusterIds(const char* key, std::vector<std::pair<std::string, int>>& out);
+  void NodeIdList(const char* key, std::vector<std::string>& out);
+  void Edges(const char* key, std::vector<topology::GraphEdge>& out);
 
   // Reads sub-table `key` (when present) by `S::Describe`, then `S::Check` if S has one.
   template <class S>
@@ -197,6 +199,8 @@ class KeyWriter {
   }
   void Bool(const char* key, bool value) { Line(key, value ? "true" : "false"); }
   void ClusterIds(const char* key, const std::vector<std::pair<std::string, int>>& clusters);
+  void NodeIdList(const char* key, const std::vector<std::string>& ids);
+  void Edges(const char* key, const std::vector<topology::GraphEdge>& edges);
 
   // Writes `section` as the sub-table `key` by `S::Describe`; with kUnlessDefault, not at all
   // when it equals a default-constructed S.

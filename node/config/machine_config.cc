@@ -14,11 +14,16 @@ Clock::duration DurationOf(double seconds) {
 
 }  // namespace
 
-topology::SamplerConfig LearningSection::Sampler(const std::string& self) const {
+topology::SamplerConfig LearningSection::Sampler(const std::string& self,
+                                                 std::vector<std::string> members) const {
   topology::SamplerConfig config;
+  config.graph = graph;
+  config.members = std::move(members);
+  config.edges = edges;
   config.sampler = sampler;
   config.self = self;
-  config.dac = {tau, unscored, tau_schedule, normalize, two_hop, two_hop_row, explore_rounds};
+  config.dac = {tau,     unscored,    tau_schedule, normalize,
+                two_hop, two_hop_row, two_hop_cap,  explore_rounds};
   config.clusters = clusters;
   return config;
 }
@@ -89,6 +94,10 @@ MembershipConfig NodeConfig::Membership(const Learner& learner, const NodeFacts&
   m.dead_backoff = round.Deadline();
   m.initial_peers = peers;
   m.mesh_size = mesh_size;
+  m.max_candidates_per_source = static_cast<size_t>(round.max_candidates_per_source);
+  if (attack.kind == AttackKind::kSybil) {
+    m.sybils = SybilIdentities(id, facts.endpoint, attack.sybils, attack.sybil_address);
+  }
   if (facts.keys) {
     m.public_key = facts.keys->public_key;
     m.allowed_keys.emplace(facts.keys->allowed_keys.begin(), facts.keys->allowed_keys.end());
@@ -106,6 +115,9 @@ StateMachineConfig NodeConfig::Machine(const Learner& learner, const NodeFacts& 
   c.serving = round.Serving(learner.Layout(), learner.TrainSize());
   c.serving.compression = compression.Settings();
   c.rounds = round.Driver(learning, training);
+  if (attack.kind == AttackKind::kScoreLie) c.rounds.score_lie_allies = attack.allies;
+  // On a fixed graph every neighbour is drawn: the sampler gives the others p = 0.
+  if (learning.graph != topology::GraphKind::kNone) c.rounds.peers_per_round = peers.size();
   if (c.protocol_version >= kCompressedModelVersion &&
       (compression.codec == CompressionCodec::kTopK || compression.peer_estimates > 0)) {
     // Top-k lineages start at the shared initial model: the learner has neither trained nor

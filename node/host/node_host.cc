@@ -74,7 +74,9 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
     host->learner_ = std::move(*learner);
   }
 
-  auto sampler = topology::MakePeerSampler(config.learning.Sampler(config.id));
+  std::vector<std::string> members = {config.id};
+  for (const PeerAddress& peer : config.peers) members.push_back(peer.id);
+  auto sampler = topology::MakePeerSampler(config.learning.Sampler(config.id, members));
   if (!sampler.ok()) return sampler.status().WithContext("[learning]");
 
   // Bind before anything else talks to peers; the Hello carries the bound endpoint.
@@ -344,8 +346,10 @@ void NodeHost::LogStart(const std::optional<NodeKeys>& keys) {
         endpoint());
   }
   if (config_.attack.kind != AttackKind::kNone) {
-    log_->warn("[attack] kind = {}: this node serves poisoned models (robustness experiment)",
-               NameOf(AttackKindNames(), config_.attack.kind));
+    log_->warn("[attack] kind = {}: this node {} (robustness experiment)",
+               NameOf(AttackKindNames(), config_.attack.kind),
+               config_.attack.PoisonsModels() ? "serves poisoned models"
+                                              : "lies in the gossip its sampler attack names");
   }
 }
 

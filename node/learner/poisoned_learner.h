@@ -50,8 +50,8 @@
 
 namespace meshlearn::node {
 
-// Wraps `honest` so that it serves models poisoned by `attack` (kind not kNone); `seed` is the
-// node's own seed (NodeTrainingSeed). The honest learner's current weights are taken as the
+// Wraps `honest` so that it serves models poisoned by `attack` (attack.PoisonsModels()); `seed` is
+// the node's own seed (NodeTrainingSeed). The honest learner's current weights are taken as the
 // initial model (a free rider's "initial").
 std::unique_ptr<Learner> MakePoisonedLearner(std::unique_ptr<Learner> honest,
                                              const AttackSection& attack, uint64_t seed);

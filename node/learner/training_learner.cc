@@ -206,7 +206,7 @@ training::ModelSpec ModelSpecOf(const NodeConfig& config, const training::Datase
 
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config) {
   auto honest = TrainingLearner::Create(config);
-  if (!honest.ok() || config.attack.kind == AttackKind::kNone) return honest;
+  if (!honest.ok() || !config.attack.PoisonsModels()) return honest;
   return MakePoisonedLearner(std::move(*honest), config.attack, NodeTrainingSeed(config));
 }
 

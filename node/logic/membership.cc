@@ -17,6 +17,8 @@ constexpr size_t kHellosPerTick = 2;
 constexpr auto kMeshAskPeriod = std::chrono::seconds(1);
 // Failed greetings after which a candidate that is not from the config is forgotten.
 constexpr int kCandidateAttempts = 2;
+// The one source of every PeerList whose sender is not a verified peer (not a valid node id).
+constexpr const char kUnverifiedSource[] = "*";
 
 // `text` with control characters replaced, for a log line (a peer's Goodbye reason).
 std::string Printable(std::string text) {
@@ -156,7 +158,7 @@ void Membership::OnHello(InboundId inbound, const Envelope& env, const Hello& he
 
 void Membership::OnPeerList(InboundId inbound, const Envelope& env, const PeerList& list,
                             TimePoint now, Actions& out) {
-  Learn(list.peers, now);
+  Learn(list.peers, SourceOf(env.sender), now);
   out.push_back(node_.requests.ReplyTo(inbound, env.request_id, PeerList{KnownPeers()}));
 }
 
@@ -181,7 +183,7 @@ void Membership::OnReply(uint64_t request_id, const Result<Message>& reply, cons
   if (goodbyes_.erase(request_id)) return;
   if (peer_lists_.erase(request_id)) {
     if (const auto* list = failure.ok() ? std::get_if<PeerList>(&reply->body) : nullptr) {
-      Learn(list->peers, now);
+      Learn(list->peers, SourceOf(reply->envelope.sender), now);
     }
     return;
   }
@@ -238,6 +240,7 @@ void Membership::Verify(const Greeting& greeting, const Hello& hello, uint16_t p
   hellos_of_[peer] = {hello.nonce, protocol_version};
   next_hello_at_.erase(peer);
   hello_attempts_.erase(peer);
+  ReleaseSource(peer);
   ++counters_.verifications;
   if (!node_.sampler.HasPeer(peer)) (void)node_.sampler.AddPeer(peer);
   if (!was_verified) {
@@ -374,18 +377,44 @@ bool Membership::LearnPeer(const std::string& id, const std::string& endpoint,
   return peers_.Learn(id, endpoint, public_key, pinned);
 }
 
-void Membership::Learn(const std::vector<PeerInfo>& peers, TimePoint now) {
+std::string Membership::SourceOf(const std::string& sender) const {
+  const topology::PeerEntry* known = peers_.Find(sender);
+  return known && known->active ? sender : kUnverifiedSource;
+}
+
+void Membership::ReleaseSource(const std::string& peer) {
+  auto it = source_of_.find(peer);
+  if (it == source_of_.end()) return;
+  if (--from_source_[it->second] == 0) from_source_.erase(it->second);
+  source_of_.erase(it);
+}
+
+void Membership::Learn(const std::vector<PeerInfo>& peers, const std::string& source,
+                       TimePoint now) {
+  size_t skipped = 0;
   for (const PeerInfo& p : peers) {
     if (p.id == node_.requests.self() || peers_.Find(p.id)) continue;
     if (std::string problem = TcpEndpointProblem(p.endpoint); !problem.empty()) {
       node_.log.debug("ignored gossiped peer {}: {}", p.id, problem);
       continue;
     }
+    if (from_source_[source] >= config_.max_candidates_per_source) {
+      ++skipped;
+      continue;
+    }
     if (LearnPeer(p.id, p.endpoint, p.public_key, /*pinned=*/false)) {
       node_.log.info("learned peer {} at {} by gossip", p.id, p.endpoint);
       next_hello_at_[p.id] = now;  // greeted from OnTick, a few per tick
+      source_of_[p.id] = source;
+      ++from_source_[source];
     }
   }
+  if (from_source_[source] == 0) from_source_.erase(source);
+  if (skipped == 0) return;
+  counters_.candidates_ignored += skipped;
+  node_.log.debug("ignored {} gossiped peers from {}: {} candidates from one source is the limit",
+                  skipped, source == kUnverifiedSource ? "unverified senders" : "peer " + source,
+                  config_.max_candidates_per_source);
 }
 
 void Membership::Drop(const std::string& peer) {
@@ -394,6 +423,7 @@ void Membership::Drop(const std::string& peer) {
   hello_attempts_.erase(peer);
   hellos_of_.erase(peer);
   address_warned_.erase(peer);
+  ReleaseSource(peer);
   if (node_.sampler.HasPeer(peer)) (void)node_.sampler.RemovePeer(peer);
 }
 
@@ -405,6 +435,10 @@ std::vector<PeerInfo> Membership::KnownPeers() const {
   for (const topology::PeerEntry& p : peers_.Entries()) {
     if (known.size() == limit) break;
     if (p.active && !p.left) known.push_back({p.id, p.endpoint, p.public_key});
+  }
+  for (const PeerInfo& sybil : config_.sybils) {
+    if (known.size() == limit) break;
+    known.push_back(sybil);
   }
   return known;
 }

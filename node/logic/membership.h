@@ -20,6 +20,17 @@
 //   - at most max_candidates candidates: a new one is ignored while the list is full (counted;
 //     gossip offers it again later); a candidate that is not from the config is forgotten after
 //     kCandidateAttempts failed greetings;
+//   - at most max_candidates_per_source candidates learned from one source's PeerLists at once
+//     (the source is the verified peer that sent the list, or that answered ours; every sender
+//     that is not a verified peer shares one source): further members are skipped (counted in
+//     candidates_ignored) until the source's candidates are verified or forgotten. Candidates
+//     from the config, a checkpoint or a Hello count for no source.
+//     Rationale: Bitcoin's address manager buckets new addresses by the source that told it, so
+//     that one source cannot fill the table; here one peer could otherwise fill the whole
+//     candidate list with made-up ids (a sybil, docs/robustness.md) and keep every honest
+//     newcomer out. A claimed sender id is not proof of anything, so the unverified share one
+//     bucket; an honest peer's list still brings its members in, K at a time, as each batch is
+//     greeted.
 //   - at most max_peers verified peers: a newly verified peer takes the place of one that left,
 //     else of a dead one; when every verified peer is alive it is not admitted (logged).
 // - A Hello that fails for another reason is retried with a doubling backoff (1 s up to 30 s).
@@ -40,7 +51,8 @@
 //   anyway, and listing it would only spread it by gossip and cost a deadline per round.
 // - Membership gossip: at every round start the node sends its PeerList to one random active
 //   peer, which answers with its own; unknown peers become candidates and are greeted with
-//   Hello, at most kHellosPerTick per tick.
+//   Hello, at most kHellosPerTick per tick. A sybil attacker (MembershipConfig::sybils) lists
+//   its made-up identities after its real peers (node/logic/sampler_attacks.h).
 //   Rationale: gossip can teach a node a hundred peers at once; greeting them all opens a
 //   connection each (about 3 descriptors with the peer's end), and 100 nodes in one process doing
 //   so together exceeded 20,000 descriptors.
@@ -92,8 +104,12 @@ struct MembershipConfig {
   // CURVE: the node id each bound allowlisted key belongs to (NodeKeys::key_ids); an allowlisted
   // key missing here may be used by any id.
   std::map<std::string, std::string> key_ids;
-  size_t max_peers = 4096;       // verified peers kept (see the specification)
-  size_t max_candidates = 1024;  // candidates kept
+  size_t max_peers = 4096;                // verified peers kept (see the specification)
+  size_t max_candidates = 1024;           // candidates kept
+  size_t max_candidates_per_source = 64;  // candidates kept from one source's PeerLists
+  // [attack] kind = "sybil": made-up identities announced in every PeerList after the real
+  // peers (node/logic/sampler_attacks.h); empty for an honest node.
+  std::vector<PeerInfo> sybils;
 };
 
 // Counters of membership, for /status and /metrics.
@@ -177,7 +193,9 @@ class Membership {
   };
 
   void SendHello(const Greeting& greeting, TimePoint now, Actions& out);
-  void Learn(const std::vector<PeerInfo>& peers, TimePoint now);
+  void Learn(const std::vector<PeerInfo>& peers, const std::string& source, TimePoint now);
+  std::string SourceOf(const std::string& sender) const;
+  void ReleaseSource(const std::string& peer);
   bool KeyAllowed(const std::string& id, const std::string& public_key) const;
   bool LearnPeer(const std::string& id, const std::string& endpoint, const std::string& public_key,
                  bool pinned);
@@ -195,9 +213,11 @@ class Membership {
   std::set<uint64_t> peer_lists_;        // our PeerList requests in flight
   std::set<uint64_t> goodbyes_;          // our Goodbye requests in flight
   std::map<std::string, TimePoint> next_hello_at_;
-  std::map<std::string, int> hello_attempts_;   // failed greetings, by peer
-  std::map<std::string, PeerHello> hellos_of_;  // verified peers' Hello fields
-  std::set<std::string> address_warned_;        // peers whose bad address was logged
+  std::map<std::string, int> hello_attempts_;     // failed greetings, by peer
+  std::map<std::string, PeerHello> hellos_of_;    // verified peers' Hello fields
+  std::set<std::string> address_warned_;          // peers whose bad address was logged
+  std::map<std::string, std::string> source_of_;  // gossiped candidates: the source that told us
+  std::map<std::string, size_t> from_source_;     // candidates held per source
   MembershipCounters counters_;
   std::map<uint64_t, std::string> mesh_asks_;  // PeerList requests while the mesh is incomplete
   TimePoint next_mesh_ask_at_{};

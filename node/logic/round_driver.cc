@@ -4,6 +4,7 @@
 
 #include <spdlog/fmt/ranges.h>
 
+#include "node/logic/sampler_attacks.h"
 #include "protocol/version.h"
 
 namespace meshlearn::node {
@@ -351,9 +352,11 @@ Snapshot RoundDriver::SnapshotOf(int64_t round, FloatArray weights, bool stopped
   snapshot.weights = std::move(weights);
   snapshot.update = std::move(update);
   snapshot.early_stopped = stopped;
-  for (const topology::ScoreEntry& e : node_.sampler.WitnessRow()) {
-    snapshot.score_row.push_back({e.peer, e.score});
+  topology::ScoreRow row = node_.sampler.WitnessRow();
+  if (config_.score_lie_allies) {
+    row = LyingScoreRow(row, *config_.score_lie_allies, node_.requests.self());
   }
+  for (const topology::ScoreEntry& e : row) snapshot.score_row.push_back({e.peer, e.score});
   return snapshot;
 }
 

@@ -77,6 +77,9 @@
 //   part has published round >= t-1 before round t's turns begin, so its latest snapshot is the
 //   model the authors' client would read; a peer that lags (restarted from an older checkpoint)
 //   serves what it has, at once.
+// - Every snapshot carries the sampler's witness row (PeerSampler::WitnessRow), or, for a
+//   score_lie attacker (RoundConfig::score_lie_allies), the lying row of
+//   node/logic/sampler_attacks.h.
 // - After the last round the node keeps serving for `linger` and then emits Finished; while an
 //   exchange is in flight (RoundHooks::ExchangesInFlight) it waits up to `exchange_linger` longer.
 //   Rationale: peers that are a little behind still fetch from it, and a one-shot exchange that
@@ -128,6 +131,9 @@ struct RoundConfig {
   // The sequential exchange schedule (see the specification): the node waits for its turn in
   // every round t >= 1 and for the round's end before publishing its trained model.
   bool take_turns = false;
+  // [attack] kind = "score_lie": the allies the score row of every snapshot promotes in place of
+  // the sampler's witness row (node/logic/sampler_attacks.h); nullopt: the honest row.
+  std::optional<std::vector<std::string>> score_lie_allies;
 };
 
 // What the round driver asks of the node's exchanges (the state machine's router implements it).

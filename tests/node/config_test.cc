@@ -140,13 +140,20 @@ TEST(Config, EverySectionRendersAndReadsBackEqual) {
   c.learning.tau_schedule = topology::TauSchedule::kSigmoid;
   c.learning.two_hop = topology::TwoHopRule::kSmallest;
   c.learning.two_hop_row = topology::TwoHopRow::kDirect;
+  c.learning.two_hop_cap = topology::TwoHopCap::kOff;
   c.learning.explore_rounds = 1;
   c.learning.aggregation = training::AggregationKind::kFedSim;
+  c.learning.sampler = topology::SamplerKind::kRandom;
+  c.learning.graph = topology::GraphKind::kEdges;
+  c.learning.edges = {{"node-1", "node-3"}, {"node-3", "node-7"}};
   c.emd = {true, std::nullopt, similarity::EmdSolverKind::kSinkhorn, 100, 0.5, 3, 2, true};
   c.attack.kind = AttackKind::kNoise;
+  c.attack.allies = {"node-3", "node-1"};
+  c.attack.sybils = 7;
+  c.attack.sybil_address = SybilAddress::kNowhere;
   c.clustering.recluster_every = 0;
   c.signature.max_samples = 64;
-  c.round = {false, 2.5, 5, 0.25, 0.125, 4096, 3, RestingRule::kFetch};
+  c.round = {false, 2.5, 5, 0.25, 0.125, 4096, 3, RestingRule::kFetch, 9};
   c.compression = {CompressionCodec::kFp16, 200, 0.05, CompressionCodec::kFp16, 8, 0.25,
                    CompressionCodec::kInt8};
   c.privacy = {true, 1.1, std::nullopt, 1e-6, 0.5, 8.0, true};

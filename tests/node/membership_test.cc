@@ -310,6 +310,52 @@ TEST(MembershipCandidates, AFloodOfStrangersIsCappedCountedAndForgottenWhenTheyD
   EXPECT_NE(m->peers().Find("a"), nullptr) << "the configured peer stays";
 }
 
+// A PeerList of `count` made-up peers named `prefix`0, `prefix`1, ...
+PeerList MadeUpPeers(const std::string& prefix, int count) {
+  PeerList list;
+  for (int i = 0; i < count; ++i) {
+    std::string id = prefix;
+    id += std::to_string(i);
+    list.peers.push_back({id, "tcp://10.0.0.1:" + std::to_string(1000 + i), ""});
+  }
+  return list;
+}
+
+// Issue 47: one source's PeerLists (a sybil's made-up ids) fill at most its own share of the
+// candidates; other sources keep theirs, and the unverified share one.
+TEST(MembershipCandidates, OneSourceFillsAtMostItsShareOfTheCandidates) {
+  TimePoint t0{};
+  StateMachineConfig c =
+      MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}, {"b", "tcp://127.0.0.1:3"}});
+  c.membership.max_candidates_per_source = 3;
+  auto m = MakeMachine(std::move(c));
+  StartAndAdmitAll(*m, t0);
+  m->OnInbound(1, From("a", 4, MadeUpPeers("s", 10)), t0);
+  EXPECT_EQ(m->peers().size(), 5u) << "a, b and 3 of a's 10";
+  EXPECT_EQ(m->counters().candidates_ignored, 7u);
+  m->OnInbound(2, From("a", 5, MadeUpPeers("t", 10)), t0);
+  EXPECT_EQ(m->peers().size(), 5u) << "a's share is full";
+  m->OnInbound(3, From("b", 4, PeerList{{{"h", "tcp://127.0.0.9:9", ""}}}), t0);
+  EXPECT_NE(m->peers().Find("h"), nullptr) << "b's list still brings its peer in";
+  // Senders that are not verified peers share one source, whatever ids they claim.
+  m->OnInbound(4, From("x", 1, MadeUpPeers("x", 5)), t0);
+  m->OnInbound(5, From("y", 1, MadeUpPeers("y", 5)), t0);
+  EXPECT_NE(m->peers().Find("x2"), nullptr);
+  EXPECT_EQ(m->peers().Find("y0"), nullptr);
+  EXPECT_EQ(m->peers().size(), 9u);
+  // Once a's candidates answer as themselves (verified), a's next list brings 3 more.
+  for (int tick = 1; tick <= 4; ++tick) {
+    for (const SendRequest& r :
+         Requests(m->OnTick(t0 + std::chrono::milliseconds(50 * tick)), MessageType::kHello)) {
+      if (r.peer[0] == 's') m->OnReply(r.request_id, From(r.peer, 2, AckFor(r.endpoint)), t0);
+    }
+  }
+  EXPECT_TRUE(m->sampler().HasPeer("s2"));
+  m->OnInbound(6, From("a", 6, MadeUpPeers("t", 10)), t0);
+  EXPECT_NE(m->peers().Find("t2"), nullptr);
+  EXPECT_EQ(m->peers().Find("t3"), nullptr);
+}
+
 TEST(MembershipCandidates, VerifiedPeersAreCappedAndGiveWayOnlyToOnesThatLeftOrDied) {
   TimePoint t0{};
   StateMachineConfig c = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}});

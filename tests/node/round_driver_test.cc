@@ -452,6 +452,27 @@ Model Served(NodeStateMachine& m, InboundId inbound, TimePoint now) {
   return decoded.ok() ? std::get<Model>(decoded->body) : Model{};
 }
 
+// Issue 47: a score_lie node's served model carries the lying row, not its sampler's.
+TEST(ScoreLie, TheServedModelCarriesTheLyingRow) {
+  TimePoint t0{};
+  StateMachineConfig config = MachineConfig("me", kPeers);
+  config.rounds.score_lie_allies = std::vector<std::string>{"me", "x"};
+  auto m = AdmittedMachine(config);
+  Actions after0 = m->OnComputeDone(Outcome(0), t0 + seconds(1));
+  auto compute = All<StartCompute>(AnswerFetches(*m, after0));
+  ASSERT_EQ(compute.size(), 1u);
+  std::vector<PeerScoreOutcome> scores;
+  for (const PeerModel& p : compute[0].job.peers) scores.push_back({p.peer, 0.9, {}, true});
+  m->OnComputeDone(Outcome(1, scores), t0 + seconds(2));
+  ASSERT_EQ(m->completed_round(), 1);
+  std::map<std::string, double> row;
+  for (const PeerScore& s : Served(*m, 50, t0 + seconds(3)).score_row) row[s.peer] = s.score;
+  EXPECT_DOUBLE_EQ(row.at("x"), 1.8);
+  for (const PeerModel& p : compute[0].job.peers) EXPECT_DOUBLE_EQ(row.at(p.peer), 1.8e-6);
+  EXPECT_FALSE(row.contains("me"));
+  EXPECT_EQ(m->sampler().Find("x"), nullptr) << "its own sampler is untouched";
+}
+
 // The sequential exchange schedule (RoundConfig::take_turns): round 1 waits for its turn, fetches
 // the peers' latest models, serves its merged model with its updated scores once its turn is
 // over, and its trained model only at the round's end.

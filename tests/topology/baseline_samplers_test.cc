@@ -51,6 +51,7 @@ TEST(SamplerFactoryTest, NamesTheDacOptionsAndPassesThemToTheSampler) {
   EXPECT_EQ(NamesOf(TauScheduleNames()), (std::vector<std::string>{"constant", "sigmoid"}));
   EXPECT_EQ(NamesOf(ScoreNormalizationNames()), (std::vector<std::string>{"none", "minmax"}));
   EXPECT_EQ(NamesOf(TwoHopRuleNames()), (std::vector<std::string>{"largest", "smallest", "off"}));
+  EXPECT_EQ(NamesOf(TwoHopCapNames()), (std::vector<std::string>{"witness", "off"}));
   SamplerConfig config = Config("dac");
   config.dac = {140, UnscoredRule::kZero, TauSchedule::kSigmoid, ScoreNormalization::kMinMax,
                 TwoHopRule::kSmallest};

@@ -31,6 +31,11 @@ DacOptions Options(double tau, TwoHopRule two_hop = TwoHopRule::kLargest) {
   return options;
 }
 
+DacOptions WithWitnessCap(DacOptions options) {
+  options.two_hop_cap = TwoHopCap::kWitness;
+  return options;
+}
+
 std::map<std::string, std::optional<double>> ScoreMap(const PeerSampler& sampler) {
   std::map<std::string, std::optional<double>> scores;
   for (const PeerRecord& record : sampler.Records()) scores[record.peer] = record.score;
@@ -138,6 +143,12 @@ TEST(DacSamplerTest, TwoHopTakesTheRowOfTheMostSimilarSampledPeer) {
   ASSERT_TRUE(largest->Update(1, seen).ok());
   EXPECT_EQ(ScoreMap(*largest)["d"], 0.3);
   EXPECT_EQ(ScoreMap(*largest)["e"], 0.8);
+  // With the witness cap d takes the widest path: max(min(0.9, 0.3), min(0.5, 0.7)) = 0.5
+  // through c.
+  auto capped = MakeDac(WithWitnessCap(Options(1)), {"b", "c", "d", "e"});
+  ASSERT_TRUE(capped->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*capped)["d"], 0.5);
+  EXPECT_EQ(ScoreMap(*capped)["e"], 0.8);
 
   auto smallest = MakeDac(Options(1, TwoHopRule::kSmallest), {"b", "c", "d", "e"});
   ASSERT_TRUE(smallest->Update(1, seen).ok());
@@ -340,6 +351,77 @@ TEST(DacSamplerTest, PaperCodeWitnessCopiesNonPositiveEntriesOfTheLeastSimilarPe
   auto largest = MakeDac(Options(1), {"b", "c", "d"});
   ASSERT_TRUE(largest->Update(1, seen).ok());
   EXPECT_EQ(ScoreMap(*largest)["d"], 0.6);
+}
+
+// Issue 47: a witness's row cannot make a peer more likely than the witness itself.
+TEST(DacSamplerTest, WitnessCapBoundsAnEstimateByTheNodesOwnScoreOfTheWitness) {
+  // b (s_ab = 0.6) claims d = 0.95 and e = 0.4; c (s_ac = -0.2) claims f = 0.9.
+  const std::vector<PeerObservation> seen = {{"b", 0.6, {{"d", 0.95}, {"e", 0.4}}},
+                                             {"c", -0.2, {{"f", 0.9}}}};
+  EXPECT_EQ(DacOptions{}.two_hop_cap, TwoHopCap::kOff);  // the default: DAC's rule
+  auto capped = MakeDac(WithWitnessCap(Options(10)), {"b", "c", "d", "e", "f"});
+  ASSERT_TRUE(capped->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*capped)["d"], 0.6);            // min(0.6, 0.95)
+  EXPECT_EQ(ScoreMap(*capped)["e"], 0.4);            // below the cap: as the witness says
+  EXPECT_FALSE(ScoreMap(*capped)["f"].has_value());  // a dissimilar witness vouches for nobody
+  // Softmax over b 0.6, d 0.6, e 0.4 at τ 10; c and f take the floor.
+  const double wb = 1, we = std::exp(-2.0), z = 2 * wb + we, total = 1 + 2e-6;
+  EXPECT_NEAR(ProbabilityOf(*capped, "d"), wb / z / total, 1e-12);
+  EXPECT_EQ(ProbabilityOf(*capped, "d"), ProbabilityOf(*capped, "b"));
+  EXPECT_NEAR(ProbabilityOf(*capped, "f"), 1e-6 / total, 1e-15);
+
+  auto uncapped = MakeDac(Options(10), {"b", "c", "d", "e", "f"});
+  ASSERT_TRUE(uncapped->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*uncapped)["d"], 0.95);
+  EXPECT_EQ(ScoreMap(*uncapped)["f"], 0.9);
+  // Uncapped, the claimed ally outweighs its witness 33 to 1 (e^(10·0.35)).
+  EXPECT_NEAR(ProbabilityOf(*uncapped, "d") / ProbabilityOf(*uncapped, "b"), std::exp(3.5), 1e-9);
+}
+
+// Issue 47: on clustered data the capped rule still makes the unexplored cluster mates likely,
+// and it stops another cluster's witness from vouching for its own mates.
+TEST(DacSamplerTest, WitnessCapKeepsTwoHopFindingClusterMatesOnClusteredScores) {
+  // Clusters {a, b, c, d} and {e, f, g, h}: in-cluster cosines about 0.9, across about 0.1. a
+  // sampled b (0.92) and e (0.1). b's row: c 0.91, d 0.93, f 0.12; e's row: c 0.1, f 0.95, g 0.9.
+  const std::vector<PeerObservation> seen = {
+      {"b", 0.92, {{"c", 0.91}, {"d", 0.93}, {"f", 0.12}}},
+      {"e", 0.1, {{"c", 0.1}, {"f", 0.95}, {"g", 0.9}}},
+  };
+  const std::vector<std::string> peers = {"b", "c", "d", "e", "f", "g", "h"};
+  auto mass_on_mates = [](const PeerSampler& dac) {
+    return ProbabilityOf(dac, "b") + ProbabilityOf(dac, "c") + ProbabilityOf(dac, "d");
+  };
+  auto capped = MakeDac(WithWitnessCap(Options(30)), peers);
+  ASSERT_TRUE(capped->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*capped)["c"], 0.91);  // b is the most similar witness; 0.91 < 0.92
+  EXPECT_EQ(ScoreMap(*capped)["d"], 0.92);  // min(0.92, 0.93)
+  EXPECT_EQ(ScoreMap(*capped)["f"], 0.12);  // b, the most similar witness, says 0.12
+  EXPECT_EQ(ScoreMap(*capped)["g"], 0.1);   // min(0.1, 0.9): e is not like a
+  EXPECT_FALSE(ScoreMap(*capped)["h"].has_value());
+  // τ 30: the mates (0.92, 0.91, 0.92) against e, f, g (0.1, 0.12, 0.1) and h's floor.
+  const double mates = 2 + std::exp(-0.3), others = 2 * std::exp(-24.6) + std::exp(-24.0);
+  EXPECT_NEAR(mass_on_mates(*capped), mates / (mates + others) / (1 + 1e-6), 1e-12);
+  EXPECT_GT(mass_on_mates(*capped), 0.9999);
+
+  auto uncapped = MakeDac(Options(30), peers);
+  ASSERT_TRUE(uncapped->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*uncapped)["g"], 0.9);  // e, the only witness of g, vouches for its mate
+  EXPECT_LT(mass_on_mates(*uncapped), 0.9);
+  EXPECT_GT(ProbabilityOf(*uncapped, "g"), 0.1);  // against e^(-24.6)/(mates) with the cap
+  EXPECT_LT(ProbabilityOf(*capped, "g"), 1e-10);
+}
+
+// Issue 47: with the cap, the most similar witness alone cannot push a peer that another witness
+// vouches for down to the floor.
+TEST(DacSamplerTest, WitnessCapKeepsOneWitnessFromDemotingAPeerAnotherVouchesFor) {
+  // b (0.95, the most similar) says d = 1e-6; c (0.9) says d = 0.85.
+  const std::vector<PeerObservation> seen = {{"b", 0.95, {{"d", 1e-6}}}, {"c", 0.9, {{"d", 0.85}}}};
+  auto capped = MakeDac(WithWitnessCap(Options(10)), {"b", "c", "d"});
+  ASSERT_TRUE(capped->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*capped)["d"], 0.85);  // max(min(0.95, 1e-6), min(0.9, 0.85))
+  auto uncapped = MakeDac(Options(10), {"b", "c", "d"});
+  ASSERT_TRUE(uncapped->Update(1, seen).ok());
+  EXPECT_EQ(ScoreMap(*uncapped)["d"], 1e-6);  // DAC's rule trusts b alone
 }
 
 // Issue 45: TwoHopRow::kDirect passes on only what the node scored itself.

@@ -113,6 +113,16 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
     }
     configs.push_back(std::move(*config));
   }
+  // A score_lie attacker promotes its fellow attackers unless the scenario names its allies.
+  std::vector<std::string> attackers;
+  for (const node::NodeConfig& c : configs) {
+    if (c.attack.kind != node::AttackKind::kNone) attackers.push_back(c.id);
+  }
+  for (node::NodeConfig& c : configs) {
+    if (c.attack.kind == node::AttackKind::kScoreLie && c.attack.allies.empty()) {
+      c.attack.allies = attackers;
+    }
+  }
   return configs;
 }
 
