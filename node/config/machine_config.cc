@@ -50,7 +50,11 @@ uint16_t RoundSection::ProtocolVersion() const {
 }
 
 ServingConfig RoundSection::Serving(const ParamLayout& layout, uint64_t train_size) const {
-  return ServingConfig{layout, train_size, Deadline()};
+  ServingConfig serving;
+  serving.layout = layout;
+  serving.train_size = train_size;
+  serving.hold_limit = Deadline();
+  return serving;
 }
 
 EmdExchangeConfig EmdSection::Exchange(const LearningSection& learning, const RoundSection& round,

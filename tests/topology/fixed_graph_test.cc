@@ -68,7 +68,9 @@ TEST(FixedGraph, ItsSamplerDrawsEveryNeighbourAndNobodyElse) {
   ASSERT_TRUE(sampler.ok()) << sampler.status().ToString();
   EXPECT_EQ((*sampler)->Name(), "graph");
   for (const std::string& peer : Numbered(6)) {
-    if (peer != "0") ASSERT_TRUE((*sampler)->AddPeer(peer).ok());
+    if (peer != "0") {
+      ASSERT_TRUE((*sampler)->AddPeer(peer).ok());
+    }
   }
   Rng rng(7);
   for (int round = 0; round < 5; ++round) {
