@@ -41,8 +41,18 @@
 //   Why it is not the default: a dissimilar witness's row is often true (a sign-flipping
 //   attacker scores honestly), and DAC's rule uses it. On poison-majority (60% sign-flippers)
 //   the cap raised the honest nodes' mean test MSE from 11.1 to 19.9 (17.8 with
-//   merge_min_score), while it cut a score_lie attack's share of honest draws from 0.42 to 0.36
-//   only (docs/robustness.md "Attacks on sampling"): a better rule is still open (issue 47).
+//   merge_min_score; 11.1 with merge_min_score and explore_rounds = 3), while on its own it cut
+//   a score_lie attack's share of honest draws from 0.39 to 0.33 only (3 seeds,
+//   docs/robustness.md "Results: who honest nodes draw").
+//   What the cap leaves is not a row raising a peer but lock-in. At a high τ a node draws only
+//   the peers it already scores near its best; a liar's low entries (positive, so they are
+//   estimates, below the floor of an unscored peer) keep honest cluster mates out of that set,
+//   and it vouches for none of them, so a node whose first cluster mates were liars keeps
+//   drawing them. Direct scores, which no row changes, undo it: with explore_rounds = 3 the
+//   capped share fell to 0.247, against 0.236 in a clean run and 0.224 in a clean run with the
+//   same options (3 seeds); what is left is the liars' cross-cluster allies, each drawn about
+//   once before its direct score floors it. No rule on rows alone can force a liar to vouch,
+//   so the defence is the cap with a few rounds of exploration.
 // - What a node passes on as a witness (TwoHopRow): kAll, every score it holds, two-hop
 //   estimates included; kDirect, only the peers it scored itself, with their latest direct
 //   scores (file 004's code passes its direct set).

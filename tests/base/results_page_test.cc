@@ -3,9 +3,11 @@
 // names a run that is kept, and the row's per-cluster and mean accuracies are the data's, rounded
 // to two decimals. A row over seeds ("`<method>`, seeds 1–5") holds the means of its runs' figures
 // and the standard deviation of their means. A figure typed by hand, or data added without its
-// row, fails here.
+// row, fails here. docs/robustness.md's result tables are rebuilt the same way from
+// results/robustness/ (the RobustnessPage tests at the end).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -53,10 +56,10 @@ std::map<RunKey, std::vector<double>> KeptRuns() {
   if (!fs::exists(results)) return runs;
   for (const auto& entry : fs::recursive_directory_iterator(results)) {
     if (entry.path().filename() != "summary.csv") continue;
-    // results/compression/ and results/stragglers/ have their own layouts and page tables
-    // (below).
+    // results/compression/, results/stragglers/ and results/robustness/ have their own layouts
+    // and page tables (below).
     const std::string top = fs::relative(entry.path(), results).begin()->string();
-    if (top == "compression" || top == "stragglers") continue;
+    if (top == "compression" || top == "stragglers" || top == "robustness") continue;
     const fs::path method_dir = entry.path().parent_path();
     const std::string seed_dir = method_dir.parent_path().filename().string();
     const std::string scenario = method_dir.parent_path().parent_path().filename().string();
@@ -426,6 +429,134 @@ TEST(ResultsPage, TheStragglersTablesAreTheirData) {
     page[{table + cells[0], cells[1]}] = {cells.begin() + 2, cells.end()};
   }
   EXPECT_EQ(page, expected);
+}
+
+// One kept robustness run: a method's summary.csv row (column → cell) and its folder.
+struct RobustnessRun {
+  std::map<std::string, std::string> summary;
+  fs::path method_dir;
+};
+
+// results/robustness/<scenario>/seed-<s>/: each method's runs, one per seed in seed order.
+std::map<std::string, std::vector<RobustnessRun>> RobustnessRuns(const std::string& scenario) {
+  std::map<std::string, std::vector<RobustnessRun>> runs;
+  const fs::path root = kRoot / "results" / "robustness" / scenario;
+  std::vector<fs::path> seeds;
+  if (fs::exists(root)) {
+    for (const auto& seed : fs::directory_iterator(root)) seeds.push_back(seed.path());
+  }
+  std::sort(seeds.begin(), seeds.end());
+  for (const fs::path& seed : seeds) {
+    for (const auto& row : CsvRows(seed / "summary.csv")) {
+      const std::string& method = row.at("method");
+      runs[method].push_back({row, seed / std::regex_replace(method, std::regex(" "), "-")});
+    }
+  }
+  EXPECT_FALSE(runs.empty()) << "results/robustness/" << scenario << " keeps no run";
+  return runs;
+}
+
+// The table under the heading `heading` of docs/robustness.md: its first cell → the others.
+std::map<std::string, std::vector<std::string>> RobustnessTable(const std::string& heading) {
+  std::map<std::string, std::vector<std::string>> table;
+  std::ifstream in(kRoot / "docs" / "robustness.md");
+  std::string line;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("#", 0) == 0) in_table = line == heading;
+    if (!in_table || line.rfind("| `", 0) != 0) continue;
+    const std::vector<std::string> cells = TableCells(line);
+    table[cells[0]] = {cells.begin() + 1, cells.end()};
+  }
+  EXPECT_FALSE(table.empty()) << "docs/robustness.md has no table under " << heading;
+  return table;
+}
+
+// `column` of each of `runs`, as numbers.
+std::vector<double> Figures(const std::vector<RobustnessRun>& runs, const std::string& column) {
+  std::vector<double> figures;
+  for (const RobustnessRun& run : runs) figures.push_back(std::stod(run.summary.at(column)));
+  return figures;
+}
+
+// The share of the honest nodes' draws that went to `attackers`, from a method's heatmap.csv
+// (cell (i, j): how often node i sampled node j; the rows of `attackers` are left out).
+double ShareOfDrawsTo(const fs::path& heatmap, const std::set<std::string>& attackers) {
+  double to_attackers = 0, total = 0;
+  for (const auto& row : CsvRows(heatmap)) {
+    if (attackers.count(row.at(""))) continue;
+    for (const auto& [peer, draws] : row) {
+      if (peer.empty()) continue;
+      total += std::stod(draws);
+      if (attackers.count(peer)) to_attackers += std::stod(draws);
+    }
+  }
+  return to_attackers / total;
+}
+
+// "Results: who honest nodes draw" (configs/scenarios/sampler-attacks.toml): one row per method,
+// the share of the honest nodes' draws that went to nodes 0, 1, 10 and 11 (the first two of each
+// cluster, the attackers at fraction 0.2) with three decimals, and the honest nodes' mean test
+// MSE, each the mean ± standard deviation over the kept seeds.
+TEST(RobustnessPage, TheSamplerAttacksTableIsItsData) {
+  const std::set<std::string> attackers = {"0", "1", "10", "11"};
+  std::map<std::string, std::vector<std::string>> expected;
+  for (const auto& [method, runs] : RobustnessRuns("sampler-attacks")) {
+    std::vector<double> shares;
+    for (const RobustnessRun& run : runs) {
+      shares.push_back(ShareOfDrawsTo(run.method_dir / "heatmap.csv", attackers));
+    }
+    expected[method] = {MeanCell(shares, 3, runs.size()),
+                        MeanCell(Figures(runs, "mean"), 2, runs.size())};
+  }
+  EXPECT_EQ(RobustnessTable("### Results: who honest nodes draw"), expected);
+}
+
+// "Results: the ClippedGossip ring" (configs/scenarios/clipped-gossip-ring.toml): one row per
+// rule, one column per attack, each cell the honest nodes' mean test accuracy of the method
+// "<attack> <rule>", mean ± standard deviation over the kept seeds; the column "no attacker"
+// holds the run `clean` in the row `none` and "–" in the others.
+TEST(RobustnessPage, TheRingTableIsItsData) {
+  const auto runs = RobustnessRuns("clipped-gossip-ring");
+  std::map<std::string, std::vector<std::string>> expected;
+  for (const char* rule : {"none", "clip", "trimmed_mean", "median"}) {
+    std::vector<std::string>& cells = expected[rule];
+    const std::string clean = std::string(rule) == "none" ? "clean" : "";
+    cells.push_back(runs.count(clean)
+                        ? MeanCell(Figures(runs.at(clean), "mean"), 2, runs.at(clean).size())
+                        : "–");
+    for (const char* attack : {"alie", "ipm", "dissensus"}) {
+      const auto& method = runs.at(std::string(attack) + " " + rule);
+      cells.push_back(MeanCell(Figures(method, "mean"), 2, method.size()));
+    }
+  }
+  EXPECT_EQ(RobustnessTable("### Results: the ClippedGossip ring"), expected);
+}
+
+// "Results: two cliques, no attacker" (configs/scenarios/clipped-gossip-dumbbell.toml): one row
+// per rule, the honest mean test accuracy of cluster 0 and cluster 1, and each cluster's cost
+// against no rule (the run `none` of the same seed less the rule's), mean ± standard deviation
+// over the kept seeds.
+TEST(RobustnessPage, TheTwoCliquesTableIsItsData) {
+  const auto runs = RobustnessRuns("clipped-gossip-dumbbell");
+  const auto& none = runs.at("none");
+  std::map<std::string, std::vector<std::string>> expected;
+  for (const auto& [rule, rule_runs] : runs) {
+    ASSERT_EQ(rule_runs.size(), none.size()) << rule;
+    std::vector<std::string>& cells = expected[rule];
+    for (const char* cluster : {"cluster_0", "cluster_1"}) {
+      cells.push_back(MeanCell(Figures(rule_runs, cluster), 2, rule_runs.size()));
+    }
+    for (const char* cluster : {"cluster_0", "cluster_1"}) {
+      std::vector<double> costs;
+      for (size_t s = 0; s < none.size(); ++s) {
+        costs.push_back(std::stod(none[s].summary.at(cluster)) -
+                        std::stod(rule_runs[s].summary.at(cluster)));
+      }
+      cells.push_back(MeanCell(costs, 2, costs.size()));
+    }
+  }
+  EXPECT_EQ(RobustnessTable("### Results: two cliques, no attacker"), expected);
 }
 
 }  // namespace
