@@ -243,7 +243,7 @@ Status RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
     if (s.peer == peer) probability = s.probability;
   }
   fetch_.answered.push_back({peer, std::move(weights), model.train_size, probability,
-                             hooks_.ExchangedScore(peer), model.update});
+                             hooks_.ExchangedScore(peer), model.update, model.round});
   topology::ScoreRow row;
   for (const PeerScore& s : model.score_row) row.push_back({s.peer, s.score});
   fetch_.rows[peer] = std::move(row);

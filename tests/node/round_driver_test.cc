@@ -54,6 +54,7 @@ TEST(RoundDriver, RoundFetchesSampledPeersScoresAndPublishes) {
   for (const PeerModel& p : compute[0].job.peers) {
     EXPECT_NEAR(p.probability, 1.0 / 3.0, 1e-9);  // the uniform DAC prior before the update
     EXPECT_EQ(p.train_size, 50u);
+    EXPECT_EQ(p.round, 0) << "the round of the peer's snapshot, for the staleness weights";
   }
 
   // Scores go into the sampler: the scored peers now carry their scores.
