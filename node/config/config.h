@@ -155,7 +155,8 @@ struct LearningSection {
   int krum_m = 0;  // 0: the peers merged minus krum_f
   double gate_gamma = 0.5;
   // Staleness-aware merge weights (training/staleness.h) and their parameters.
-  training::StalenessKind staleness = training::StalenessKind::kNone;
+  // On by default: docs/results.md "Stragglers and churn" (every async run gained).
+  training::StalenessKind staleness = training::StalenessKind::kPolynomial;
   double staleness_a = 0.5;
   double staleness_b = 4;
   std::vector<std::pair<std::string, int>> clusters;  // [learning.clusters]: id -> cluster (oracle)
