@@ -31,6 +31,7 @@ struct MergeInput {
   std::span<const float> weights;  // the flat parameter vector (same layout for every input)
   uint64_t train_size = 0;         // n_j: samples in that node's training set (FedAvg)
   double probability = 0;          // p_ij before this round's update (FedSim; peers only)
+  int64_t staleness = 0;  // rounds the peer's model is behind the own (training/staleness.h)
 };
 
 // A rule that merges flat parameter vectors.

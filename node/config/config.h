@@ -60,6 +60,7 @@
 #include "training/aggregation.h"
 #include "training/model.h"
 #include "training/robust_merge.h"
+#include "training/staleness.h"
 #include "training/trainer.h"
 
 namespace meshlearn::node {
@@ -153,6 +154,11 @@ struct LearningSection {
   int krum_f = 1;
   int krum_m = 0;  // 0: the peers merged minus krum_f
   double gate_gamma = 0.5;
+  // Staleness-aware merge weights (training/staleness.h) and their parameters.
+  // On by default: docs/results.md "Stragglers and churn" (every async run gained).
+  training::StalenessKind staleness = training::StalenessKind::kPolynomial;
+  double staleness_a = 0.5;
+  double staleness_b = 4;
   std::vector<std::pair<std::string, int>> clusters;  // [learning.clusters]: id -> cluster (oracle)
   topology::GraphKind graph = topology::GraphKind::kNone;  // a fixed graph (topology/fixed_graph.h)
   std::vector<topology::GraphEdge> edges;                  // graph = "edges"
@@ -181,6 +187,9 @@ struct LearningSection {
     keys.Integer("krum_f", s.krum_f, 0, 100000);
     keys.Integer("krum_m", s.krum_m, 0, 100000);
     keys.Number("gate_gamma", s.gate_gamma, 0, 1e6);
+    keys.Choice("staleness", s.staleness, training::StalenessKindNames());
+    keys.Number("staleness_a", s.staleness_a, 0, 100);
+    keys.Number("staleness_b", s.staleness_b, 0, 1e6);
     keys.Choice("graph", s.graph, topology::GraphKindNames());
     keys.Edges("edges", s.edges);
     keys.ClusterIds("clusters", s.clusters);
@@ -190,6 +199,8 @@ struct LearningSection {
   training::RobustOptions Robust() const {
     return {robust, clip_tau, clip_share, trim, krum_f, krum_m, gate_gamma};
   }
+  // The staleness weights ([learning] staleness and its parameters).
+  training::StalenessOptions Staleness() const { return {staleness, staleness_a, staleness_b}; }
 
   // True when the metric or the sampler needs the peers' data signatures.
   bool UsesSignatures() const {

@@ -1,6 +1,7 @@
 #include "node/host/node_host.h"
 #include "node/learner/learner_factory.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -164,7 +165,13 @@ Status NodeHost::Flush() {
 }
 
 void NodeHost::LogStopped() const {
-  if (machine_->counters().peers_reached == 0) {
+  // Rationale: peers_reached counts this start only; a node resumed from its checkpoint (after
+  // churn or a crash) may find every peer gone, yet its checkpointed counters show the peers that
+  // answered it before.
+  const std::vector<topology::CommRow> comm = machine_->comm().Rows();
+  const bool answered_before = std::any_of(
+      comm.begin(), comm.end(), [](const topology::CommRow& row) { return row.answered > 0; });
+  if (machine_->counters().peers_reached == 0 && !answered_before) {
     log_->warn(
         "stopped after round {} {}: none answered our Hello (check the [[peers]] addresses, and "
         "that the peers run and allow our key)",

@@ -109,7 +109,8 @@ class NodeHost {
   Status Flush();
 
   // Logs the node's last line: the round it stopped after, or that it never reached a peer
-  // (kNeverReachedAPeer).
+  // (kNeverReachedAPeer): no peer answered its Hello in this start, nor its GetModel in any start
+  // (comm.csv's answered, kept in the checkpoint).
   void LogStopped() const;
   // True once every round is done and the linger time has passed.
   bool finished() const { return machine_->finished(); }

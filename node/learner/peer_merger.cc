@@ -1,5 +1,6 @@
 #include "node/learner/peer_merger.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -7,16 +8,15 @@
 
 namespace meshlearn::node {
 
-Result<std::unique_ptr<PeerMerger>> PeerMerger::Create(training::Model& model,
-                                                       const training::Dataset& train,
-                                                       similarity::MetricKind metric,
-                                                       training::AggregationKind aggregation,
-                                                       std::optional<double> merge_min_score,
-                                                       const training::RobustOptions& robust) {
+Result<std::unique_ptr<PeerMerger>> PeerMerger::Create(
+    training::Model& model, const training::Dataset& train, similarity::MetricKind metric,
+    training::AggregationKind aggregation, std::optional<double> merge_min_score,
+    const training::RobustOptions& robust, const training::StalenessOptions& staleness) {
   std::unique_ptr<PeerMerger> merger(new PeerMerger(model, train.size(), merge_min_score));
   merger->robust_ = robust;
   merger->metric_ = similarity::MakeSimilarityMetric(metric);
-  merger->rule_ = training::CreateAggregationRule(aggregation);
+  merger->rule_ =
+      training::WithStalenessWeights(training::CreateAggregationRule(aggregation), staleness);
   merger->initial_ = model.Parameters();
   if (merger->metric_->Needs().own_data_loss) {
     auto loss = training::MakeWeightsLossFn(model, train);
@@ -65,8 +65,9 @@ Status PeerMerger::Merge(const RoundJob& job, RoundOutcome& out, std::vector<flo
       continue;
     }
     merged.push_back(&score);
-    peers.push_back(
-        {job.peers[k].weights.view(), job.peers[k].train_size, job.peers[k].probability});
+    const PeerModel& peer = job.peers[k];
+    const int64_t behind = peer.round < 0 ? 0 : std::max<int64_t>(0, job.round - 1 - peer.round);
+    peers.push_back({peer.weights.view(), peer.train_size, peer.probability, behind});
   }
   if (peers.empty()) return Status::Ok();
   training::MergeInput self{own, train_size_, 0};

@@ -12,6 +12,9 @@
 // - The peers left are merged with the node's model by the robust rule ([learning] robust,
 //   training/robust_merge.h) over the aggregation rule's weights; a peer that the robust rule
 //   leaves out (Krum, the distance gate) is not marked merged.
+// - Each peer's coefficient carries its staleness weight ([learning] staleness,
+//   training/staleness.h): a peer whose model is of round r_j, merged in round t, is
+//   max(0, t − 1 − r_j) rounds behind (0 when its round is unknown).
 // - With no peer to merge, the model is left untouched.
 
 #include <memory>
@@ -25,6 +28,7 @@
 #include "training/dataset.h"
 #include "training/model.h"
 #include "training/robust_merge.h"
+#include "training/staleness.h"
 
 namespace meshlearn::node {
 
@@ -33,13 +37,12 @@ class PeerMerger {
   // Scores with `metric` and merges with `aggregation` into `model` (which outlives the merger
   // and holds the shared initial weights now, for metrics that need them); `train` is the node's
   // training data (its size is n_i for FedAvg; inv_loss scores on it). `merge_min_score`:
-  // [learning] merge_min_score, off when empty; `robust`: the robust merge.
-  static Result<std::unique_ptr<PeerMerger>> Create(training::Model& model,
-                                                    const training::Dataset& train,
-                                                    similarity::MetricKind metric,
-                                                    training::AggregationKind aggregation,
-                                                    std::optional<double> merge_min_score,
-                                                    const training::RobustOptions& robust);
+  // [learning] merge_min_score, off when empty; `robust`: the robust merge; `staleness`: the
+  // staleness weights.
+  static Result<std::unique_ptr<PeerMerger>> Create(
+      training::Model& model, const training::Dataset& train, similarity::MetricKind metric,
+      training::AggregationKind aggregation, std::optional<double> merge_min_score,
+      const training::RobustOptions& robust, const training::StalenessOptions& staleness = {});
 
   // Scores every peer of `job` against `own` (the node's current weights) into out.scores, in
   // the order of job.peers.

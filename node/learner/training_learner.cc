@@ -65,7 +65,8 @@ class TrainingLearner final : public Learner {
     training::Model& m = *learner->model_;
 
     auto merger = PeerMerger::Create(m, train, config.learning.metric, config.learning.aggregation,
-                                     config.learning.merge_min_score, config.learning.Robust());
+                                     config.learning.merge_min_score, config.learning.Robust(),
+                                     config.learning.Staleness());
     if (!merger.ok()) return merger.status();
     learner->merger_ = std::move(*merger);
     learner->architecture_id_ = ArchitectureIdOf(spec, m.Layout());

@@ -30,6 +30,9 @@ struct PeerModel {
   // The peer's last local update Δ_j (Model.update), checked like `weights`, when it sent one.
   // Clustering policies take it as the peer's update direction (Learner::RunRound).
   std::optional<FloatArray> update;
+  // The round of the peer's snapshot (Model.round), from which the merge's staleness weights
+  // ([learning] staleness, training/staleness.h) take the rounds it is behind; -1 when unknown.
+  int64_t round = -1;
 };
 
 // One round of work for the learner.

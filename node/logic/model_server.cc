@@ -74,6 +74,11 @@ void ModelServer::OnGetModel(InboundId inbound, const Envelope& env, const GetMo
                              codec, estimate));
     return;
   }
+  if (!get.wait) {
+    out.push_back(
+        requests_.ReplyTo(inbound, env.request_id, Error{ErrorCode::kUnavailable, kNoModelYet}));
+    return;
+  }
   held_.push_back({inbound, env.request_id, get.min_round, now + config_.hold_limit,
                    get.with_update, codec, estimate});
 }

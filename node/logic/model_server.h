@@ -41,6 +41,11 @@
 //   float32 model. A resumed node starts a new lineage at the snapshot it resumes with
 //   (PublishResumed) unless its checkpoint kept the estimate. Chain replies are encoded once per
 //   snapshot and starting round.
+// - With wait = false and no snapshot yet (round 0 is still running), the request is answered at
+//   once with Error(unavailable, kNoModelYet).
+//   Rationale: an asynchronous requester takes whatever the node has; holding its request to the
+//   deadline cost it the whole deadline (5 s a time against a ×10 straggler in
+//   results/stragglers/) and counted a failure against a node that is merely slow.
 // - With wait = true and no snapshot of round >= min_round, the request is held until one is
 //   published or until its deadline (round_deadline after arrival), then answered
 //   Error(timeout). A node that is early-stopped or done (lingering, finished) answers at once
@@ -74,6 +79,10 @@ struct ServingConfig {
   // topk: the shared initial model, where the public estimate's first lineage starts.
   FloatArray shared_initial;
 };
+
+// The text of the Error(unavailable) that answers an asynchronous GetModel before the node has a
+// model (see the specification); the requester recognises the code, not the text.
+inline constexpr const char* kNoModelYet = "no model yet: round 0 is still running";
 
 // The fewest snapshots kept, whatever their size.
 inline constexpr size_t kMinSnapshotHistory = 4;

@@ -8,6 +8,16 @@
 #include "protocol/version.h"
 
 namespace meshlearn::node {
+namespace {
+
+// True when the peer itself answered that it has no model yet (ModelServer: an asynchronous
+// GetModel before its round 0 ends); a transport's kUnavailable is not a reply.
+bool HasNoModelYet(const Result<Message>& reply) {
+  const Error* error = reply.ok() ? std::get_if<Error>(&reply->body) : nullptr;
+  return error && error->code == ErrorCode::kUnavailable;
+}
+
+}  // namespace
 
 RoundDriver::RoundDriver(RoundConfig config, uint64_t sampling_seed, NodeServices node,
                          Membership& membership, ModelServer& server, RoundHooks& hooks)
@@ -208,6 +218,11 @@ void RoundDriver::OnReply(uint64_t request_id, const Result<Message>& reply, con
   if (phase_ != Phase::kFetching || it == fetch_.requests.end()) return;
   std::string peer = it->second;
   fetch_.requests.erase(it);
+  if (HasNoModelYet(reply)) {
+    node_.log.info("round {}: peer {} has no model yet; skipped this round", fetch_.round, peer);
+    if (fetch_.requests.empty()) FinishFetch(out);
+    return;
+  }
   const auto* model = failure.ok() ? std::get_if<Model>(&reply->body) : nullptr;
   // Rationale for skipping a model that arrived but cannot be used (a top-k chain that does not
   // fit our copy of the peer's estimate: the peer restarted): it costs this round's model only;
@@ -243,7 +258,7 @@ Status RoundDriver::AcceptModel(const std::string& peer, const Model& model) {
     if (s.peer == peer) probability = s.probability;
   }
   fetch_.answered.push_back({peer, std::move(weights), model.train_size, probability,
-                             hooks_.ExchangedScore(peer), model.update});
+                             hooks_.ExchangedScore(peer), model.update, model.round});
   topology::ScoreRow row;
   for (const PeerScore& s : model.score_row) row.push_back({s.peer, s.score});
   fetch_.rows[peer] = std::move(row);

@@ -23,7 +23,10 @@
 //   sampling generator, in that order.
 // - A peer that misses the deadline or answers without a model is logged, counted, skipped this
 //   round and kept; after dead_after_failures failures in a row it is dead for a while
-//   (topology/peer_table.h).
+//   (topology/peer_table.h). A peer that answers Error(unavailable), i.e. it has no model yet
+//   (an asynchronous request before its round 0 ends, node/logic/model_server.h), is skipped this
+//   round and logged, but neither counted as a missed deadline nor as a failure.
+//   Rationale: it answered at once; a slow node is not a dead one.
 // - Scores: the learner scores each model it receives; for metrics scored by an exchange (emd,
 //   centroid) it gets the score the exchange measured (RoundHooks::ExchangedScore) with the model
 //   and never computes it again.

@@ -363,11 +363,17 @@ struct StragglerRun {
 // seeds with their standard deviation: the target, the time to it sync and async (s, one
 // decimal) and the ratio sync ÷ async (over the seeds where both reached it); the final accuracy
 // sync and async, async − sync, and the slow node's accuracy sync and async (two decimals).
+// A seed folder may keep the same run with [learning] staleness = "none"
+// (staleness-none/summary.csv); the table under "### Staleness-aware weights" has one row per mesh
+// and method with such runs: the async final accuracy without the weights and with them (the
+// default), and the difference (means over the seeds).
 TEST(ResultsPage, TheStragglersTablesAreTheirData) {
   const fs::path root = kRoot / "results" / "stragglers";
   ASSERT_TRUE(fs::exists(root)) << "results/stragglers/ keeps no run";
   // (mesh, method, "sync"/"async") → one entry per seed
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<StragglerRun>> runs;
+  // (mesh, method) → (async accuracy without, with staleness weights) per seed
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> staleness;
   for (const auto& mesh : fs::directory_iterator(root)) {
     for (const auto& seed : fs::directory_iterator(mesh.path())) {
       for (const auto& row : CsvRows(seed.path() / "summary.csv")) {
@@ -381,6 +387,19 @@ TEST(ResultsPage, TheStragglersTablesAreTheirData) {
             SlowNodeAccuracy(seed.path() / std::regex_replace(method, std::regex(" "), "-"));
         const std::string mesh_name = mesh.path().filename().string();
         runs[{mesh_name, method.substr(0, space), method.substr(space + 1)}].push_back(run);
+      }
+      const fs::path unweighted = seed.path() / "staleness-none" / "summary.csv";
+      if (!fs::exists(unweighted)) continue;
+      std::map<std::string, double> with;
+      for (const auto& row : CsvRows(seed.path() / "summary.csv")) {
+        with[row.at("method")] = std::stod(row.at("mean"));
+      }
+      for (const auto& row : CsvRows(unweighted)) {
+        const std::string& method = row.at("method");
+        if (method.substr(method.rfind(' ') + 1) != "async") continue;
+        const std::string mesh_name = mesh.path().filename().string();
+        auto& pairs = staleness[{mesh_name, method.substr(0, method.rfind(' '))}];
+        pairs.push_back({std::stod(row.at("mean")), with.at(method)});
       }
     }
   }
@@ -412,6 +431,17 @@ TEST(ResultsPage, TheStragglersTablesAreTheirData) {
                                               MeanCell(gains, 2, n), MeanCell(slow_sync, 2, n),
                                               MeanCell(slow_async, 2, n)};
   }
+  for (const auto& [key, pairs] : staleness) {
+    std::vector<double> without, with, gains;
+    for (const auto& [a, b] : pairs) {
+      without.push_back(a);
+      with.push_back(b);
+      gains.push_back(b - a);
+    }
+    expected[{"staleness " + key.first, key.second}] = {MeanCell(without, 2, pairs.size()),
+                                                        MeanCell(with, 2, pairs.size()),
+                                                        MeanCell(gains, 2, pairs.size())};
+  }
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> page;
   std::ifstream in(kRoot / "docs" / "results.md");
   std::string line, table;
@@ -419,9 +449,10 @@ TEST(ResultsPage, TheStragglersTablesAreTheirData) {
   while (std::getline(in, line)) {
     if (line.rfind("## ", 0) == 0) in_section = line == "## Stragglers and churn";
     if (line.rfind("### ", 0) == 0) {
-      table = line == "### Time to target"   ? "time "
-              : line == "### Final accuracy" ? "accuracy "
-                                             : "";
+      table = line == "### Time to target"            ? "time "
+              : line == "### Final accuracy"          ? "accuracy "
+              : line == "### Staleness-aware weights" ? "staleness "
+                                                      : "";
     }
     if (!in_section || table.empty() || line.rfind("| `", 0) != 0) continue;
     const std::vector<std::string> cells = TableCells(line);

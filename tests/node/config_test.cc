@@ -82,6 +82,27 @@ TEST(RobustConfig, ReadsTheRuleAndItsParametersWithAutoTauByDefault) {
   EXPECT_NE(bad.message().find("trimmed_mean"), std::string::npos) << bad.ToString();
 }
 
+TEST(StalenessConfig, PolynomialByDefaultAndTheFunctionAndItsParametersAsGiven) {
+  auto plain = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->learning.Staleness(),
+            (training::StalenessOptions{training::StalenessKind::kPolynomial, 0.5, 4}));
+  auto c = ParseNodeConfig(std::string(kMinimal) +
+                               "[learning]\nstaleness = \"hinge\"\nstaleness_a = 10\n"
+                               "staleness_b = 2\n",
+                           "node.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const training::StalenessOptions o{training::StalenessKind::kHinge, 10, 2};
+  EXPECT_EQ(c->learning.Staleness(), o);
+  auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->learning.Staleness(), o);
+  Status bad = ParseError(std::string(kMinimal) + "[learning]\nstaleness = \"exponential\"\n");
+  EXPECT_NE(bad.message().find("polynomial"), std::string::npos) << bad.ToString();
+  Status negative = ParseError(std::string(kMinimal) + "[learning]\nstaleness_a = -1\n");
+  EXPECT_NE(negative.message().find("staleness_a"), std::string::npos) << negative.ToString();
+}
+
 TEST(Config, RenderedConfigParsesBackEqual) {
   auto c = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(c.ok());

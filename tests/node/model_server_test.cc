@@ -65,6 +65,19 @@ TEST(ModelServer, AsyncGetModelIsAnsweredAtOnceWithTheLatestSnapshot) {
   EXPECT_EQ(Received(replies[0]).round, 0);
 }
 
+// Before its round 0 ends a node has nothing to serve: an async requester is told so at once
+// (Error(unavailable)) instead of waiting for the deadline; a sync one is held as before.
+TEST(ModelServer, AsyncGetModelBeforeRoundZeroIsAnsweredAtOnceThatThereIsNoModelYet) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));
+  auto replies = All<SendReply>(m->OnInbound(1, From("a", 3, GetModel{0, false}), t0));
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].message.envelope.request_id, 3u);
+  EXPECT_EQ(std::get<Error>(replies[0].message.body).code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(All<SendReply>(m->OnInbound(2, From("b", 4, GetModel{0, true}), t0)).empty());
+  EXPECT_EQ(m->counters().held_requests_expired, 0u);
+}
+
 // A node serves the update of the snapshot it sends, and only to requesters that ask for it, also
 // when the request was held until that snapshot existed.
 TEST(ModelServer, LocalUpdateIsServedWithItsSnapshotOnlyWhenAskedFor) {

@@ -54,6 +54,7 @@ TEST(RoundDriver, RoundFetchesSampledPeersScoresAndPublishes) {
   for (const PeerModel& p : compute[0].job.peers) {
     EXPECT_NEAR(p.probability, 1.0 / 3.0, 1e-9);  // the uniform DAC prior before the update
     EXPECT_EQ(p.train_size, 50u);
+    EXPECT_EQ(p.round, 0) << "the round of the peer's snapshot, for the staleness weights";
   }
 
   // Scores go into the sampler: the scored peers now carry their scores.
@@ -134,6 +135,34 @@ TEST(RoundDriver, PeerThatMissesTheDeadlineIsSkippedAndAfterRepeatedFailuresNotS
   EXPECT_EQ(compute[0].job.round, 3);
   // After the backoff it is on probation and sampled again.
   EXPECT_EQ(m->peers().LivenessOf("a", now + seconds(11)), topology::Liveness::kProbation);
+}
+
+// A peer that answers at once that it has no model yet (a straggler in its round 0, async mode)
+// is skipped for the round without a missed deadline, and however often it says so it is never
+// marked dead: it is sampled again in the next round.
+TEST(RoundDriver, PeerWithNoModelYetIsSkippedButNeverCountedAsFailing) {
+  auto config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}, 10);
+  config.rounds.peers_per_round = 1;
+  config.rounds.sync = false;
+  auto m = MakeMachine(config);
+  TimePoint now{};
+  StartAndAdmitAll(*m, now);
+  Actions actions = m->OnComputeDone(Outcome(0), now);
+  for (int round = 1; round <= 4; ++round) {
+    auto fetch = All<SendRequest>(actions);
+    auto get = std::find_if(fetch.begin(), fetch.end(), [](const SendRequest& r) {
+      return std::holds_alternative<GetModel>(r.message.body);
+    });
+    ASSERT_NE(get, fetch.end()) << "round " << round << ": the peer is still sampled";
+    now += std::chrono::milliseconds(10);
+    Error none{ErrorCode::kUnavailable, kNoModelYet};
+    auto compute = All<StartCompute>(m->OnReply(get->request_id, From("a", 1, none), now));
+    ASSERT_EQ(compute.size(), 1u) << "round " << round;
+    EXPECT_TRUE(compute[0].job.peers.empty());
+    actions = m->OnComputeDone(Outcome(round), now);
+  }
+  EXPECT_EQ(m->counters().missed_deadlines, 0u);
+  EXPECT_EQ(m->peers().LivenessOf("a", now), topology::Liveness::kAlive);
 }
 
 TEST(RoundDriver, OverdueFetchIsClosedByTheTickEvenIfTheTransportNeverAnswers) {
