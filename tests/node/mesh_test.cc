@@ -454,8 +454,9 @@ TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
       const auto* error = std::get_if<Error>(&reply->body);
       return error ? error->code : ErrorCode::kOk;
     };
-    // A valid request first: its Model reply tells the node's layout.
-    auto model = send(GetModel{0, false});
+    // A valid request first, held until the node has a model (an async node without one answers
+    // at once that it has none): its Model reply tells the node's layout.
+    auto model = send(GetModel{0, true});
     ASSERT_TRUE(model.ok() && std::holds_alternative<Model>(model->body));
     const ParamLayout layout = std::get<Model>(model->body).layout;
 
