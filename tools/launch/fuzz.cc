@@ -1,5 +1,6 @@
 #include "tools/launch/fuzz.h"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -26,8 +27,8 @@ std::string SeedDir(const FuzzOptions& options, uint64_t seed, const char* suffi
       .string();
 }
 
-SeedRunOptions RunOptionsOf(const FuzzOptions& options) {
-  return SeedRunOptions{options.canary, options.seed_timeout_s};
+SeedRunOptions RunOptionsOf(const FuzzOptions& options, bool hash_outputs = false) {
+  return SeedRunOptions{options.canary, options.seed_timeout_s, hash_outputs};
 }
 
 bool Fails(const SeedResult& r, const std::string& invariant) {
@@ -40,7 +41,7 @@ bool Fails(const SeedResult& r, const std::string& invariant) {
 // Runs `seed` a second time and compares the outputs' hash with `first`'s.
 void CheckDeterminism(const FuzzScenario& s, const FuzzOptions& options, SeedResult& first) {
   const std::string again = SeedDir(options, s.seed, "-again");
-  SeedResult second = RunSeed(s, again, RunOptionsOf(options));
+  SeedResult second = RunSeed(s, again, RunOptionsOf(options, /*hash_outputs=*/true));
   first.real_seconds += second.real_seconds;
   if (!second.violations.empty()) {
     first.violations.push_back({kDeterminism, "the second run broke " +
@@ -181,18 +182,18 @@ std::string ReplayCommand(uint64_t seed, const FuzzOptions& options) {
 FuzzSummary Fuzz(const FuzzOptions& options) {
   FuzzSummary summary;
   double nodes = 0, rounds = 0;
+  const auto start = std::chrono::steady_clock::now();
   for (uint64_t seed = options.from; seed < options.from + options.seeds; ++seed) {
     FuzzScenario s = DrawScenario(seed, options.limits);
     const std::string dir = SeedDir(options, seed);
-    SeedResult r = RunSeed(s, dir, RunOptionsOf(options));
     const bool twice = options.determinism_every > 0 &&
                        seed % static_cast<uint64_t>(options.determinism_every) == 0;
+    SeedResult r = RunSeed(s, dir, RunOptionsOf(options, twice));
     if (twice && r.violations.empty()) {
       CheckDeterminism(s, options, r);
       ++summary.determinism_checks;
     }
     ++summary.seeds;
-    summary.real_seconds += r.real_seconds;
     nodes += s.nodes;
     rounds += static_cast<double>(s.rounds);
     for (FaultKind k : s.kinds) ++summary.seeds_with_fault[k];
@@ -220,6 +221,8 @@ FuzzSummary Fuzz(const FuzzOptions& options) {
   }
   summary.mean_nodes = summary.seeds ? nodes / static_cast<double>(summary.seeds) : 0;
   summary.mean_rounds = summary.seeds ? rounds / static_cast<double>(summary.seeds) : 0;
+  summary.real_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.invariant_checks += summary.determinism_checks;
   PrintSummary(summary, options);
   if (Status written = WriteSummaryCsv(summary, options); !written.ok()) {

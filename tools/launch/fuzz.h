@@ -57,7 +57,7 @@ struct FuzzFailure {
 struct FuzzSummary {
   uint64_t seeds = 0;
   uint64_t failed = 0;
-  double real_seconds = 0;
+  double real_seconds = 0;  // the run's wall time: its seeds, their checks and clean-up
   double mean_nodes = 0, mean_rounds = 0;
   uint64_t determinism_checks = 0;
   std::map<FaultKind, uint64_t> seeds_with_fault;  // seeds that injected each kind

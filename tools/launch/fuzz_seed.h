@@ -29,13 +29,14 @@ namespace meshlearn::launch {
 // How a seed is run.
 struct SeedRunOptions {
   bool canary = false;
-  double timeout_s = 900;  // real seconds before the child is killed (a liveness violation)
+  double timeout_s = 900;     // real seconds before the child is killed (a liveness violation)
+  bool hash_outputs = false;  // compute SeedResult::output_hash (for a determinism check)
 };
 
 // What one run of a seed gave.
 struct SeedResult {
   std::vector<Violation> violations;  // empty: every invariant held
-  uint64_t output_hash = 0;           // HashOutputs of the run (when it ran)
+  uint64_t output_hash = 0;           // HashOutputs of the run (when it ran, with hash_outputs)
   double real_seconds = 0;
   std::map<std::string, uint64_t> faults;  // the faults the run injected, by kind
   double memory_growth_mib = 0;            // FuzzRunReport::memory_growth_mib
