@@ -32,19 +32,25 @@ bool Chance(double p, std::mt19937_64& rng) { return p > 0 && UnitUniform(rng) <
 
 }  // namespace
 
-void NetworkModel::Damage(std::vector<Frame>& frames, std::mt19937_64& rng) const {
-  if (frames.empty()) return;
+Damaged NetworkModel::Damage(std::vector<Frame>& frames, std::mt19937_64& rng) const {
+  Damaged done;
+  if (frames.empty()) return done;
   if (Chance(corrupt, rng)) {
+    done.corrupted = true;
     Frame& body = frames[frames.size() > 1 ? 1 : 0];
     std::vector<uint8_t> bytes(body.data(), body.data() + body.size());
     if (!bytes.empty()) bytes[0] = static_cast<uint8_t>(~bytes[0]);
     body = Frame(std::move(bytes));
   }
   if (Chance(truncate, rng)) {
+    done.truncated = true;
     Frame& last = frames.back();
     last = Frame::CopyOf(last.data(), last.size() / 2);
   }
+  return done;
 }
+
+bool NetworkModel::Duplicates(std::mt19937_64& rng) const { return Chance(duplicate, rng); }
 
 bool NetworkModel::Cut(const std::string& from, const std::string& to, int64_t round) const {
   for (const Partition& p : partitions) {

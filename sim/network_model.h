@@ -21,7 +21,12 @@
 //   first byte of its body (the second frame; the envelope stays readable, so the receiver can
 //   answer with an Error), `truncate` cuts its last frame to half its length. The receiver decodes
 //   the damaged frames as a process decodes bytes from a socket, and refuses them with the
-//   protocol's error.
+//   protocol's error. A message that is not lost also arrives a second time with probability
+//   `duplicate` (drawn after the damage, only when above 0), one transfer time after the first
+//   (node/transport/simulated_network.h: a copy of a request is a request of its own; a copy of
+//   a reply is dropped as late).
+// - Storage faults (`storage`, sim/storage_faults.h): failed writes, full disks and torn
+//   checkpoints when a node's outputs are flushed.
 // - A learner's round job takes `round_compute_s` of simulated time (other learner jobs none).
 //   Rationale: simulated time must not depend on how fast the machine trains, or the same seed
 //   would not give the same outputs.
@@ -119,6 +124,19 @@ struct DrawnChurn {
   double mean_down_s = 0;
 };
 
+// Storage fault rates ([network.storage]; sim/storage_faults.h), each in [0, 1].
+struct StorageFaultRates {
+  double fail = 0;  // each write of a flush fails (EIO)
+  double full = 0;  // a flush finds the disk full (ENOSPC)
+  double torn = 0;  // the checkpoint a dying node writes is torn
+};
+
+// What NetworkModel::Damage did to a message.
+struct Damaged {
+  bool corrupted = false;
+  bool truncated = false;
+};
+
 // The simulated seconds a message of `bytes` takes on a link of one-way `latency_s` and
 // `bandwidth_bytes_per_s` (0: infinite): latency + bytes / bandwidth.
 double LinkTransferSeconds(double latency_s, double bandwidth_bytes_per_s, uint64_t bytes);
@@ -130,7 +148,9 @@ struct NetworkModel {
   double loss = 0;                   // probability that a message is lost, in [0, 1)
   double corrupt = 0;                // probability that a message's body is damaged, in [0, 1]
   double truncate = 0;               // probability that a message's last frame is cut, in [0, 1]
-  double round_compute_s = 0;        // simulated seconds of one round's training and evaluation
+  double duplicate = 0;              // probability that a message not lost arrives twice, in [0, 1]
+  StorageFaultRates storage;
+  double round_compute_s = 0;  // simulated seconds of one round's training and evaluation
   std::vector<Outage> outages;
   std::vector<Partition> partitions;
   // Heterogeneity: per-node draws, the slow nodes and per-node values (sim/heterogeneity.h).
@@ -146,8 +166,11 @@ struct NetworkModel {
   // The simulated seconds a message of `bytes` takes on the mesh's link (LinkTransferSeconds).
   double TransferSeconds(uint64_t bytes) const;
   // Damages `frames` as `corrupt` and `truncate` say, drawing from `rng` only for a probability
-  // above 0.
-  void Damage(std::vector<Frame>& frames, std::mt19937_64& rng) const;
+  // above 0; says what it did.
+  Damaged Damage(std::vector<Frame>& frames, std::mt19937_64& rng) const;
+  // True when a message not lost arrives a second time (drawn from `rng` only for `duplicate`
+  // above 0).
+  bool Duplicates(std::mt19937_64& rng) const;
   // True when a partition cuts the link from node `from` (in round `round`) to node `to`.
   bool Cut(const std::string& from, const std::string& to, int64_t round) const;
 };

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -31,6 +32,7 @@
 #include "sim/sim_node.h"
 #include "sim/snapshot.h"
 #include "sim/snapshot_barrier.h"
+#include "sim/storage_faults.h"
 
 namespace meshlearn::sim {
 namespace {
@@ -56,6 +58,7 @@ class SimulatedWorld final : public node::World {
   void RunJob(std::shared_ptr<node::Learner> learner, node::LearnerJob job,
               std::function<void(node::LearnerResult)> done) override;
   node::OutputKeeping outputs() const override { return node::OutputKeeping::kBuffered; }
+  Status WriteOutputFile(const std::string& path, std::string_view bytes) override;
   uint64_t Nonce(const std::string& node_id) override;
 
  private:
@@ -75,6 +78,7 @@ class Simulator {
         clock_(std::make_shared<VirtualClock>()),
         network_(clock_, [this](node::LinkMessage m) { return Transit(m); }),
         loss_rng_(options.seed),
+        storage_(options.network.storage, options.seed),
         barrier_(options.snapshot_every, options.snapshot_dir, nodes),
         progress_(options.on_progress) {}
 
@@ -134,6 +138,8 @@ class Simulator {
     report_.compute_seconds = static_cast<double>(compute_ns_.load()) * 1e-9;
     report_.exchange_compute_seconds = static_cast<double>(exchange_compute_ns_.load()) * 1e-9;
     report_.threads = threads_;
+    for (const auto& [kind, count] : storage_.injected()) report_.faults[kind] += count;
+    report_.ledger = network_.Ledger();
     if (progress_.wanted()) progress_.Report(Progress());
     return report_;
   }
@@ -152,6 +158,7 @@ class Simulator {
     return StableHash(node_id + "#" + std::to_string(nodes_[i].generation), options_.seed);
   }
   void Queue(size_t i, QueuedJob job) { nodes_[i].jobs.push_back(std::move(job)); }
+  SimulatedStorage& storage() { return storage_; }
 
   // Runs `task` for node `i` now, as one event of that node: at once while it runs (then what
   // follows every event: its next job, its round's bookkeeping, its outages), later when it is
@@ -276,6 +283,41 @@ class Simulator {
     return Status::Ok();
   }
 
+  // Writes node `i`'s outputs through the simulated storage (`crash`: it is dying).
+  Status FlushOutputs(size_t i, bool crash) {
+    SimNode& n = nodes_[i];
+    storage_.BeginFlush(
+        n.config.id, n.generation,
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Now() - TimePoint{}).count(), crash);
+    Status written = n.host->Flush();
+    storage_.EndFlush();
+    return written;
+  }
+
+  // Assembles node `i`'s host again after a death. A checkpoint the storage tore is refused by
+  // the host with its checksum error; it is moved aside and the node restarts clean, saying so.
+  // A torn one that loads is counted as "torn_loaded" (the fuzzer's checkpoint-agrees fails).
+  Status Restart(size_t i) {
+    SimNode& n = nodes_[i];
+    const std::string path = node::CheckpointPathOf(n.config);
+    const bool torn = storage_.Torn(path);
+    Status built = Build(i);
+    if (torn && built.ok()) {
+      ++report_.faults["torn_loaded"];
+      n.log->error("restarted from the torn checkpoint {} as if it were whole", path);
+    }
+    if (!torn || built.ok() || built.code() != ErrorCode::kMalformed) return built;
+    std::error_code ec;
+    std::filesystem::rename(path, path + ".torn", ec);
+    if (ec) return built;
+    storage_.Forget(path);
+    ++report_.faults["torn_refused"];
+    n.log->warn(
+        "restart refused its checkpoint: {}; kept as {}.torn, restarting clean from round 0",
+        built.ToString(), path);
+    return Build(i);
+  }
+
   // Starts every node that runs (at the start, after a barrier, or on resuming).
   void StartAll() {
     for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -355,7 +397,7 @@ class Simulator {
     if (!n.host) return;
     NodeState state = n.state;
     n.state = NodeState::kFinished;  // nothing reaches a host being taken apart
-    Status written = n.host->Flush();
+    Status written = FlushOutputs(i, /*crash=*/false);
     if (!written.ok() && !n.failure) n.failure = "cannot write outputs: " + written.ToString();
     n.host->LogStopped();
     n.last_round = n.host->completed_round();
@@ -422,14 +464,27 @@ class Simulator {
   std::optional<Clock::duration> Transit(node::LinkMessage m) {
     ++report_.messages;
     if (options_.network.loss > 0) {
-      if (UnitUniform(loss_rng_) < options_.network.loss) return std::nullopt;
+      if (UnitUniform(loss_rng_) < options_.network.loss) {
+        ++report_.faults["lost"];
+        return std::nullopt;
+      }
     }
     const SimNode& sender = nodes_[ids_.at(m.from)];
     int64_t round = sender.host ? sender.host->completed_round() + 1 : sender.last_round + 1;
-    if (options_.network.Cut(m.from, m.to, round)) return std::nullopt;
-    options_.network.Damage(m.frames, loss_rng_);
-    return VirtualSeconds(
+    if (options_.network.Cut(m.from, m.to, round)) {
+      ++report_.faults["cut"];
+      return std::nullopt;
+    }
+    Damaged damaged = options_.network.Damage(m.frames, loss_rng_);
+    report_.faults["corrupted"] += damaged.corrupted;
+    report_.faults["truncated"] += damaged.truncated;
+    const Clock::duration transit = VirtualSeconds(
         LinkSeconds(profiles_[ids_.at(m.from)], profiles_[ids_.at(m.to)], TotalBytes(m.frames)));
+    if (options_.network.Duplicates(loss_rng_)) {
+      ++report_.faults["duplicated"];
+      m.duplicate = 2 * transit;
+    }
+    return transit;
   }
 
   // Starts the outage node `i` has due after its last round, if any.
@@ -440,6 +495,7 @@ class Simulator {
     n.outage_due.reset();
     if (outage.kind == OutageKind::kPause) {
       n.log->warn("[network] outage: paused for {:.1f} s", outage.seconds);
+      ++report_.faults["pause"];
       n.state = NodeState::kPaused;
       clock_->At(clock_->Now() + VirtualSeconds(outage.seconds), [this, i] { EndOutage(i); });
       return;
@@ -452,7 +508,8 @@ class Simulator {
     SimNode& n = nodes_[i];
     n.log->warn("[network] {}: died; restarting from its checkpoint in {:.1f} s", why, seconds);
     // What a process had on disk when it died: its rows, tables and last checkpoint.
-    Status written = n.host->Flush();
+    ++report_.faults["death"];
+    Status written = FlushOutputs(i, /*crash=*/true);
     if (!written.ok()) return Fail(i, "cannot write outputs: " + written.ToString());
     n.state = NodeState::kDead;
     Retire(i);
@@ -475,7 +532,7 @@ class Simulator {
     }
     if (n.state != NodeState::kDead) return;
     n.state = NodeState::kRunning;
-    Status built = Build(i);
+    Status built = Restart(i);
     if (!built.ok()) {
       n.state = NodeState::kFinished;
       n.failure = "cannot restart: " + built.ToString();
@@ -566,7 +623,7 @@ class Simulator {
   void SnapshotNode(size_t i, int64_t round) {
     SimNode& n = nodes_[i];
     node::TransportStats bytes = n.host->transport_stats();
-    Status written = n.host->Flush();
+    Status written = FlushOutputs(i, /*crash=*/false);
     n.log->flush();
     if (written.ok()) {
       written = barrier_.KeepCheckpoint(n.config.id, node::CheckpointPathOf(n.config));
@@ -617,6 +674,7 @@ class Simulator {
   std::shared_ptr<VirtualClock> clock_;
   node::SimulatedNetwork network_;
   std::mt19937_64 loss_rng_;
+  SimulatedStorage storage_;
   std::vector<SimNode> nodes_;
   std::unordered_map<std::string, size_t> ids_;  // node id -> node
   SimulationReport report_;
@@ -643,6 +701,10 @@ void SimulatedWorld::RunJob(std::shared_ptr<node::Learner> learner, node::Learne
 }
 
 uint64_t SimulatedWorld::Nonce(const std::string& node_id) { return sim_.Nonce(index_, node_id); }
+
+Status SimulatedWorld::WriteOutputFile(const std::string& path, std::string_view bytes) {
+  return sim_.storage().Write(path, bytes);
+}
 
 }  // namespace
 

@@ -35,6 +35,10 @@
 //   snapshot barrier, and at the end of the run; it holds no file open.
 //   Rationale: a thousand nodes writing and syncing files every round would spend the run on it,
 //   and ten thousand nodes with a file open each would exceed the process's descriptors.
+//   Those writes may meet storage faults ([network.storage], sim/storage_faults.h): a failed
+//   write fails its node, reported with its reason; a restart that refuses a corrupt (torn)
+//   checkpoint moves it aside (`checkpoint.bin.torn`), logs why and restarts the node clean
+//   from round 0, as the refusal tells an operator to do.
 // - Snapshots (snapshot_every = N > 0): after every N-th round k (k < the last round) every node
 //   waits, still serving, until all have completed round k (or finished). At that barrier every
 //   node's outputs and checkpoint are written, the checkpoints are copied into
@@ -62,6 +66,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,6 +75,7 @@
 #include "base/status.h"
 #include "node/config/config.h"
 #include "node/host/status_document.h"
+#include "node/transport/simulated_network.h"
 #include "sim/exchange_turns.h"
 #include "sim/network_model.h"
 
@@ -135,6 +141,14 @@ struct SimulationReport {
   // launch's real_seconds plus earlier_real_seconds is what the run cost, redone rounds once.
   double earlier_real_seconds = 0;
   double earlier_compute_seconds = 0;
+  // The faults injected, by kind (docs/development.md "The fault fuzzer"): messages "lost",
+  // "cut" by a partition, "corrupted", "truncated" and "duplicated"; "death" (outages and churn)
+  // and "pause" outages; storage faults (sim/storage_faults.h: "write_failed", "disk_full",
+  // "checkpoint_torn"); and what restarts did with torn checkpoints: "torn_refused" (refused,
+  // the node restarted clean) and "torn_loaded" (loaded as if whole: a bug).
+  std::map<std::string, uint64_t> faults;
+  // The fates of every message sent (node/transport/simulated_network.h).
+  node::MessageLedger ledger;
   // Per node, in config order: why it failed (its own error, e.g. a NaN loss that stopped the
   // learner, is not a failure; an output folder it cannot write is), or nothing.
   std::vector<std::optional<std::string>> failures;

@@ -112,10 +112,13 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
   if (options.hold_before) host->machine_->HoldBefore(*options.hold_before);
   auto resumed = host->ResumeFromCheckpoint();
   if (!resumed.ok()) return resumed.status();
+  const bool buffered = world.outputs() == OutputKeeping::kBuffered;
   auto outputs =
       NodeOutputs::Open(config.output_dir, RowsKeptAfterRestart(*resumed), host->log_,
-                        world.outputs() == OutputKeeping::kBuffered ? NodeOutputs::Mode::kBuffered
-                                                                    : NodeOutputs::Mode::kDurable);
+                        buffered ? NodeOutputs::Mode::kBuffered : NodeOutputs::Mode::kDurable,
+                        [&world](const std::string& path, std::string_view bytes) {
+                          return world.WriteOutputFile(path, bytes);
+                        });
   if (!outputs.ok()) return outputs.status();
   host->recorder_.emplace(std::move(*outputs), config.emd.enabled);
   host->LogStart(keys);

@@ -126,13 +126,15 @@ bool NodeOutputs::RoundsCsvIsOurs() const {
 }
 
 Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_round,
-                                      std::shared_ptr<spdlog::logger> log, Mode mode) {
+                                      std::shared_ptr<spdlog::logger> log, Mode mode,
+                                      FileWriter write) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IoError(dir + ": cannot create the output folder: " + ec.message());
   NodeOutputs outputs(dir);
   outputs.log_ = std::move(log);
   outputs.buffered_ = mode == Mode::kBuffered;
+  outputs.write_ = write ? std::move(write) : FileWriter(WriteFileAtomically);
   if (!outputs.buffered_) MESHLEARN_RETURN_IF_ERROR(outputs.Lock());
   std::string path = dir + "/" + kRoundsFile;
   outputs.rounds_text_ = std::string(kRoundsCsvHeader) + "\n";
@@ -168,11 +170,11 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
 
 Status NodeOutputs::Flush() {
   if (rounds_unwritten_) {
-    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/" + kRoundsFile, rounds_text_));
+    MESHLEARN_RETURN_IF_ERROR(write_(dir_ + "/" + kRoundsFile, rounds_text_));
     rounds_unwritten_ = false;
   }
   for (const auto& [name, bytes] : unwritten_) {
-    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/" + name, bytes));
+    MESHLEARN_RETURN_IF_ERROR(write_(dir_ + "/" + name, bytes));
   }
   unwritten_.clear();
   return Status::Ok();

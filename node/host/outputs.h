@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -74,6 +75,9 @@ class NodeOutputs {
     kBuffered,
   };
 
+  // How a kBuffered folder's files reach the disk at Flush(): `bytes` to `path`, atomically.
+  using FileWriter = std::function<Status(const std::string& path, std::string_view bytes)>;
+
   // Opens `dir` (created if missing) and locks it ("<dir>/node.lock", held until this object
   // goes). With `resume_round` < 0 rounds.csv starts afresh; otherwise rows of rounds after
   // `resume_round` (written before a crash, not checkpointed) are dropped so that the resumed
@@ -81,10 +85,11 @@ class NodeOutputs {
   // lock (two writers would mix their rows); kIoError naming the path when the folder or
   // rounds.csv cannot be written; kMalformed naming the line when, resuming, a row's round is not
   // a whole number (base/number_text.h). `log`, when given, hears of a folder recreated (below). A
-  // kBuffered folder is neither locked nor written before Flush().
+  // kBuffered folder is neither locked nor written before Flush(), which writes with `write`
+  // (default: WriteFileAtomically).
   static Result<NodeOutputs> Open(const std::string& dir, int64_t resume_round,
                                   std::shared_ptr<spdlog::logger> log = nullptr,
-                                  Mode mode = Mode::kDurable);
+                                  Mode mode = Mode::kDurable, FileWriter write = nullptr);
   // Writes the rows and files kept in memory (kBuffered), each atomically; nothing to do for a
   // kDurable folder. kIoError naming the path.
   Status Flush();
@@ -130,6 +135,7 @@ class NodeOutputs {
 
   std::string dir_;
   bool buffered_ = false;
+  FileWriter write_;                              // kBuffered: how Flush() writes a file
   std::map<std::string, std::string> unwritten_;  // kBuffered: file name -> its bytes
   bool rounds_unwritten_ = false;  // kBuffered: rounds_text_ has rows rounds.csv does not have yet
   std::ofstream rounds_;

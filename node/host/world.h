@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "base/atomic_file.h"
 #include "base/status.h"
 #include "node/logic/learner.h"
 #include "node/logic/learner_jobs.h"
@@ -67,6 +68,14 @@ class World {
 
   // How the node's outputs are kept.
   virtual OutputKeeping outputs() const = 0;
+
+  // With OutputKeeping::kBuffered: writes one buffered output file (`bytes` to `path`,
+  // atomically) when the host flushes; kIoError naming the path when it cannot. The default
+  // writes it. Rationale: the simulated world injects its storage faults here
+  // (sim/storage_faults.h), outside every code path of a process.
+  virtual Status WriteOutputFile(const std::string& path, std::string_view bytes) {
+    return WriteFileAtomically(path, bytes);
+  }
 
   // The node's nonce for this incarnation: its half of every EMD projection seed. A process
   // draws it at random; a simulation derives it from the node id and its seed, so that a seed

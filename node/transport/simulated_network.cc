@@ -131,6 +131,8 @@ class SimulatedNetwork::Core {
       : links_(std::move(links)), clock_(std::move(clock)) {}
 
   NetworkClock& clock() { return *clock_; }
+  // Network thread: the fates of the messages so far.
+  const MessageLedger& ledger() const { return ledger_; }
 
   // Network thread: binds a station for `options`; its id, or why not.
   Result<uint64_t> Bind(TransportOptions options, InboundHandler on_request,
@@ -218,18 +220,11 @@ class SimulatedNetwork::Core {
     clock_->At(deadline, [this, id, request_id, deadline] { Expire(id, request_id, deadline); });
     if (!server) return;
     // Addressed now: the request reaches this very transport, or nobody.
-    auto delay = Transit(*c, *server, frames, /*reply=*/false);
+    std::optional<Clock::duration> duplicate;
+    auto delay = Transit(*c, *server, frames, /*reply=*/false, duplicate);
     if (!delay) return;  // lost on the way
-    clock_->At(clock_->Now() + *delay, [this, id, route = connection.route, server = server->id,
-                                        frames = std::move(frames)]() mutable {
-      Station* client = Find(id);
-      Station* to = Find(server);
-      auto route_of = routes_.find(route);
-      if (!client || !to || route_of == routes_.end()) return;
-      auto connection = client->connections.find(route_of->second.endpoint);
-      if (connection == client->connections.end()) return;
-      Deliver(*client, connection->second, *to, std::move(frames));
-    });
+    if (duplicate) DeliverAfter(*duplicate, id, connection.route, server->id, frames);
+    DeliverAfter(*delay, id, connection.route, server->id, std::move(frames));
   }
 
   // Network thread: the reply of station `id` to the request of `token`.
@@ -330,24 +325,56 @@ class SimulatedNetwork::Core {
     }
   }
 
+  // Counts a message of `bytes` at its fate: `count` and `count_bytes` of the ledger.
+  void Fate(uint64_t MessageLedger::*count, uint64_t MessageLedger::*count_bytes, uint64_t bytes) {
+    ++(ledger_.*count);
+    ledger_.*count_bytes += bytes;
+  }
+
+  // Delivers `frames`, a request of station `id` on connection `route`, to station `server` in
+  // `delay`, if both are still there.
+  void DeliverAfter(Clock::duration delay, uint64_t id, const std::string& route, uint64_t server,
+                    std::vector<Frame> frames) {
+    clock_->At(
+        clock_->Now() + delay, [this, id, route, server, frames = std::move(frames)]() mutable {
+          Station* client = Find(id);
+          Station* to = Find(server);
+          auto route_of = routes_.find(route);
+          Connection* connection = nullptr;
+          if (client && to && route_of != routes_.end()) {
+            auto it = client->connections.find(route_of->second.endpoint);
+            if (it != client->connections.end()) connection = &it->second;
+          }
+          if (!connection) {
+            return Fate(&MessageLedger::dropped, &MessageLedger::dropped_bytes, TotalBytes(frames));
+          }
+          Deliver(*client, *connection, *to, std::move(frames));
+        });
+  }
+
   // Hands `frames` from client `c` to `server` as the transports' handshake and limits allow.
   void Deliver(Station& c, const Connection& connection, Station& server,
                std::vector<Frame> frames) {
-    if (frames.empty()) return;  // cut to nothing on the way (LinkModel)
-    if (c.options.curve.has_value() != server.options.curve.has_value()) return;  // no handshake
+    uint64_t bytes = TotalBytes(frames);
+    auto dropped = [&] { Fate(&MessageLedger::dropped, &MessageLedger::dropped_bytes, bytes); };
+    if (frames.empty()) return dropped();  // cut to nothing on the way (LinkModel)
+    if (c.options.curve.has_value() != server.options.curve.has_value()) {
+      return dropped();  // no handshake
+    }
     std::string client_key;
     if (c.options.curve) {
-      if (server.options.curve->public_key != connection.server_key) return;  // cannot prove it
+      if (server.options.curve->public_key != connection.server_key) {
+        return dropped();  // cannot prove it
+      }
       client_key = c.options.curve->public_key;
       if (!server.allowed.contains(client_key)) {
         server.counters->Add(kHandshakesRefused);
-        return;
+        return Fate(&MessageLedger::refused, &MessageLedger::refused_bytes, bytes);
       }
     }
     for (const Frame& frame : frames) {
-      if (frame.size() > FrameCeiling(server.options.limits)) return;  // refused by receiver
+      if (frame.size() > FrameCeiling(server.options.limits)) return dropped();  // by receiver
     }
-    uint64_t bytes = TotalBytes(frames);
     server.counters->Add(kRequestsReceived);
     server.counters->Add(kBytesIn, bytes);
     if (frames.size() > server.options.limits.max_frames + 1) {
@@ -359,9 +386,11 @@ class SimulatedNetwork::Core {
         from_peer >= server.options.max_pending_inbound_per_peer) {
       if (from_peer == 0) server.inbound_per_route.erase(route);
       server.counters->Add(kInboundRejected);
+      Fate(&MessageLedger::refused, &MessageLedger::refused_bytes, bytes);
       SendReply(server, route, TooManyPendingReply(server.options, frames));
       return;
     }
+    Fate(&MessageLedger::received, &MessageLedger::received_bytes, bytes);
     ++from_peer;
     uint64_t serial = server.next_serial++;
     server.open_inbound[serial] = route;
@@ -384,22 +413,32 @@ class SimulatedNetwork::Core {
     }
     server.counters->Add(kRepliesSent);
     server.counters->Add(kBytesOut, TotalBytes(frames));
-    auto delay = Transit(server, *c, frames, /*reply=*/true);
+    std::optional<Clock::duration> duplicate;
+    auto delay = Transit(server, *c, frames, /*reply=*/true, duplicate);
     if (!delay) return;  // lost on the way
-    clock_->At(clock_->Now() + *delay,
-               [this, client = c->id, route, frames = std::move(frames)]() mutable {
-                 if (Station* c = Find(client)) Arrive(*c, route, std::move(frames));
-               });
+    if (duplicate) ArriveAfter(*duplicate, c->id, route, frames);
+    ArriveAfter(*delay, c->id, route, std::move(frames));
+  }
+
+  // A reply on connection `route` arrives at station `client` in `delay`, if it is still there.
+  void ArriveAfter(Clock::duration delay, uint64_t client, const std::string& route,
+                   std::vector<Frame> frames) {
+    clock_->At(clock_->Now() + delay, [this, client, route, frames = std::move(frames)]() mutable {
+      if (Station* c = Find(client)) return Arrive(*c, route, std::move(frames));
+      Fate(&MessageLedger::dropped, &MessageLedger::dropped_bytes, TotalBytes(frames));
+    });
   }
 
   // A reply on connection `route` arrives at its client `c`.
   void Arrive(Station& c, const std::string& route, std::vector<Frame> frames) {
-    if (frames.empty()) return;  // cut to nothing on the way (LinkModel)
+    const uint64_t bytes = TotalBytes(frames);
+    auto dropped = [&] { Fate(&MessageLedger::dropped, &MessageLedger::dropped_bytes, bytes); };
+    if (frames.empty()) return dropped();  // cut to nothing on the way (LinkModel)
     auto owner = routes_.find(route);
     for (const Frame& frame : frames) {
-      if (frame.size() > FrameCeiling(c.options.limits)) return;  // refused by receiver
+      if (frame.size() > FrameCeiling(c.options.limits)) return dropped();  // by receiver
     }
-    c.counters->Add(kBytesIn, TotalBytes(frames));
+    c.counters->Add(kBytesIn, bytes);
     auto envelope = DecodeEnvelope(frames[0], c.options.limits);
     auto connection =
         owner == routes_.end() ? c.connections.end() : c.connections.find(owner->second.endpoint);
@@ -407,18 +446,34 @@ class SimulatedNetwork::Core {
     if (!envelope.ok() || connection == c.connections.end() || connection->second.route != route ||
         !connection->second.request_ids.contains(envelope->request_id)) {
       c.counters->Add(kLateRepliesDropped);
-      return;
+      return dropped();
     }
+    Fate(&MessageLedger::received, &MessageLedger::received_bytes, bytes);
     c.counters->Add(kRepliesReceived);
     Complete(c, envelope->request_id, std::move(frames));
   }
 
   // How long `frames` from `from` take to reach `to`, or nullopt when they are lost (the link
-  // model's word; no model: no time).
+  // model's word; no model: no time), and in `duplicate` when a copy arrives. Counts them sent
+  // (and lost).
   std::optional<Clock::duration> Transit(const Station& from, const Station& to,
-                                         std::vector<Frame>& frames, bool reply) {
-    if (!links_) return Clock::duration::zero();
-    return links_(LinkMessage{from.options.node_id, to.options.node_id, frames, reply});
+                                         std::vector<Frame>& frames, bool reply,
+                                         std::optional<Clock::duration>& duplicate) {
+    std::optional<Clock::duration> delay = Clock::duration::zero();
+    if (links_) {
+      delay =
+          links_(LinkMessage{from.options.node_id, to.options.node_id, frames, reply, duplicate});
+    }
+    const uint64_t bytes = TotalBytes(frames);
+    Fate(&MessageLedger::sent, &MessageLedger::sent_bytes, bytes);
+    if (!delay) {
+      duplicate.reset();
+      Fate(&MessageLedger::lost, &MessageLedger::lost_bytes, bytes);
+    } else if (duplicate) {
+      ++ledger_.duplicated;
+      Fate(&MessageLedger::sent, &MessageLedger::sent_bytes, bytes);
+    }
+    return delay;
   }
 
   // Calls `on_reply` with `result` as an event of its own.
@@ -482,6 +537,7 @@ class SimulatedNetwork::Core {
   }
 
   LinkModel links_;
+  MessageLedger ledger_;
   std::unordered_map<uint64_t, std::unique_ptr<Station>> stations_;
   std::unordered_map<std::string, uint64_t> bound_;  // listening endpoint -> station
   std::unordered_map<std::string, Route> routes_;    // connection -> its client
@@ -565,6 +621,12 @@ Result<std::unique_ptr<Transport>> SimulatedNetwork::Start(TransportOptions opti
   if (!station.ok()) return station.status();
   return std::unique_ptr<Transport>(
       std::make_unique<SimulatedTransport>(core_, *station, endpoint, counters));
+}
+
+MessageLedger SimulatedNetwork::Ledger() const {
+  MessageLedger ledger;
+  core_->clock().Enter([&] { ledger = core_->ledger(); }, /*wait=*/true);
+  return ledger;
 }
 
 TransportFactory SimulatedNetwork::Factory() const {

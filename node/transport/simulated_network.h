@@ -23,8 +23,11 @@
 // - Every message (a request, or a reply) is shown to the LinkModel when it is sent, in the order
 //   messages are sent. The model says how long the message takes to arrive, or that it is lost;
 //   it may also change the frames (a corrupted or truncated message), which the receiver then
-//   decodes as it would any bytes from a socket. The default model delivers every message at
-//   once.
+//   decodes as it would any bytes from a socket. The model may also deliver a copy of the
+//   message (LinkMessage::duplicate), which arrives after the original and is handled as any
+//   message: a second copy of a request reaches its server as a request of its own, a second
+//   reply finds its request answered and is dropped as late. The default model delivers every
+//   message at once.
 //   Rationale: the simulator's network model (latency, bandwidth, loss, partitions) applies to
 //   the real encoded bytes, so byte counts and transfer times are those of the wire.
 // - A message is addressed when it is sent: one that arrives after its receiver stopped is lost,
@@ -65,6 +68,25 @@ struct LinkMessage {
   const std::string& to;       // the receiver's node id
   std::vector<Frame>& frames;  // the encoded message; the model may replace them
   bool reply = false;          // a reply (else a request)
+  // Set by the model: a copy of the (possibly damaged) frames arrives this long after the send
+  // too; it should be no earlier than the original.
+  std::optional<std::chrono::steady_clock::duration>& duplicate;
+};
+
+// What became of the messages (requests and replies) sent on one medium, each counted once, at
+// its fate, in messages and bytes (the bytes that travel: after the link model's damage). Once
+// nothing is in flight, sent = lost + dropped + refused + received.
+struct MessageLedger {
+  uint64_t sent = 0, sent_bytes = 0;  // shown to the link model, and the copies it made
+  uint64_t lost = 0, lost_bytes = 0;  // lost on the way (the link model's word)
+  // Reached no handler: the receiver had stopped, no CURVE handshake, a frame above the ceiling,
+  // cut to nothing on the way, or a reply whose request was no longer pending (late, or a copy).
+  uint64_t dropped = 0, dropped_bytes = 0;
+  // Refused by the receiving transport: a client key off the allowlist, or too many requests
+  // pending (answered with an Error).
+  uint64_t refused = 0, refused_bytes = 0;
+  uint64_t received = 0, received_bytes = 0;  // handed to the receiver (it decodes them)
+  uint64_t duplicated = 0;                    // copies the link model made (counted in sent)
 };
 
 // How long `message` takes to arrive, or nullopt when it is lost. Called on the network's thread
@@ -89,6 +111,9 @@ class SimulatedNetwork {
 
   // A factory of transports on this medium, for Node::Create.
   TransportFactory Factory() const;
+
+  // The fates of the messages sent so far (see MessageLedger).
+  MessageLedger Ledger() const;
 
   // The medium's state (simulated_network.cc).
   class Core;

@@ -13,6 +13,7 @@
 #include "node/host/node_host.h"
 #include "protocol/codec.h"
 #include "sim/snapshot.h"
+#include "sim/storage_faults.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/sim/averaging_learner.h"
 
@@ -769,6 +770,96 @@ TEST(Simulation, TheSequentialScheduleRefusesTopKNodes) {
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.status().message().find("codec = \"topk\""), std::string::npos)
       << report.status().ToString();
+}
+
+// Every message is sent once, and every fate counted once: sent = lost + dropped + refused +
+// received, in messages and bytes.
+void ExpectBalanced(const node::MessageLedger& l) {
+  EXPECT_EQ(l.sent, l.lost + l.dropped + l.refused + l.received);
+  EXPECT_EQ(l.sent_bytes, l.lost_bytes + l.dropped_bytes + l.refused_bytes + l.received_bytes);
+}
+
+// Each node's (train_loss, val_loss) per round, by node id.
+std::map<std::string, std::vector<std::pair<double, double>>> Losses(SimMesh& mesh,
+                                                                     const std::string& out) {
+  std::map<std::string, std::vector<std::pair<double, double>>> losses;
+  for (const std::string& id : mesh.ids()) {
+    for (const node::RoundRow& r : Rounds(mesh.NodeDir(out, id))) {
+      losses[id].emplace_back(r.train_loss, r.val_loss);
+    }
+  }
+  return losses;
+}
+
+// Every message arrives twice: a copied request is served again and its second reply dropped as
+// late, a copied reply is dropped as late. No round counts an answer twice, the nodes learn
+// exactly what they learn without copies, and every message's fate is counted once.
+TEST(Simulation, DuplicatedMessagesAreServedOrDroppedAndNeverCountedTwice) {
+  SimMesh mesh("duplicate", kFour, 4);
+  SimulationOptions options;
+  options.network.latency_s = 0.01;
+  SimulationReport once = mesh.Run("once", options);
+  options.network.duplicate = 1;
+  SimulationReport twice = mesh.Run("twice", options);
+  EXPECT_EQ(twice.faults["duplicated"], twice.messages);
+  EXPECT_EQ(twice.ledger.duplicated, twice.messages);
+  EXPECT_GT(twice.ledger.dropped, once.ledger.dropped) << "the copies of replies are dropped";
+  ExpectBalanced(once.ledger);
+  ExpectBalanced(twice.ledger);
+  EXPECT_EQ(Losses(mesh, "twice"), Losses(mesh, "once"));
+  for (const std::string& id : kFour) {
+    for (const node::RoundRow& r : Rounds(mesh.NodeDir("twice", id))) {
+      EXPECT_LE(r.answered, r.sampled) << id << " round " << r.round;
+    }
+  }
+}
+
+// A checkpoint torn as its node dies (a crash during the write) is refused at the restart with
+// its checksum error; the node says so, restarts clean from round 0 and does every round once
+// more; its last checkpoint loads and agrees with its rounds.csv.
+TEST(Simulation, ATornCheckpointIsRefusedAtTheRestartAndTheNodeStartsClean) {
+  SimMesh mesh("torn", kFour, 8);
+  SimulationOptions options;
+  options.network.round_compute_s = 0.1;
+  options.network.outages.push_back({"n2", OutageKind::kDeath, 3, 2.0});
+  options.network.storage.torn = 1;
+  SimulationReport report = mesh.Run("out", options);
+  EXPECT_EQ(report.faults[kCheckpointsTorn], 1u);
+  EXPECT_EQ(report.faults["torn_refused"], 1u);
+  EXPECT_EQ(report.faults["torn_loaded"], 0u);
+  EXPECT_EQ(report.faults["death"], 1u);
+  const std::string n2 = mesh.NodeDir("out", "n2");
+  const std::string log = ReadText(n2 + "/node.log");
+  EXPECT_NE(log.find("restart refused its checkpoint"), std::string::npos) << log;
+  EXPECT_NE(log.find("checksum does not match"), std::string::npos) << log;
+  EXPECT_EQ(log.find("found checkpoint of round"), std::string::npos) << "it started clean";
+  EXPECT_TRUE(std::filesystem::exists(n2 + "/checkpoint.bin.torn"));
+  EXPECT_EQ(ConsecutiveRounds(n2), 9u);
+  auto checkpoint = node::ReadCheckpoint(n2 + "/checkpoint.bin");
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().ToString();
+  EXPECT_EQ(checkpoint->round, 8);
+  EXPECT_FALSE(report.failures[2].has_value());
+}
+
+// A write that fails, or a full disk, when a node's outputs are written fails that node with the
+// reason (nothing crashes): n2 as it dies, the others as they finish.
+TEST(Simulation, AFailedWriteOrAFullDiskFailsItsNodeWithTheReason) {
+  for (const bool full : {false, true}) {
+    SimMesh mesh(full ? "disk_full" : "write_failed", kFour, 4);
+    SimulationOptions options;
+    options.network.outages.push_back({"n2", OutageKind::kDeath, 1, 2.0});
+    (full ? options.network.storage.full : options.network.storage.fail) = 1;
+    SimulationReport report = mesh.Run("out", options);
+    EXPECT_GE(report.faults[full ? kDisksFull : kWritesFailed], 4u) << "one per node at least";
+    ASSERT_EQ(report.failures.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      ASSERT_TRUE(report.failures[i].has_value()) << i;
+      EXPECT_NE(report.failures[i]->find(full ? "No space left on device" : "Input/output error"),
+                std::string::npos)
+          << *report.failures[i];
+    }
+    EXPECT_LT(Rounds(mesh.NodeDir("out", "n2")).size(), 5u) << "n2 failed as it died";
+  }
 }
 
 }  // namespace

@@ -97,7 +97,80 @@ TEST(Fuzz, AHandfulOfSeedsKeepEveryInvariant) {
   EXPECT_EQ(summary.seeds, 3u);
   EXPECT_EQ(summary.failed, 0u);
   EXPECT_EQ(summary.determinism_checks, 1u);
-  EXPECT_TRUE(std::filesystem::is_empty(options.out_dir));
+  EXPECT_EQ(summary.invariant_checks, 3 * (InvariantNames().size() - 1) + 1);
+  // Only the summary is left: the seeds, their size, the faults injected, the invariants.
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(options.out_dir)) {
+    left.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"fuzz.csv"});
+  std::ifstream in(options.out_dir + "/fuzz.csv");
+  std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* row : {"seeds,3\n", "seeds_per_hour,", "mean_nodes,", "mean_rounds,",
+                          "invariant_counters-balance,checked", "injected_death,"}) {
+    EXPECT_NE(csv.find(row), std::string::npos) << row << " in\n" << csv;
+  }
+  EXPECT_GT(summary.faults["death"], 0u) << "seeds 1 to 3 draw a death";
+}
+
+// A report whose every node ran cleanly, with a balanced ledger.
+FuzzRunReport CleanReport() {
+  FuzzRunReport report;
+  report.ledger.sent = 10;
+  report.ledger.received = 7;
+  report.ledger.lost = 2;
+  report.ledger.dropped = 1;
+  report.faults["lost"] = 2;
+  return report;
+}
+
+bool Breaks(const std::vector<Violation>& violations, const std::string& invariant) {
+  for (const Violation& v : violations) {
+    if (v.invariant == invariant) return true;
+  }
+  return false;
+}
+
+// checkpoint-agrees accepts a torn checkpoint that a restart refused (the node restarted clean),
+// and fails when a restart loaded one as if it were whole.
+TEST(FuzzInvariants, ATornCheckpointLoadedAtARestartBreaksCheckpointAgrees) {
+  FuzzScenario s = DrawScenario(1);
+  FuzzRunReport refused = CleanReport();
+  refused.faults["checkpoint_torn"] = 1;
+  refused.faults["torn_refused"] = 1;
+  EXPECT_FALSE(Breaks(CheckRun(s, refused), kCheckpointAgrees));
+  FuzzRunReport loaded = refused;
+  loaded.faults["torn_refused"] = 0;
+  loaded.faults["torn_loaded"] = 1;
+  EXPECT_TRUE(Breaks(CheckRun(s, loaded), kCheckpointAgrees));
+}
+
+// counters-balance fails when a message has no fate, two fates, or when the network and the
+// fault model disagree on how many were lost or copied; an interrupted run is not balanced yet.
+TEST(FuzzInvariants, AMessageWithoutItsFateBreaksCountersBalance) {
+  FuzzScenario s = DrawScenario(1);
+  EXPECT_FALSE(Breaks(CheckRun(s, CleanReport()), kCountersBalance));
+  FuzzRunReport vanished = CleanReport();
+  vanished.ledger.sent = 11;
+  EXPECT_TRUE(Breaks(CheckRun(s, vanished), kCountersBalance));
+  FuzzRunReport twice = CleanReport();
+  twice.ledger.received_bytes = 5;
+  EXPECT_TRUE(Breaks(CheckRun(s, twice), kCountersBalance));
+  FuzzRunReport model = CleanReport();
+  model.faults["duplicated"] = 1;
+  EXPECT_TRUE(Breaks(CheckRun(s, model), kCountersBalance));
+  vanished.interrupted = true;
+  EXPECT_FALSE(Breaks(CheckRun(s, vanished), kCountersBalance));
+}
+
+// memory-bound: a run may grow by kMemoryBaseMib + kMemoryPerNodeMib per node, not more.
+TEST(FuzzInvariants, MemoryAboveTheBoundPerNodeBreaksMemoryBound) {
+  FuzzScenario s = DrawScenario(1);
+  FuzzRunReport report = CleanReport();
+  report.memory_growth_mib = kMemoryBaseMib + kMemoryPerNodeMib * s.nodes;
+  EXPECT_FALSE(Breaks(CheckRun(s, report), kMemoryBound));
+  report.memory_growth_mib += 1;
+  EXPECT_TRUE(Breaks(CheckRun(s, report), kMemoryBound));
 }
 
 // The canary (a restarted node drops one rounds.csv row too many) is caught by rounds-contiguous

@@ -1,5 +1,6 @@
 #include "tools/launch/fuzz.h"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -7,6 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/atomic_file.h"
+#include "base/csv.h"
+#include "base/number_text.h"
 #include "tools/cli_exit.h"
 #include "tools/launch/fuzz_invariants.h"
 
@@ -23,8 +27,8 @@ std::string SeedDir(const FuzzOptions& options, uint64_t seed, const char* suffi
       .string();
 }
 
-SeedRunOptions RunOptionsOf(const FuzzOptions& options) {
-  return SeedRunOptions{options.canary, options.seed_timeout_s};
+SeedRunOptions RunOptionsOf(const FuzzOptions& options, bool hash_outputs = false) {
+  return SeedRunOptions{options.canary, options.seed_timeout_s, hash_outputs};
 }
 
 bool Fails(const SeedResult& r, const std::string& invariant) {
@@ -37,7 +41,7 @@ bool Fails(const SeedResult& r, const std::string& invariant) {
 // Runs `seed` a second time and compares the outputs' hash with `first`'s.
 void CheckDeterminism(const FuzzScenario& s, const FuzzOptions& options, SeedResult& first) {
   const std::string again = SeedDir(options, s.seed, "-again");
-  SeedResult second = RunSeed(s, again, RunOptionsOf(options));
+  SeedResult second = RunSeed(s, again, RunOptionsOf(options, /*hash_outputs=*/true));
   first.real_seconds += second.real_seconds;
   if (!second.violations.empty()) {
     first.violations.push_back({kDeterminism, "the second run broke " +
@@ -117,15 +121,49 @@ void PrintSummary(const FuzzSummary& s, const FuzzOptions& options) {
     faults += " " + std::string(NameOf(FaultKindNames(), kind)) + "=" + std::to_string(n);
   }
   std::printf("fuzz: seeds injecting each fault:%s\n", faults.empty() ? " none" : faults.c_str());
+  std::string injected;
+  for (const auto& [kind, n] : s.faults) injected += " " + kind + "=" + std::to_string(n);
+  std::printf("fuzz: faults injected:%s\n", injected.empty() ? " none" : injected.c_str());
   std::string checked;
   for (const std::string& name : InvariantNames()) checked += " " + name;
-  std::printf("fuzz: invariants checked:%s\n", checked.c_str());
+  std::printf("fuzz: invariants checked (%llu checks):%s; largest memory growth %.1f MiB\n",
+              static_cast<unsigned long long>(s.invariant_checks), checked.c_str(),
+              s.max_memory_growth_mib);
   for (const auto& [invariant, fastest] : s.fastest) {
     std::printf("fuzz: %s failed in %llu seed(s); fastest: seed %llu (%.1f s): %s\n",
                 invariant.c_str(), static_cast<unsigned long long>(s.failures.at(invariant)),
                 static_cast<unsigned long long>(fastest.seed), fastest.real_seconds,
                 ReplayCommand(fastest.seed, options).c_str());
   }
+}
+
+// Writes `s` to "<out>/fuzz.csv" as `name,value` rows (the rules in fuzz.h).
+Status WriteSummaryCsv(const FuzzSummary& s, const FuzzOptions& options) {
+  std::ostringstream csv;
+  csv << "name,value\n";
+  auto row = [&](const std::string& name, const std::string& value) {
+    csv << CsvField(name) << ',' << CsvField(value) << '\n';
+  };
+  row("from", std::to_string(options.from));
+  row("seeds", std::to_string(s.seeds));
+  row("real_s", ExactNumber(s.real_seconds));
+  row("seeds_per_hour", ExactNumber(s.real_seconds > 0 ? s.seeds * 3600.0 / s.real_seconds : 0));
+  row("mean_nodes", ExactNumber(s.mean_nodes));
+  row("mean_rounds", ExactNumber(s.mean_rounds));
+  row("failed", std::to_string(s.failed));
+  row("determinism_checks", std::to_string(s.determinism_checks));
+  row("invariant_checks", std::to_string(s.invariant_checks));
+  row("max_memory_growth_mib", ExactNumber(s.max_memory_growth_mib));
+  for (const auto& [kind, n] : s.seeds_with_fault) {
+    row("seeds_with_" + std::string(NameOf(FaultKindNames(), kind)), std::to_string(n));
+  }
+  for (const auto& [kind, n] : s.faults) row("injected_" + kind, std::to_string(n));
+  for (const std::string& name : InvariantNames()) row("invariant_" + name, "checked");
+  for (const auto& [invariant, n] : s.failures) row("failed_" + invariant, std::to_string(n));
+  std::error_code ec;
+  std::filesystem::create_directories(options.out_dir, ec);
+  return WriteFileAtomically((std::filesystem::path(options.out_dir) / "fuzz.csv").string(),
+                             csv.str());
 }
 
 }  // namespace
@@ -144,21 +182,24 @@ std::string ReplayCommand(uint64_t seed, const FuzzOptions& options) {
 FuzzSummary Fuzz(const FuzzOptions& options) {
   FuzzSummary summary;
   double nodes = 0, rounds = 0;
+  const auto start = std::chrono::steady_clock::now();
   for (uint64_t seed = options.from; seed < options.from + options.seeds; ++seed) {
     FuzzScenario s = DrawScenario(seed, options.limits);
     const std::string dir = SeedDir(options, seed);
-    SeedResult r = RunSeed(s, dir, RunOptionsOf(options));
     const bool twice = options.determinism_every > 0 &&
                        seed % static_cast<uint64_t>(options.determinism_every) == 0;
+    SeedResult r = RunSeed(s, dir, RunOptionsOf(options, twice));
     if (twice && r.violations.empty()) {
       CheckDeterminism(s, options, r);
       ++summary.determinism_checks;
     }
     ++summary.seeds;
-    summary.real_seconds += r.real_seconds;
     nodes += s.nodes;
     rounds += static_cast<double>(s.rounds);
     for (FaultKind k : s.kinds) ++summary.seeds_with_fault[k];
+    for (const auto& [kind, n] : r.faults) summary.faults[kind] += n;
+    summary.invariant_checks += InvariantNames().size() - 1;  // determinism: counted below
+    summary.max_memory_growth_mib = std::max(summary.max_memory_growth_mib, r.memory_growth_mib);
     std::printf("seed %llu: %s (%.1f s) %s\n", static_cast<unsigned long long>(seed),
                 r.violations.empty() ? "ok" : "FAILED", r.real_seconds,
                 DescribeScenario(s).c_str());
@@ -180,7 +221,13 @@ FuzzSummary Fuzz(const FuzzOptions& options) {
   }
   summary.mean_nodes = summary.seeds ? nodes / static_cast<double>(summary.seeds) : 0;
   summary.mean_rounds = summary.seeds ? rounds / static_cast<double>(summary.seeds) : 0;
+  summary.real_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.invariant_checks += summary.determinism_checks;
   PrintSummary(summary, options);
+  if (Status written = WriteSummaryCsv(summary, options); !written.ok()) {
+    std::fprintf(stderr, "meshlearn-launch fuzz: %s\n", written.ToString().c_str());
+  }
   if (options.reduce) {
     for (const auto& [invariant, failure] : summary.fastest) Reduce(failure, options);
   }
@@ -207,7 +254,8 @@ int FuzzCommand(int argc, char** argv) {
       ->check(CLI::Range(1, 60));
   app.add_option("--faults", faults,
                  "inject only these fault kinds (comma-separated, or none): loss, corrupt, "
-                 "truncate, partition, death, pause, slow, latency");
+                 "truncate, partition, death, pause, slow, latency, duplicate, write_fail, "
+                 "disk_full, torn");
   app.add_flag("--canary", options.canary,
                "plant a known bug (a restarted node drops one rounds.csv row too many) that "
                "rounds-contiguous must catch");

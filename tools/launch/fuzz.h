@@ -17,6 +17,10 @@
 //   --no-reduce): it retries the seed with half the nodes, half the rounds, and each fault kind
 //   off in turn, keeps every change after which the same invariant still fails, and prints the
 //   smallest scenario that still fails with its replay line.
+// - At the end it prints, and writes to "<out>/fuzz.csv" (`name,value` rows), the seeds and their
+//   real seconds, seeds per hour, the mean scenario size, the seeds that drew each fault kind,
+//   the faults injected by kind (summed over the seeds), the invariants checked and how often,
+//   the largest memory growth, and the failures by invariant.
 // - Exit code: 0 when every invariant held on every seed, 1 when one failed, 2 for a bad
 //   command line.
 
@@ -53,10 +57,13 @@ struct FuzzFailure {
 struct FuzzSummary {
   uint64_t seeds = 0;
   uint64_t failed = 0;
-  double real_seconds = 0;
+  double real_seconds = 0;  // the run's wall time: its seeds, their checks and clean-up
   double mean_nodes = 0, mean_rounds = 0;
   uint64_t determinism_checks = 0;
   std::map<FaultKind, uint64_t> seeds_with_fault;  // seeds that injected each kind
+  std::map<std::string, uint64_t> faults;          // faults injected, by kind (summed)
+  uint64_t invariant_checks = 0;                   // invariants checked, over every seed
+  double max_memory_growth_mib = 0;                // the largest run's memory growth
   std::map<std::string, uint64_t> failures;        // failing seeds by invariant (first violation)
   std::map<std::string, FuzzFailure> fastest;      // the fastest-failing seed per invariant
 };

@@ -34,6 +34,51 @@ class Violations {
 
 std::string NodeText(const FuzzNodeEnd& n) { return "node " + n.id; }
 
+// The ledger's fields by name, for the report file and the balance.
+constexpr std::pair<const char*, uint64_t node::MessageLedger::*> kLedgerFields[] = {
+    {"sent", &node::MessageLedger::sent},
+    {"sent_bytes", &node::MessageLedger::sent_bytes},
+    {"lost", &node::MessageLedger::lost},
+    {"lost_bytes", &node::MessageLedger::lost_bytes},
+    {"dropped", &node::MessageLedger::dropped},
+    {"dropped_bytes", &node::MessageLedger::dropped_bytes},
+    {"refused", &node::MessageLedger::refused},
+    {"refused_bytes", &node::MessageLedger::refused_bytes},
+    {"received", &node::MessageLedger::received},
+    {"received_bytes", &node::MessageLedger::received_bytes},
+    {"duplicated", &node::MessageLedger::duplicated},
+};
+
+// A node that failed because its outputs could not be written (sim/simulation.h).
+bool FailedWriting(const FuzzNodeEnd& n) { return n.failure.starts_with("cannot write outputs"); }
+
+// The count of `kind` in `faults` (0 when absent).
+uint64_t CountOf(const std::map<std::string, uint64_t>& faults, const std::string& kind) {
+  auto it = faults.find(kind);
+  return it == faults.end() ? 0 : it->second;
+}
+
+// counters-balance over `r`'s ledger and fault counts.
+void CheckBalance(const FuzzRunReport& r, Violations& v) {
+  const node::MessageLedger& l = r.ledger;
+  if (l.sent != l.lost + l.dropped + l.refused + l.received ||
+      l.sent_bytes != l.lost_bytes + l.dropped_bytes + l.refused_bytes + l.received_bytes) {
+    std::ostringstream d;
+    d << "messages: sent " << l.sent << " != lost " << l.lost << " + dropped " << l.dropped
+      << " + refused " << l.refused << " + received " << l.received << "; bytes: sent "
+      << l.sent_bytes << ", lost " << l.lost_bytes << ", dropped " << l.dropped_bytes
+      << ", refused " << l.refused_bytes << ", received " << l.received_bytes;
+    v.Add(kCountersBalance, d.str());
+  }
+  const uint64_t model_lost = CountOf(r.faults, "lost") + CountOf(r.faults, "cut");
+  if (l.lost != model_lost || l.duplicated != CountOf(r.faults, "duplicated")) {
+    v.Add(kCountersBalance, "the network lost " + std::to_string(l.lost) + " and copied " +
+                                std::to_string(l.duplicated) + " messages; the fault model lost " +
+                                std::to_string(model_lost) + " and duplicated " +
+                                std::to_string(CountOf(r.faults, "duplicated")));
+  }
+}
+
 // The protocol's error codes a refusal may carry: every code but ok and internal.
 bool IsRefusalCode(const std::string& name) {
   for (uint16_t c = 1; c <= static_cast<uint16_t>(ErrorCode::kRefused); ++c) {
@@ -71,8 +116,12 @@ void CheckNode(const FuzzScenario& s, const FuzzNodeEnd& n, Violations& v) {
   if (last < 0) return;
   auto checkpoint =
       node::ReadCheckpoint((std::filesystem::path(n.dir) / node::kCheckpointFile).string());
-  if (!checkpoint.ok()) {
+  if (!checkpoint.ok() && FailedWriting(n) && checkpoint.status().code() == ErrorCode::kNotFound) {
+    // Its first checkpoint's write failed.
+  } else if (!checkpoint.ok()) {
     v.Add(kCheckpointAgrees, NodeText(n) + ": " + checkpoint.status().ToString());
+  } else if (FailedWriting(n) && checkpoint->round <= last) {
+    // Its rows reached the disk before the checkpoint's write failed: behind, never ahead.
   } else if (checkpoint->round != last || checkpoint->stopped != rows->back().stopped) {
     v.Add(kCheckpointAgrees,
           NodeText(n) + ": checkpoint of round " + std::to_string(checkpoint->round) +
@@ -85,8 +134,8 @@ void CheckNode(const FuzzScenario& s, const FuzzNodeEnd& n, Violations& v) {
 
 const std::vector<std::string>& InvariantNames() {
   static const std::vector<std::string> kNames = {
-      kNoCrash,          kScenarioRuns,  kFiniteModels, kRoundsContiguous,
-      kCheckpointAgrees, kFramesRefused, kLiveness,     kDeterminism};
+      kNoCrash,       kScenarioRuns,    kFiniteModels, kRoundsContiguous, kCheckpointAgrees,
+      kFramesRefused, kCountersBalance, kMemoryBound,  kLiveness,         kDeterminism};
   return kNames;
 }
 
@@ -102,10 +151,18 @@ Status WriteRunReport(const std::string& path, const FuzzRunReport& report) {
                                 {"failure", n.failure},
                                 {"refused_by_code", std::move(refused)}});
   }
+  toml::table faults, ledger;
+  for (const auto& [kind, count] : report.faults) faults.insert(kind, static_cast<int64_t>(count));
+  for (const auto& [name, field] : kLedgerFields) {
+    ledger.insert(name, static_cast<int64_t>(report.ledger.*field));
+  }
   toml::table root{{"error", report.error},
                    {"simulated_seconds", report.simulated_seconds},
                    {"interrupted", report.interrupted},
-                   {"nodes", std::move(nodes)}};
+                   {"memory_growth_mib", report.memory_growth_mib},
+                   {"nodes", std::move(nodes)},
+                   {"faults", std::move(faults)},
+                   {"ledger", std::move(ledger)}};
   std::ostringstream text;
   text << root << "\n";
   return WriteFileAtomically(path, text.str());
@@ -120,6 +177,15 @@ Result<FuzzRunReport> ReadRunReport(const std::string& path) {
     report.error = root["error"].value_or(std::string());
     report.simulated_seconds = root["simulated_seconds"].value_or(0.0);
     report.interrupted = root["interrupted"].value_or(false);
+    report.memory_growth_mib = root["memory_growth_mib"].value_or(0.0);
+    if (const toml::table* faults = root["faults"].as_table()) {
+      for (const auto& [kind, count] : *faults) {
+        report.faults[std::string(kind.str())] = static_cast<uint64_t>(count.value_or(int64_t{0}));
+      }
+    }
+    for (const auto& [name, field] : kLedgerFields) {
+      report.ledger.*field = static_cast<uint64_t>(root["ledger"][name].value_or(int64_t{0}));
+    }
     if (const toml::array* nodes = root["nodes"].as_array()) {
       for (const toml::node& item : *nodes) {
         const toml::table& t = *item.as_table();
@@ -147,6 +213,19 @@ std::vector<Violation> CheckRun(const FuzzScenario& scenario, const FuzzRunRepor
   if (!report.error.empty()) {
     v.Add(kScenarioRuns, report.error);
     return v.Take();
+  }
+  if (const uint64_t loaded = CountOf(report.faults, "torn_loaded"); loaded > 0) {
+    v.Add(kCheckpointAgrees, std::to_string(loaded) +
+                                 " restart(s) loaded a torn checkpoint as if it were whole "
+                                 "(see the nodes' node.log)");
+  }
+  if (!report.interrupted) CheckBalance(report, v);
+  const double memory_bound = kMemoryBaseMib + kMemoryPerNodeMib * scenario.nodes;
+  if (report.memory_growth_mib > memory_bound) {
+    std::ostringstream d;
+    d << "the run's peak resident memory grew by " << report.memory_growth_mib
+      << " MiB; the bound for " << scenario.nodes << " nodes is " << memory_bound << " MiB";
+    v.Add(kMemoryBound, d.str());
   }
   for (const FuzzNodeEnd& n : report.nodes) {
     CheckNode(scenario, n, v);

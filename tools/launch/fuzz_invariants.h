@@ -8,16 +8,24 @@
 //   rounds-contiguous  each node's rounds.csv holds rounds 0..k, without gaps or repeats, across
 //                      its restarts
 //   checkpoint-agrees  each node's checkpoint.bin loads (its CRC holds) and is of round k, the
-//                      last row of its rounds.csv, with the same stopped flag
+//                      last row of its rounds.csv, with the same stopped flag; a node that failed
+//                      writing its outputs may have a checkpoint behind its rows (or none), never
+//                      ahead; no restart loaded a checkpoint the storage tore (each was refused
+//                      with its checksum error, and its node restarted clean, saying so)
 //   frames-refused     every message a node refused was refused with one of the protocol's error
 //                      codes (never "internal" or an unknown one)
+//   counters-balance   every message sent (and every byte) has one fate: sent = lost + dropped +
+//                      refused + received, in messages and in bytes; the messages the network
+//                      lost are those the fault model lost or cut, and its copies those the model
+//                      duplicated
+//   memory-bound       the run's peak resident memory grew by at most kMemoryBaseMib +
+//                      kMemoryPerNodeMib x nodes over what it had when it began
 //   liveness           after the faults (every outage ends, every partition heals), every node
 //                      finished all its rounds, or ended with its reason; and the run ended within
 //                      LivenessBoundSeconds simulated seconds
 //   determinism        (checked by the command) a second run of the seed gave the same outputs
 //
-// Not checked yet: byte and message counters balancing (the host's counters restart with each
-// incarnation and the simulated network does not count messages by fate), and memory per node.
+// The liveness, counters-balance and memory bounds are stated in docs/development.md.
 
 #include <cstdint>
 #include <map>
@@ -26,6 +34,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "node/transport/simulated_network.h"
 #include "tools/launch/fuzz_scenario.h"
 
 namespace meshlearn::launch {
@@ -37,6 +46,13 @@ inline constexpr const char kFiniteModels[] = "finite-models";
 inline constexpr const char kRoundsContiguous[] = "rounds-contiguous";
 inline constexpr const char kCheckpointAgrees[] = "checkpoint-agrees";
 inline constexpr const char kFramesRefused[] = "frames-refused";
+inline constexpr const char kCountersBalance[] = "counters-balance";
+inline constexpr const char kMemoryBound[] = "memory-bound";
+
+// memory-bound: a run's peak resident memory may grow over the fuzzer's by at most
+// kMemoryBaseMib + kMemoryPerNodeMib x nodes (MiB).
+inline constexpr double kMemoryBaseMib = 64;
+inline constexpr double kMemoryPerNodeMib = 4;
 inline constexpr const char kLiveness[] = "liveness";
 inline constexpr const char kDeterminism[] = "determinism";
 
@@ -57,6 +73,10 @@ struct FuzzRunReport {
   double simulated_seconds = 0;
   bool interrupted = false;  // stopped at the liveness bound
   std::vector<FuzzNodeEnd> nodes;
+  std::map<std::string, uint64_t> faults;  // the faults injected (SimulationReport::faults)
+  node::MessageLedger ledger;              // the fates of the messages
+  // The run's peak resident memory minus its resident memory when it began, in MiB.
+  double memory_growth_mib = 0;
 };
 
 // Writes `report` to `path` (TOML).

@@ -109,23 +109,28 @@ void DrawNodeFaults(FuzzScenario& s, const FuzzLimits& limits) {
   }
 }
 
+// With fault kind `kind` on (its own draws, named as the kind), `rate` is drawn in [min, max] and
+// rounded so that the scenario file shows it exactly.
+void DrawRate(FuzzScenario& s, FaultKind kind, const FuzzLimits& limits, double& rate, double max,
+              double min = 0.005) {
+  Draws d(std::string(NameOf(FaultKindNames(), kind)).c_str(), s.seed);
+  if (!Wanted(kind, limits, d)) return;
+  rate = std::round(d.Between(min, max) * 1000) / 1000;
+  s.kinds.insert(kind);
+}
+
+void DrawStorageFaults(FuzzScenario& s, const FuzzLimits& limits) {
+  DrawRate(s, FaultKind::kWriteFail, limits, s.write_fail, 0.05);
+  DrawRate(s, FaultKind::kDiskFull, limits, s.disk_full, 0.1);
+  DrawRate(s, FaultKind::kTorn, limits, s.torn, 1, 0.1);
+}
+
 void DrawNetworkFaults(FuzzScenario& s, const FuzzLimits& limits) {
-  Draws loss("loss", s.seed), corrupt("corrupt", s.seed), truncate("truncate", s.seed),
-      latency("latency", s.seed);
-  // Rates are rounded so that the scenario file shows them exactly.
-  auto rate = [](Draws& d, double max) { return std::round(d.Between(0.005, max) * 1000) / 1000; };
-  if (Wanted(FaultKind::kLoss, limits, loss)) {
-    s.loss = rate(loss, 0.3);
-    s.kinds.insert(FaultKind::kLoss);
-  }
-  if (Wanted(FaultKind::kCorrupt, limits, corrupt)) {
-    s.corrupt = rate(corrupt, 0.1);
-    s.kinds.insert(FaultKind::kCorrupt);
-  }
-  if (Wanted(FaultKind::kTruncate, limits, truncate)) {
-    s.truncate = rate(truncate, 0.1);
-    s.kinds.insert(FaultKind::kTruncate);
-  }
+  DrawRate(s, FaultKind::kDuplicate, limits, s.duplicate, 0.1);
+  DrawRate(s, FaultKind::kLoss, limits, s.loss, 0.3);
+  DrawRate(s, FaultKind::kCorrupt, limits, s.corrupt, 0.1);
+  DrawRate(s, FaultKind::kTruncate, limits, s.truncate, 0.1);
+  Draws latency("latency", s.seed);
   if (Wanted(FaultKind::kLatency, limits, latency)) {
     s.latency_ms = std::round(latency.Between(1, 200));
     s.latency_sigma = std::round(latency.Between(0, 1) * 100) / 100;
@@ -169,6 +174,11 @@ toml::table NetworkSection(const FuzzScenario& s) {
   if (s.loss > 0) network.insert("loss", s.loss);
   if (s.corrupt > 0) network.insert("corrupt", s.corrupt);
   if (s.truncate > 0) network.insert("truncate", s.truncate);
+  if (s.duplicate > 0) network.insert("duplicate", s.duplicate);
+  if (s.write_fail > 0 || s.disk_full > 0 || s.torn > 0) {
+    network.insert("storage",
+                   toml::table{{"fail", s.write_fail}, {"full", s.disk_full}, {"torn", s.torn}});
+  }
   if (s.latency_ms > 0) {
     network.insert("latency_ms", s.latency_ms);
     network.insert("latency",
@@ -204,10 +214,12 @@ toml::table NetworkSection(const FuzzScenario& s) {
 
 NameTable<FaultKind> FaultKindNames() {
   static constexpr NamedValue<FaultKind> kNames[] = {
-      {"loss", FaultKind::kLoss},         {"corrupt", FaultKind::kCorrupt},
-      {"truncate", FaultKind::kTruncate}, {"partition", FaultKind::kPartition},
-      {"death", FaultKind::kDeath},       {"pause", FaultKind::kPause},
-      {"slow", FaultKind::kSlow},         {"latency", FaultKind::kLatency}};
+      {"loss", FaultKind::kLoss},           {"corrupt", FaultKind::kCorrupt},
+      {"truncate", FaultKind::kTruncate},   {"partition", FaultKind::kPartition},
+      {"death", FaultKind::kDeath},         {"pause", FaultKind::kPause},
+      {"slow", FaultKind::kSlow},           {"latency", FaultKind::kLatency},
+      {"duplicate", FaultKind::kDuplicate}, {"write_fail", FaultKind::kWriteFail},
+      {"disk_full", FaultKind::kDiskFull},  {"torn", FaultKind::kTorn}};
   return kNames;
 }
 
@@ -218,6 +230,7 @@ FuzzScenario DrawScenario(uint64_t seed, const FuzzLimits& limits) {
   DrawMethod(s);
   DrawNodeFaults(s, limits);
   DrawNetworkFaults(s, limits);
+  DrawStorageFaults(s, limits);
   return s;
 }
 
@@ -235,6 +248,10 @@ std::string DescribeScenario(const FuzzScenario& s) {
   if (s.loss > 0) out << " loss=" << s.loss;
   if (s.corrupt > 0) out << " corrupt=" << s.corrupt;
   if (s.truncate > 0) out << " truncate=" << s.truncate;
+  if (s.duplicate > 0) out << " duplicate=" << s.duplicate;
+  if (s.write_fail > 0) out << " write_fail=" << s.write_fail;
+  if (s.disk_full > 0) out << " disk_full=" << s.disk_full;
+  if (s.torn > 0) out << " torn=" << s.torn;
   return out.str();
 }
 
@@ -289,9 +306,12 @@ std::string FaultKindList(const std::set<FaultKind>& kinds) {
 }
 
 double LivenessBoundSeconds(const FuzzScenario& s) {
-  double away = 0;
-  for (const FuzzOutage& o : s.outages) away += o.seconds;
   const double round = s.round_compute_s * s.slow_factor + 3 * s.round_deadline_s + 1;
+  double away = 0;
+  for (const FuzzOutage& o : s.outages) {
+    away += o.seconds;
+    if (s.torn > 0 && !o.pause) away += static_cast<double>(o.after_round + 2) * round;
+  }
   return static_cast<double>(s.rounds + 1) * round + away + kLingerSeconds + 60;
 }
 

@@ -21,7 +21,10 @@
 //   frames (up to 10% each), partitions into two groups (symmetric, or one-way in a third of the
 //   seeds that draw one) that heal before the last round, deaths
 //   with restart from the checkpoint, pauses longer than the round deadline, slow nodes (2-10x),
-//   and latency with a spread per node (which reorders messages between links).
+//   latency with a spread per node (which reorders messages between links), duplicated messages
+//   (up to 10%), and storage faults through the simulated world (sim/storage_faults.h): failed
+//   writes (up to 5% of writes), full disks (up to 10% of flushes) and torn checkpoints (10% to
+//   all of the checkpoints written by dying nodes).
 
 #include <cstdint>
 #include <optional>
@@ -44,6 +47,10 @@ enum class FaultKind {
   kPause,      // a node stops for longer than the round deadline, then continues
   kSlow,       // some nodes compute several times slower
   kLatency,    // link latency, with a spread per node
+  kDuplicate,  // a message arrives twice
+  kWriteFail,  // a write of a node's outputs fails
+  kDiskFull,   // a node's disk is full when it writes its outputs
+  kTorn,       // the checkpoint a dying node writes is torn
 };
 
 // The config name of every FaultKind, in documentation order.
@@ -92,7 +99,8 @@ struct FuzzScenario {
   double round_compute_s = 1;
   // Faults (zero or empty when their kind is off).
   std::set<FaultKind> kinds;
-  double loss = 0, corrupt = 0, truncate = 0;
+  double loss = 0, corrupt = 0, truncate = 0, duplicate = 0;
+  double write_fail = 0, disk_full = 0, torn = 0;
   double latency_ms = 0, latency_sigma = 0;
   int slow_count = 0;
   double slow_factor = 1;
@@ -117,8 +125,9 @@ Result<std::set<FaultKind>> ParseFaultKinds(const std::string& list);
 std::string FaultKindList(const std::set<FaultKind>& kinds);
 
 // The simulated seconds within which every node of `s` must have finished its rounds: (rounds + 1)
-// x (the slowest node's round_compute_s + 3 x round_deadline_s + 1 s) + the outages' seconds +
-// the linger time + 60 s.
+// x R + the outages' seconds + the linger time + 60 s, where R = the slowest node's
+// round_compute_s + 3 x round_deadline_s + 1 s; with torn checkpoints, each death adds
+// (after_round + 2) x R (a node restarted clean does its rounds again).
 double LivenessBoundSeconds(const FuzzScenario& s);
 
 }  // namespace meshlearn::launch

@@ -16,6 +16,7 @@
 #include "base/atomic_file.h"
 #include "tools/launch/experiment.h"
 #include "tools/launch/method_runner.h"
+#include "tools/launch/node_processes.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -42,6 +43,7 @@ class LastStatuses : public RunObserver {
 // The child's work: runs `s` in `dir` as --simulate does and describes how it ended.
 FuzzRunReport RunInChild(const FuzzScenario& s, const std::string& dir) {
   FuzzRunReport report;
+  const double start_rss_mib = ProcSizeMib("/proc/self/status", "VmRSS:");
   const std::string path = (std::filesystem::path(dir) / kScenarioFile).string();
   if (Status written = WriteFileAtomically(path, ScenarioToml(s)); !written.ok()) {
     report.error = written.ToString();
@@ -74,6 +76,11 @@ FuzzRunReport RunInChild(const FuzzScenario& s, const std::string& dir) {
   }
   report.simulated_seconds = run->simulated_seconds.value_or(0);
   report.interrupted = run->interrupted;
+  report.memory_growth_mib = ProcSizeMib("/proc/self/status", "VmHWM:") - start_rss_mib;
+  if (run->simulation) {
+    report.faults = run->simulation->faults;
+    report.ledger = run->simulation->ledger;
+  }
   for (size_t i = 0; i < run->nodes.size(); ++i) {
     const NodeRun& n = run->nodes[i];
     FuzzNodeEnd end{n.id, n.dir, n.failure.value_or(""), {}};
@@ -159,7 +166,9 @@ SeedResult RunSeed(const FuzzScenario& scenario, const std::string& dir,
     return result;
   }
   result.violations = CheckRun(scenario, *report);
-  result.output_hash = HashOutputs(*report, !scenario.security);
+  result.faults = report->faults;
+  result.memory_growth_mib = report->memory_growth_mib;
+  if (options.hash_outputs) result.output_hash = HashOutputs(*report, !scenario.security);
   return result;
 }
 

@@ -86,6 +86,15 @@ Status ReadSlow(TableReader& t, sim::SlowNodes& slow) {
   });
 }
 
+// [network.storage]: fail, full and torn, each a probability (sim/storage_faults.h).
+Status ReadStorage(TableReader& t, sim::StorageFaultRates& storage) {
+  return t.Table("storage", [&](TableReader& s) -> Status {
+    MESHLEARN_RETURN_IF_ERROR(s.Number("fail", &storage.fail, 0, 1));
+    MESHLEARN_RETURN_IF_ERROR(s.Number("full", &storage.full, 0, 1));
+    return s.Number("torn", &storage.torn, 0, 1);
+  });
+}
+
 // [[network.nodes]]: one node (`node`) or every node of a cluster (`cluster`) and its values.
 Status ReadNodes(TableReader& t, sim::NetworkModel& network, NetworkToResolve& later) {
   return t.TableArray("nodes", [&](TableReader& e) -> Status {
@@ -193,6 +202,8 @@ Status ParseNetwork(TableReader& t, sim::NetworkModel& net, NetworkToResolve& la
   MESHLEARN_RETURN_IF_ERROR(t.Number("loss", &net.loss, 0, 0.99));
   MESHLEARN_RETURN_IF_ERROR(t.Number("corrupt", &net.corrupt, 0, 1));
   MESHLEARN_RETURN_IF_ERROR(t.Number("truncate", &net.truncate, 0, 1));
+  MESHLEARN_RETURN_IF_ERROR(t.Number("duplicate", &net.duplicate, 0, 1));
+  MESHLEARN_RETURN_IF_ERROR(ReadStorage(t, net.storage));
   MESHLEARN_RETURN_IF_ERROR(t.Number("round_compute_s", &net.round_compute_s, 0, 86400));
   net.latency_s = latency_ms / 1000.0;
   net.bandwidth_bytes_per_s = bandwidth_mbit_s * 1e6 / 8;
