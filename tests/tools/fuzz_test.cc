@@ -3,6 +3,7 @@
 // simulator, and the canary's planted bug is caught.
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -53,6 +54,28 @@ TEST(FuzzScenario, LimitsLeaveTheOtherDrawsAlone) {
     EXPECT_EQ(small.sampler, full.sampler);
     EXPECT_EQ(small.loss, full.loss);
     EXPECT_TRUE(small.outages.empty() && small.partitions.empty() && small.corrupt == 0);
+  }
+}
+
+TEST(FuzzScenario, DrawsTheDataExchangingMethodsAndTopkWithWhatTheyNeed) {
+  std::map<std::string, int> drawn;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    FuzzScenario s = DrawScenario(seed);
+    const std::string toml = ScenarioToml(s);
+    const std::string method = s.sampler == "dac" ? "dac/" + s.metric : s.sampler;
+    drawn[method] += 1;
+    drawn[s.codec] += 1;
+    const bool emd = method == "emd_cluster" || method == "dac/emd";
+    const bool signatures = method == "centroid_cluster" || method == "dac/centroid";
+    EXPECT_EQ(toml.find("[node.emd]") != std::string::npos, emd) << "seed " << seed;
+    EXPECT_EQ(toml.find("[node.signature]") != std::string::npos, signatures) << "seed " << seed;
+    if (emd || signatures) {
+      EXPECT_NE(toml.find("architecture = 'mlp'"), std::string::npos) << "seed " << seed;
+    }
+  }
+  for (const char* wanted :
+       {"emd_cluster", "dac/emd", "centroid_cluster", "dac/centroid", "topk"}) {
+    EXPECT_GT(drawn[wanted], 5) << wanted;
   }
 }
 

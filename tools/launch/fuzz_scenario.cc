@@ -60,6 +60,30 @@ void DrawMethod(FuzzScenario& s) {
   s.known_peers = d.Coin(0.2) ? static_cast<int>(d.Int(1, std::max(1, s.nodes / 2))) : 0;
   s.round_deadline_s = std::round(d.Between(2, 8));
   s.round_compute_s = d.Pick<double>({0.5, 1, 2});
+  // The methods that exchange something drawn from the data (the EMD exchange, FLT's signatures)
+  // and the topk codec, each from draws of its own, so that a seed's other draws are the ones it
+  // had before they were added.
+  Draws data("data-method", s.seed);
+  if (data.Coin(0.25)) {
+    const std::string method =
+        data.Pick<std::string>({"emd_cluster", "emd", "centroid_cluster", "centroid"});
+    if (method == "emd" || method == "centroid") {
+      s.sampler = "dac";
+      s.metric = method;
+    } else {
+      s.sampler = method;
+    }
+  }
+  Draws topk("topk", s.seed);
+  if (topk.Coin(0.1)) s.codec = "topk";
+}
+
+// Whether the scenario's method runs the EMD exchange, and whether it uses FLT's signatures.
+bool RunsEmdExchange(const FuzzScenario& s) {
+  return s.sampler == "emd_cluster" || (s.sampler == "dac" && s.metric == "emd");
+}
+bool UsesSignatures(const FuzzScenario& s) {
+  return s.sampler == "centroid_cluster" || (s.sampler == "dac" && s.metric == "centroid");
 }
 
 bool Wanted(FaultKind kind, const FuzzLimits& limits, Draws& d) {
@@ -150,12 +174,20 @@ toml::table NodeSections(const FuzzScenario& s) {
                        {"aggregation", s.aggregation},
                        {"peers_per_round", s.peers_per_round},
                        {"tau", 30}};
+  const bool emd = RunsEmdExchange(s), signatures = UsesSignatures(s);
+  if (s.sampler == "dac" && (emd || signatures)) {
+    // Their scores are never > 0 (configs/README.md [learning] metric).
+    learning.insert("unscored", "zero");
+    learning.insert("normalize", "minmax");
+  }
   toml::table round{
       {"sync", s.sync}, {"round_deadline_s", s.round_deadline_s}, {"linger_s", kLingerSeconds}};
   toml::table node{
-      {"model", toml::table{{"architecture", "linear"}}},
+      {"model", toml::table{{"architecture", emd || signatures ? "mlp" : "linear"}}},
       {"training", toml::table{{"optimizer", "sgd"},
-                               {"learning_rate", 0.003},
+                               // The MLP diverges at the linear model's rate on the
+                               // regression within its first round (seeds 25, 27 and 46).
+                               {"learning_rate", emd || signatures ? 0.0003 : 0.003},
                                {"batch_size", 8},
                                {"rounds", s.rounds},
                                {"patience", s.rounds + 1}}},
@@ -163,8 +195,12 @@ toml::table NodeSections(const FuzzScenario& s) {
       {"round", std::move(round)},
       {"compression", toml::table{{"codec", s.codec}}},
   };
+  if (emd) node.insert("emd", toml::table{{"enabled", true}});
+  if (signatures) node.insert("signature", toml::table{{"k", 1}});
   if (s.privacy) {
-    node.insert("privacy", toml::table{{"enabled", true}, {"noise_multiplier", 0.5}});
+    node.insert("privacy", toml::table{{"enabled", true},
+                                       {"noise_multiplier", 0.5},
+                                       {"allow_data_exchanges", emd || signatures}});
   }
   return node;
 }

@@ -14,9 +14,12 @@
 //   in 1 to 3 clusters of file 004's synthetic regression (the cheapest data that runs the real
 //   learner, codec and host).
 // - Method: DAC with one of its metrics (cos_weights, cos_grad, inv_l2, inv_loss), random or
-//   oracle gossip, FLIC's louvain or OCFL's temperature policy; FedAvg or FedSim; sync or async
-//   rounds; a compression codec (none, fp16, int8); sometimes DP-SGD, CURVE security, or only a
-//   few known peers.
+//   oracle gossip, FLIC's louvain or OCFL's temperature policy; in a quarter of the seeds instead
+//   (draws of its own) a method that exchanges what it draws from the data, with the MLP: the EMD
+//   exchange (emd_cluster, or DAC with emd) or FLT's signatures (centroid_cluster, or DAC with
+//   centroid); FedAvg or FedSim; sync or async rounds; a compression codec (none, fp16, int8, and
+//   topk in a tenth of the seeds, from draws of its own); sometimes DP-SGD, CURVE security, or
+//   only a few known peers.
 // - Faults, each kind on with probability 1/2: message loss (up to 30%), corrupt and truncated
 //   frames (up to 10% each), partitions into two groups (symmetric, or one-way in a third of the
 //   seeds that draw one) that heal before the last round, deaths
@@ -86,7 +89,9 @@ struct FuzzScenario {
   int clusters = 1;
   int64_t rounds = 5;
   // Method.
-  std::string sampler = "dac";  // dac, random, oracle, louvain, temperature
+  // dac, random, oracle, louvain (FLIC), temperature (OCFL), emd_cluster (the EMD exchange) or
+  // centroid_cluster (FLT); dac's metric may also be emd or centroid.
+  std::string sampler = "dac";
   std::string metric = "cos_weights";
   std::string aggregation = "fedavg";
   int peers_per_round = 1;
