@@ -10,11 +10,13 @@
 namespace meshlearn::node {
 namespace {
 
-// True when the peer itself answered that it has no model yet (ModelServer: an asynchronous
-// GetModel before its round 0 ends); a transport's kUnavailable is not a reply.
-bool HasNoModelYet(const Result<Message>& reply) {
+// The peer's answer that it cannot serve now, or null: Error(unavailable), sent by its model
+// server for an asynchronous GetModel before its round 0 ends, or by its transport when too many
+// requests are pending. The peer is up, so the round skips it without counting a failure. A
+// failed request (no answer: reply is an error status) is not such an answer.
+const Error* UnavailableAnswer(const Result<Message>& reply) {
   const Error* error = reply.ok() ? std::get_if<Error>(&reply->body) : nullptr;
-  return error && error->code == ErrorCode::kUnavailable;
+  return error && error->code == ErrorCode::kUnavailable ? error : nullptr;
 }
 
 }  // namespace
@@ -218,8 +220,9 @@ void RoundDriver::OnReply(uint64_t request_id, const Result<Message>& reply, con
   if (phase_ != Phase::kFetching || it == fetch_.requests.end()) return;
   std::string peer = it->second;
   fetch_.requests.erase(it);
-  if (HasNoModelYet(reply)) {
-    node_.log.info("round {}: peer {} has no model yet; skipped this round", fetch_.round, peer);
+  if (const Error* unavailable = UnavailableAnswer(reply)) {
+    node_.log.info("round {}: peer {} cannot serve now ({}); skipped this round", fetch_.round,
+                   peer, unavailable->text);
     if (fetch_.requests.empty()) FinishFetch(out);
     return;
   }
