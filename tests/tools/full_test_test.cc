@@ -5,6 +5,7 @@
 #include "tools/launch/full_test.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -74,7 +75,9 @@ std::map<std::string, std::string> SummaryRow(const std::string& out, const std:
 class ClusterTestRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = ::testing::TempDir() + "/full_test_run";
+    // One folder per process: ctest runs each test of the suite in a process of its own, and two
+    // of them may run at once.
+    dir_ = ::testing::TempDir() + "/full_test_run." + std::to_string(::getpid());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ + "/scenario.toml") << kScenario;
@@ -87,6 +90,8 @@ class ClusterTestRun : public ::testing::Test {
     std::atomic<bool> interrupt{false};
     exit_code_ = Run::Execute(request, interrupt);
   }
+
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   static inline std::string dir_;
   static inline int exit_code_ = -1;
