@@ -2,7 +2,7 @@
 // One node as the simulator (sim/simulation.h) keeps it: its host while it runs, and what outlives
 // the host: its state, its counters and the round it reached. Shared by the simulator's parts,
 // which each read or write their own fields:
-// - scheduling (sim/simulation.cc): the host, the state, the job queue, deferred tasks, outages;
+// - the simulator (sim/simulator.h): the host, the state, the job queue, deferred tasks, outages;
 // - the snapshot barrier (sim/snapshot_barrier.h): the barrier place, and the fields a snapshot
 //   keeps (NodeSnapshot: generation, bytes of earlier incarnations, last round, failure);
 // - outputs and progress (sim/outputs.h): the logger and the last round and loss.

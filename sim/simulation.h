@@ -4,8 +4,9 @@
 // clock and a modelled network (sim/network_model.h) instead of sockets and threads per node.
 //
 // Its parts, each with its own contract, over one record per node (sim/sim_node.h):
-// - scheduling (sim/simulation.cc, sim/scheduling.h): the virtual clock and its events, the node
-//   hosts in their simulated worlds, their learner jobs, ticks and outages;
+// - the simulator (sim/simulator.h) and scheduling (sim/scheduling.h): the virtual clock and its
+//   events, the node hosts in their simulated worlds, their learner jobs, ticks, faults and
+//   outages;
 // - the snapshot barrier and restore (sim/snapshot_barrier.h; the snapshot's text: sim/snapshot.h);
 // - outputs and progress (sim/outputs.h): node logs buffered in memory, progress reports;
 // - the sequential exchange schedule's turns (sim/exchange_turns.h).

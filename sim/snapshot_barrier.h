@@ -1,7 +1,7 @@
 #pragma once
 // The snapshot barrier of a simulation (sim/simulation.h, "Snapshots"): when it falls, which nodes
 // are there, and the snapshot folder it writes and a resumed simulation reads. The simulation
-// does the rest: it stops and restarts the nodes (sim/simulation.cc).
+// does the rest: it stops and restarts the nodes (sim/simulator_snapshots.cc).
 //
 // Specification.
 // - Barriers fall after rounds k = r + N, r + 2N, ... (N = snapshot_every > 0; r = 0, or the round
