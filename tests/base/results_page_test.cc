@@ -56,10 +56,12 @@ std::map<RunKey, std::vector<double>> KeptRuns() {
   if (!fs::exists(results)) return runs;
   for (const auto& entry : fs::recursive_directory_iterator(results)) {
     if (entry.path().filename() != "summary.csv") continue;
-    // results/compression/, results/stragglers/ and results/robustness/ have their own layouts
-    // and page tables (below).
+    // results/compression/, results/stragglers/, results/robustness/ and results/paper-code/
+    // have their own layouts and page tables (below).
     const std::string top = fs::relative(entry.path(), results).begin()->string();
-    if (top == "compression" || top == "stragglers" || top == "robustness") continue;
+    if (top == "compression" || top == "stragglers" || top == "robustness" || top == "paper-code") {
+      continue;
+    }
     const fs::path method_dir = entry.path().parent_path();
     const std::string seed_dir = method_dir.parent_path().filename().string();
     const std::string scenario = method_dir.parent_path().parent_path().filename().string();
@@ -460,6 +462,170 @@ TEST(ResultsPage, TheStragglersTablesAreTheirData) {
     page[{table + cells[0], cells[1]}] = {cells.begin() + 2, cells.end()};
   }
   EXPECT_EQ(page, expected);
+}
+
+// One row of the procedure tables: a procedure, a method (the summary's `method`) and a test
+// protocol ("per-node": each node's own 100 images; "cluster": [data] test = "cluster").
+using ProcedureRow = std::tuple<std::string, std::string, std::string>;
+
+// What a row shows of one run: its clusters' accuracies, the mean, the share of in-cluster draws
+// and the lowest honest node's accuracy (nullopt when the summary has none).
+struct ProcedureFigures {
+  std::vector<double> clusters;
+  double mean = 0;
+  double in_cluster = 0;
+  std::optional<double> lowest;
+};
+
+// The figures of a summary.csv row under `test`: the columns cluster_<c>, mean and worst_node, or
+// with "cluster" their full_test_ forms.
+ProcedureFigures FiguresUnder(const std::map<std::string, std::string>& summary,
+                              const std::string& test) {
+  const std::string prefix = test == "cluster" ? "full_test_" : "";
+  ProcedureFigures figures;
+  for (int c = 0; summary.count(prefix + "cluster_" + std::to_string(c)); ++c) {
+    figures.clusters.push_back(std::stod(summary.at(prefix + "cluster_" + std::to_string(c))));
+  }
+  figures.mean = std::stod(summary.at(prefix + "mean"));
+  figures.in_cluster = std::stod(summary.at("in_cluster"));
+  auto lowest = summary.find(prefix + "worst_node");
+  if (lowest != summary.end() && !lowest->second.empty())
+    figures.lowest = std::stod(lowest->second);
+  return figures;
+}
+
+// Adds the runs of `procedure` kept as <dir>/seed-<s>/<method folder>/summary.csv, seeds 1–3, to
+// `rows` under each of `tests`.
+void AddProcedureRuns(const fs::path& dir, const std::string& procedure,
+                      const std::vector<std::string>& tests,
+                      std::map<ProcedureRow, std::map<int, ProcedureFigures>>& rows) {
+  for (int seed = 1; seed <= 3; ++seed) {
+    const fs::path seed_dir = dir / ("seed-" + std::to_string(seed));
+    if (!fs::exists(seed_dir)) continue;
+    for (const auto& method_dir : fs::directory_iterator(seed_dir)) {
+      if (!fs::exists(method_dir.path() / "summary.csv")) continue;
+      for (const auto& summary : CsvRows(method_dir.path() / "summary.csv")) {
+        for (const std::string& test : tests) {
+          rows[{procedure, summary.at("method"), test}][seed] = FiguresUnder(summary, test);
+        }
+      }
+    }
+  }
+}
+
+// A seed-matched difference: the mean of `differences`, with two decimals, then " ± " and its
+// standard error when there are two or more.
+std::string DifferenceCell(const std::vector<double>& differences) {
+  double mean = 0, squares = 0;
+  for (double d : differences) mean += d / differences.size();
+  for (double d : differences) squares += (d - mean) * (d - mean);
+  std::string cell = TwoDecimals(mean);
+  if (differences.size() > 1) {
+    const double n = differences.size();
+    cell += " ± " + TwoDecimals(std::sqrt(squares / (n - 1) / n));
+  }
+  return cell;
+}
+
+// The cells of a procedure table's rows: the seeds ("1, 2, 3"), the clusters' accuracies (means
+// over the seeds), the mean ± its standard deviation over the seeds, Oracle − the method matched
+// seed by seed (mean ± standard error; "–" for Oracle itself) against the Oracle of the same
+// procedure and test, or of `fallback_procedure` where the procedure ran no Oracle (its rules do
+// not change Oracle's draws), the share of in-cluster draws (%, one decimal, mean over the seeds)
+// and the lowest node's accuracy over every seed ("not kept" when a summary lacks it).
+std::map<ProcedureRow, std::vector<std::string>> ProcedureCells(
+    const std::map<ProcedureRow, std::map<int, ProcedureFigures>>& rows,
+    const std::string& fallback_procedure) {
+  std::map<ProcedureRow, std::vector<std::string>> cells;
+  for (const auto& [row, seeds] : rows) {
+    const auto& [procedure, method, test] = row;
+    auto oracle = rows.find({procedure, "oracle", test});
+    if (oracle == rows.end()) oracle = rows.find({fallback_procedure, "oracle", test});
+    std::string seed_list;
+    std::vector<double> clusters(seeds.begin()->second.clusters.size(), 0.0), means, in_cluster;
+    std::vector<double> differences;
+    std::optional<double> lowest;
+    bool lowest_kept = true;
+    for (const auto& [seed, figures] : seeds) {
+      seed_list += (seed_list.empty() ? "" : ", ") + std::to_string(seed);
+      for (size_t c = 0; c < clusters.size(); ++c) {
+        clusters[c] += figures.clusters.at(c) / seeds.size();
+      }
+      means.push_back(figures.mean);
+      in_cluster.push_back(100 * figures.in_cluster);
+      if (oracle != rows.end() && oracle->second.count(seed)) {
+        differences.push_back(oracle->second.at(seed).mean - figures.mean);
+      }
+      lowest_kept = lowest_kept && figures.lowest.has_value();
+      if (figures.lowest && (!lowest || *figures.lowest < *lowest)) lowest = figures.lowest;
+    }
+    std::vector<std::string>& out = cells[row];
+    out.push_back(seed_list);
+    for (double c : clusters) out.push_back(TwoDecimals(c));
+    out.push_back(MeanCell(means, 2, means.size()));
+    out.push_back(method == "oracle" || differences.empty() ? "–" : DifferenceCell(differences));
+    char share[32];
+    double share_mean = 0;
+    for (double s : in_cluster) share_mean += s / in_cluster.size();
+    std::snprintf(share, sizeof(share), "%.1f%%", share_mean);
+    out.push_back(share);
+    out.push_back(lowest_kept ? TwoDecimals(*lowest) : "not kept");
+  }
+  return cells;
+}
+
+// The rows of the table under `heading` in docs/results.md's section "## The authors' procedure":
+// its first three cells (procedure, method, test) → the others.
+std::map<ProcedureRow, std::vector<std::string>> ProcedureTable(const std::string& heading) {
+  std::map<ProcedureRow, std::vector<std::string>> table;
+  std::ifstream in(kRoot / "docs" / "results.md");
+  std::string line;
+  bool in_section = false, in_table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) in_section = line.rfind("## The authors' procedure", 0) == 0;
+    if (line.rfind("### ", 0) == 0) in_table = line == heading;
+    if (!in_section || !in_table || line.rfind("| ", 0) != 0) continue;
+    const std::vector<std::string> cells = TableCells(line);
+    if (cells.size() < 3 || cells[0] == "procedure" || cells[0].rfind("---", 0) == 0) continue;
+    table[{cells[0], cells[1], cells[2]}] = {cells.begin() + 3, cells.end()};
+  }
+  EXPECT_FALSE(table.empty()) << "docs/results.md has no table under " << heading;
+  return table;
+}
+
+// "The authors' procedure at 300 rounds": file 004's covariate shift, seeds 1–3. Our procedure
+// (the runs of results/fmnist-covariate/, tested per node) beside the paper-code preset
+// (results/paper-code/fmnist-covariate/300-rounds/, under both test protocols), for Oracle, Inv
+// loss FedSim and Cos weight FedAvg.
+TEST(ResultsPage, TheProcedureAblationTableIsItsData) {
+  std::map<ProcedureRow, std::map<int, ProcedureFigures>> rows;
+  const fs::path ours = kRoot / "results" / "fmnist-covariate";
+  for (int seed = 1; seed <= 3; ++seed) {
+    for (const char* folder : {"oracle", "inv_loss-fedsim", "cos_weights"}) {
+      const fs::path summary = ours / ("seed-" + std::to_string(seed)) / folder / "summary.csv";
+      ASSERT_TRUE(fs::exists(summary)) << summary;
+      for (const auto& row : CsvRows(summary)) {
+        rows[{"ours", row.at("method"), "per-node"}][seed] = FiguresUnder(row, "per-node");
+      }
+    }
+  }
+  AddProcedureRuns(kRoot / "results" / "paper-code" / "fmnist-covariate" / "300-rounds",
+                   "paper-code", {"per-node", "cluster"}, rows);
+  EXPECT_EQ(ProcedureTable("### The authors' procedure at 300 rounds"),
+            ProcedureCells(rows, "ours"));
+}
+
+// "Each difference alone at 50 rounds": results/paper-code/fmnist-covariate/50-rounds/<procedure>/
+// (ours, one option of the preset alone, or the whole preset), tested on the clusters' full test
+// sets.
+TEST(ResultsPage, TheProcedureScreeningTableIsItsData) {
+  std::map<ProcedureRow, std::map<int, ProcedureFigures>> rows;
+  const fs::path root = kRoot / "results" / "paper-code" / "fmnist-covariate" / "50-rounds";
+  ASSERT_TRUE(fs::exists(root)) << root;
+  for (const auto& procedure : fs::directory_iterator(root)) {
+    AddProcedureRuns(procedure.path(), procedure.path().filename().string(), {"cluster"}, rows);
+  }
+  EXPECT_EQ(ProcedureTable("### Each difference alone at 50 rounds"), ProcedureCells(rows, "ours"));
 }
 
 // One kept robustness run: a method's summary.csv row (column → cell) and its folder.
