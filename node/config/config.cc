@@ -168,6 +168,12 @@ NameTable<SybilAddress> SybilAddressNames() {
   return kNames;
 }
 
+NameTable<StoppedServes> StoppedServesNames() {
+  static constexpr NamedValue<StoppedServes> kNames[] = {{"best", StoppedServes::kBest},
+                                                         {"last", StoppedServes::kLast}};
+  return kNames;
+}
+
 NameTable<RestingRule> RestingRuleNames() {
   static constexpr NamedValue<RestingRule> kNames[] = {{"silent", RestingRule::kSilent},
                                                        {"fetch", RestingRule::kFetch}};

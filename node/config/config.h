@@ -105,6 +105,15 @@ struct ModelSection {
   }
 };
 
+// What an early-stopped node serves ([training] stopped_serves; node/learner/local_trainer.h).
+enum class StoppedServes {
+  kBest,  // "best": its best-validation weights (meshlearn's rule)
+  kLast,  // "last": its last trained weights (file 004's code, for its Oracle)
+};
+
+// The config names of StoppedServes.
+NameTable<StoppedServes> StoppedServesNames();
+
 // [training]
 struct TrainingSection {
   training::OptimizerKind optimizer = training::OptimizerKind::kAdam;
@@ -115,6 +124,7 @@ struct TrainingSection {
   int local_epochs = 1;
   int64_t rounds = 50;
   int patience = 50;
+  StoppedServes stopped_serves = StoppedServes::kBest;
 
   bool operator==(const TrainingSection&) const = default;
   // The keys of [training].
@@ -128,6 +138,7 @@ struct TrainingSection {
     keys.Integer("local_epochs", s.local_epochs, 1, 10000);
     keys.Integer("rounds", s.rounds, 0, 1000000);
     keys.Integer("patience", s.patience, 1, 1000000);
+    keys.Choice("stopped_serves", s.stopped_serves, StoppedServesNames());
   }
 };
 

@@ -30,12 +30,13 @@ Status EvaluateInto(training::Model& model, const training::Dataset& data, doubl
 }  // namespace
 
 LocalTrainer::LocalTrainer(training::Model& model, const training::ClientShard& shard,
-                           training::TrainConfig config, int patience, uint64_t train_seed,
-                           std::optional<PrivacyBudget> privacy)
+                           training::TrainConfig config, int patience, bool serve_last,
+                           uint64_t train_seed, std::optional<PrivacyBudget> privacy)
     : model_(model),
       shard_(shard),
       config_(std::move(config)),
       train_seed_(train_seed),
+      serve_last_(serve_last),
       stopping_(patience),
       privacy_(std::move(privacy)) {
   if (privacy_) config_.privacy = privacy_->dp();
@@ -48,8 +49,8 @@ bool LocalTrainer::MustRest() const {
 void LocalTrainer::Rest(std::vector<float> own, RoundOutcome& out) const {
   FillMetrics(out);
   out.stopped = true;
-  out.published_weights =
-      FloatArray::Own(stopping_.has_best() ? stopping_.best_weights() : std::move(own));
+  out.published_weights = FloatArray::Own(
+      stopping_.has_best() && !serve_last_ ? stopping_.best_weights() : std::move(own));
 }
 
 Status LocalTrainer::TrainAndEvaluate(int64_t round, RoundOutcome& out) {
@@ -75,7 +76,7 @@ Status LocalTrainer::Finish(int64_t round, std::vector<float> trained, RoundOutc
   stopping_.Observe(round, last_.val_loss, trained);
   FillMetrics(out);
   out.stopped = stopping_.stopped();
-  if (out.stopped) {
+  if (out.stopped && !serve_last_) {
     MESHLEARN_RETURN_IF_ERROR(model_.LoadParameters(stopping_.best_weights()));
     out.published_weights = FloatArray::Own(stopping_.best_weights());
   } else {

@@ -13,6 +13,10 @@
 //   reports the metrics of its last trained round.
 //   Rationale: file 004 / DESIGN.md: a stopped node serves its best model; the privacy budget
 //   stops a node the same way (docs/privacy.md).
+// - With `serve_last` ([training] stopped_serves = "last") a stopped node keeps and serves its last
+//   trained weights instead, as file 004's code does for its Oracle (utils/training_utils.py:326
+//   merges a stopped peer's local_model, which its early stopping never resets). Its best weights
+//   are still kept (Snapshot().best_weights) for the test of its best model.
 
 #include <cstdint>
 #include <optional>
@@ -33,9 +37,9 @@ class LocalTrainer {
  public:
   // Trains `model` on `shard` (both outlive the trainer) with `config` (its privacy is taken
   // from `privacy` when set), seeding round t with `train_seed` + t; `patience` is early
-  // stopping's.
+  // stopping's; `serve_last`: a stopped node serves its last trained weights, not its best.
   LocalTrainer(training::Model& model, const training::ClientShard& shard,
-               training::TrainConfig config, int patience, uint64_t train_seed,
+               training::TrainConfig config, int patience, bool serve_last, uint64_t train_seed,
                std::optional<PrivacyBudget> privacy);
 
   // True when the node must neither train nor merge this round: early stopping has stopped it, or
@@ -65,6 +69,7 @@ class LocalTrainer {
   const training::ClientShard& shard_;
   training::TrainConfig config_;
   uint64_t train_seed_;
+  bool serve_last_;  // a stopped node serves its last trained weights ([training] stopped_serves)
   training::EarlyStopping stopping_;
   std::optional<PrivacyBudget> privacy_;  // set when [privacy] is enabled
   LearnerState last_;                     // the last metrics (no weights)

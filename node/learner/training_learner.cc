@@ -117,7 +117,8 @@ class TrainingLearner final : public Learner {
     train_config.batch_size = config.training.batch_size;
     train_config.epochs = config.training.local_epochs;
     learner->trainer_.emplace(m, learner->shard_, train_config, config.training.patience,
-                              train_seed, std::move(privacy));
+                              config.training.stopped_serves == StoppedServes::kLast, train_seed,
+                              std::move(privacy));
     std::unique_ptr<similarity::EmdSolver> solver;
     if (config.emd.enabled) {
       similarity::EmdOptions emd;

@@ -74,7 +74,9 @@ struct RoundOutcome {
   // node's label.
   std::optional<std::vector<std::string>> cluster_mates;
   std::vector<std::pair<std::string, int>> cluster_partition;
-  FloatArray published_weights;  // what the node serves from now on (its best model once stopped)
+  // What the node serves from now on: once stopped, its best model ([training] stopped_serves =
+  // "last": its last trained one).
+  FloatArray published_weights;
   // With RoundJob::return_merged, in a round that merged: the model after this round's merge and
   // before its training, as the node would serve it (poisoned by an attacker). Empty otherwise.
   FloatArray merged_weights;

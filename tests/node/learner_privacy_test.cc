@@ -1,6 +1,7 @@
 // A learner with [privacy]: ε grows with every round as the accountant says, a target ε is met
 // by the derived σ, max_epsilon stops the node before the round that would exceed it, and the
-// same config gives the same models.
+// same config gives the same models. Without it: what an early-stopped learner serves
+// ([training] stopped_serves).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,8 +19,8 @@ namespace {
 
 constexpr size_t kTrain = 100;
 
-// A node config over one synthetic shard of kTrain training samples, with DP at `sigma`.
-NodeConfig PrivateConfig(const std::string& name) {
+// A node config over one synthetic shard of kTrain training samples, without DP.
+NodeConfig SyntheticConfig(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/learner_privacy_" + name;
   std::filesystem::remove_all(dir);
   training::PartitionConfig partition;
@@ -40,6 +41,12 @@ NodeConfig PrivateConfig(const std::string& name) {
   c.training.learning_rate = 0.003;
   c.training.batch_size = 8;
   c.training.rounds = 20;
+  return c;
+}
+
+// SyntheticConfig with DP at σ = 1 and a clipping norm of 1.
+NodeConfig PrivateConfig(const std::string& name) {
+  NodeConfig c = SyntheticConfig(name);
   c.privacy.enabled = true;
   c.privacy.noise_multiplier = 1.0;
   c.privacy.max_grad_norm = 1.0;
@@ -134,6 +141,60 @@ TEST(LearnerPrivacy, SameConfigSameModelsDifferentSeedDifferentNoise) {
     EXPECT_TRUE(std::equal(wx.begin(), wx.end(), wy.begin(), wy.end())) << "round " << round;
     EXPECT_FALSE(std::equal(wx.begin(), wx.end(), wz.begin(), wz.end())) << "round " << round;
   }
+}
+
+// `weights` as a vector, to compare.
+std::vector<float> Floats(const FloatArray& weights) {
+  return {weights.view().begin(), weights.view().end()};
+}
+
+// What a learner of `config` serves in the round early stopping stops it and in the round after,
+// with the best and the current weights of its state then; fails when it never stops.
+struct StoppedServing {
+  std::vector<float> at_stop, after_stop, best, current;
+};
+StoppedServing ServingWhenStopped(const NodeConfig& config) {
+  auto learner = Make(config);
+  StoppedServing serving;
+  if (!learner) return serving;
+  for (int64_t round = 0; round < 200; ++round) {
+    auto out = learner->RunRound(RoundJob{round, {}});
+    if (!out.ok()) {
+      ADD_FAILURE() << out.status().ToString();
+      return serving;
+    }
+    if (!out->stopped) continue;
+    serving.at_stop = Floats(out->published_weights);
+    const LearnerState state = learner->Snapshot();
+    serving.best = state.best_weights;
+    serving.current = state.weights;
+    auto next = learner->RunRound(RoundJob{round + 1, {}});
+    EXPECT_TRUE(next.ok() && next->stopped);
+    if (next.ok()) serving.after_stop = Floats(next->published_weights);
+    return serving;
+  }
+  ADD_FAILURE() << "early stopping never stopped the learner";
+  return serving;
+}
+
+TEST(LearnerStopping, AStoppedLearnerServesItsBestWeightsOrWithLastItsLastTrainedOnes) {
+  // Patience 1 stops the learner at the first round whose validation loss does not improve;
+  // that round's trained weights are not the best.
+  NodeConfig c = SyntheticConfig("stopped_serves");
+  c.training.learning_rate = 0.05;
+  c.training.patience = 1;
+  const StoppedServing best = ServingWhenStopped(c);
+  ASSERT_FALSE(best.best.empty());
+  EXPECT_EQ(best.at_stop, best.best);
+  EXPECT_EQ(best.after_stop, best.best);
+  EXPECT_EQ(best.current, best.best) << "the model is set back to its best weights";
+
+  c.training.stopped_serves = StoppedServes::kLast;
+  const StoppedServing last = ServingWhenStopped(c);
+  EXPECT_EQ(last.best, best.best) << "the same training up to the stop";
+  EXPECT_NE(last.at_stop, last.best);
+  EXPECT_EQ(last.at_stop, last.current) << "it keeps its last trained weights";
+  EXPECT_EQ(last.after_stop, last.at_stop) << "and serves them while it rests";
 }
 
 }  // namespace

@@ -76,6 +76,33 @@ TEST(Procedure, PaperCodeRendersTheAuthorsSettingsIntoEveryNodeConfig) {
   }
 }
 
+TEST(Procedure, PaperCodeMakesOnlyOraclesStoppedNodesServeTheirLastModel) {
+  auto scenario = Shipped("fmnist-covariate.toml", {"procedure=paper-code"});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  int oracles = 0;
+  for (const MethodSpec& method : scenario->methods) {
+    const node::NodeConfig config = ConfigOf(*scenario, method);
+    const bool oracle = config.learning.sampler == topology::SamplerKind::kOracle;
+    oracles += oracle;
+    EXPECT_EQ(config.training.stopped_serves,
+              oracle ? node::StoppedServes::kLast : node::StoppedServes::kBest)
+        << method.name;
+  }
+  EXPECT_EQ(oracles, 1);
+  auto plain = Shipped("fmnist-covariate.toml", {});
+  ASSERT_TRUE(plain.ok());
+  for (const MethodSpec& method : plain->methods) {
+    EXPECT_EQ(ConfigOf(*plain, method).training.stopped_serves, node::StoppedServes::kBest);
+  }
+  // --set wins, as for every key of the preset.
+  auto kept = Shipped("fmnist-covariate.toml",
+                      {"procedure=paper-code", "node.training.stopped_serves=best"});
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  for (const MethodSpec& method : kept->methods) {
+    EXPECT_EQ(ConfigOf(*kept, method).training.stopped_serves, node::StoppedServes::kBest);
+  }
+}
+
 TEST(Procedure, PaperCodeGivesTheDomainShiftCnnTheAuthorsTauOnly) {
   auto cnn = Shipped("fmnist-mnist-domain-cnn.toml", {"procedure=paper-code"});
   ASSERT_TRUE(cnn.ok()) << cnn.status().ToString();

@@ -26,6 +26,10 @@ constexpr PresetKey kPaperCodeKeys[] = {
     {"network.schedule", "sequential", "run_experiment.py:455-596"},
     // Every client's best model on its cluster's whole test set.
     {"data.test", "cluster", "utils/testing_utils.py:420-456", /*needs_test_pool=*/true},
+    // Oracle merges a stopped peer's local_model, which early stopping never resets to the best
+    // (utils/classes.py:303-313); DAC merges its best_model (utils/training_utils.py:123-125).
+    {"node.training.stopped_serves", "last", "utils/training_utils.py:326",
+     /*needs_test_pool=*/false, /*only_sampler=*/"oracle"},
 };
 
 // The τ of the authors' runs where they differ from Table 8. Their `cosine_similarity` is the
@@ -83,36 +87,49 @@ void Replace(toml::table& table, const std::string& key, const Value& value,
   table.insert_or_assign(key, value);
 }
 
-// Applies `key` of the preset: to its table, and for a node key to every method that sets it.
-void ApplyKey(const PresetKey& key, const std::string& procedure, toml::table& root,
-              std::vector<std::string>& notes) {
-  const std::string path = key.path;
-  const size_t dot = path.rfind('.');
-  const std::string name = path.substr(dot + 1);
-  const toml::value<std::string> value{std::string(key.value)};
-  if (toml::table* table = TableAt(root, path.substr(0, dot))) {
-    Replace(*table, name, std::string(key.value), value, path, key.source, procedure, notes);
-  }
-  if (path.rfind("node.", 0) != 0) return;
-  const std::string in_method = path.substr(5);  // "learning.two_hop"
-  toml::array* methods = root["methods"].as_array();
-  for (size_t i = 0; methods && i < methods->size(); ++i) {
-    toml::table* method = methods->get(i)->as_table();
-    if (!method || !method->at_path(in_method)) continue;
-    toml::table* section = method->at_path(in_method.substr(0, in_method.find('.'))).as_table();
-    if (section) {
-      Replace(*section, name, std::string(key.value), value,
-              MethodLabel(*method, i) + " " + in_method, key.source, procedure, notes);
-    }
-  }
-}
-
 // The value of a method's node key `in_method` ("learning.metric"): the method's, else the
 // [node] template's, else `fallback` (the node config's default).
 std::string MethodValue(const toml::table& root, const toml::table& method,
                         const std::string& in_method, std::string_view fallback) {
   if (auto own = StringAt(method, in_method)) return *own;
   return StringAt(root, "node." + in_method).value_or(std::string(fallback));
+}
+
+// Applies `key` of the preset: to its table, and for a node key to every method that sets it;
+// a key with `only_sampler` to each method of that sampler instead, in the method's own table.
+void ApplyKey(const PresetKey& key, const std::string& procedure, toml::table& root,
+              std::vector<std::string>& notes) {
+  const std::string path = key.path;
+  const size_t dot = path.rfind('.');
+  const std::string name = path.substr(dot + 1);
+  const toml::value<std::string> value{std::string(key.value)};
+  toml::table* table = key.only_sampler ? nullptr : TableAt(root, path.substr(0, dot));
+  if (table) {
+    Replace(*table, name, std::string(key.value), value, path, key.source, procedure, notes);
+  }
+  if (path.rfind("node.", 0) != 0) return;
+  const std::string in_method = path.substr(5);  // "learning.two_hop"
+  const std::string section_name = in_method.substr(0, in_method.find('.'));
+  const std::string default_sampler(
+      NameOf(topology::SamplerKindNames(), node::LearningSection{}.sampler));
+  toml::array* methods = root["methods"].as_array();
+  for (size_t i = 0; methods && i < methods->size(); ++i) {
+    toml::table* method = methods->get(i)->as_table();
+    if (!method) continue;
+    if (key.only_sampler) {
+      if (MethodValue(root, *method, "learning.sampler", default_sampler) != key.only_sampler) {
+        continue;
+      }
+      if (!method->contains(section_name)) method->insert(section_name, toml::table{});
+    } else if (!method->at_path(in_method)) {
+      continue;
+    }
+    toml::table* section = method->at_path(section_name).as_table();
+    if (section) {
+      Replace(*section, name, std::string(key.value), value,
+              MethodLabel(*method, i) + " " + in_method, key.source, procedure, notes);
+    }
+  }
 }
 
 // Sets the τ of every DAC method of `root` that an entry of `taus` matches.

@@ -5,8 +5,8 @@
 //   "meshlearn"   the default: nothing is changed.
 //   "paper-code"  every setting in which file 004's code (tomhagander/decentralized_deep_learning)
 //                 differs from meshlearn's defaults: the two-hop rule and rows, what a stopped
-//                 node does, the full-test-set evaluation, and the τ its runs used where they
-//                 differ from the paper's Table 8.
+//                 node does and (Oracle) serves, the full-test-set evaluation, and the τ its runs
+//                 used where they differ from the paper's Table 8.
 //
 // Rules:
 // - Precedence: --set > the procedure > the scenario file > the defaults. A preset's value
@@ -40,6 +40,9 @@ struct PresetKey {
   const char* source;  // where the authors' code does so (file:line)
   // Set only when the scenario's dataset has a test pool (not "synthetic").
   bool needs_test_pool = false;
+  // A node key set only in the methods whose [learning] sampler has this config name (the
+  // method's own, else the [node] template's, else the default); nullptr: in every method.
+  const char* only_sampler = nullptr;
 };
 
 // The τ a procedure gives every DAC method of one kind in one experiment: the scenario's
