@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "base/csv.h"
@@ -309,17 +310,22 @@ std::vector<std::map<std::string, std::string>> CsvRows(const fs::path& path) {
 
 // The mean of `values` with `decimals`, then " ± " and their standard deviation when there are two
 // or more; "–" when there is none; " (k of n)" when only k of the n runs had a value.
-std::string MeanCell(const std::vector<double>& values, int decimals, size_t runs) {
-  if (values.empty()) return "–";
+// The mean of `values` (not empty) and their sample standard deviation (0 for one value).
+std::pair<double, double> MeanAndDeviation(const std::vector<double>& values) {
   double mean = 0, squares = 0;
   for (double v : values) mean += v / values.size();
   for (double v : values) squares += (v - mean) * (v - mean);
+  return {mean, values.size() > 1 ? std::sqrt(squares / (values.size() - 1)) : 0.0};
+}
+
+std::string MeanCell(const std::vector<double>& values, int decimals, size_t runs) {
+  if (values.empty()) return "–";
+  const auto [mean, deviation] = MeanAndDeviation(values);
   char text[64];
   std::snprintf(text, sizeof(text), "%.*f", decimals, mean);
   std::string cell = text;
   if (values.size() > 1) {
-    std::snprintf(text, sizeof(text), " ± %.*f", decimals,
-                  std::sqrt(squares / (values.size() - 1)));
+    std::snprintf(text, sizeof(text), " ± %.*f", decimals, deviation);
     cell += text;
   }
   if (values.size() < runs) {
@@ -516,14 +522,10 @@ void AddProcedureRuns(const fs::path& dir, const std::string& procedure,
 // A seed-matched difference: the mean of `differences`, with two decimals, then " ± " and its
 // standard error when there are two or more.
 std::string DifferenceCell(const std::vector<double>& differences) {
-  double mean = 0, squares = 0;
-  for (double d : differences) mean += d / differences.size();
-  for (double d : differences) squares += (d - mean) * (d - mean);
+  const auto [mean, deviation] = MeanAndDeviation(differences);
   std::string cell = TwoDecimals(mean);
-  if (differences.size() > 1) {
-    const double n = differences.size();
-    cell += " ± " + TwoDecimals(std::sqrt(squares / (n - 1) / n));
-  }
+  if (differences.size() > 1)
+    cell += " ± " + TwoDecimals(deviation / std::sqrt(differences.size()));
   return cell;
 }
 
@@ -566,9 +568,7 @@ std::map<ProcedureRow, std::vector<std::string>> ProcedureCells(
     out.push_back(MeanCell(means, 2, means.size()));
     out.push_back(method == "oracle" || differences.empty() ? "–" : DifferenceCell(differences));
     char share[32];
-    double share_mean = 0;
-    for (double s : in_cluster) share_mean += s / in_cluster.size();
-    std::snprintf(share, sizeof(share), "%.1f%%", share_mean);
+    std::snprintf(share, sizeof(share), "%.1f%%", MeanAndDeviation(in_cluster).first);
     out.push_back(share);
     out.push_back(lowest_kept ? TwoDecimals(*lowest) : "not kept");
   }
