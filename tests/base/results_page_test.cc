@@ -308,8 +308,6 @@ std::vector<std::map<std::string, std::string>> CsvRows(const fs::path& path) {
   return rows;
 }
 
-// The mean of `values` with `decimals`, then " ± " and their standard deviation when there are two
-// or more; "–" when there is none; " (k of n)" when only k of the n runs had a value.
 // The mean of `values` (not empty) and their sample standard deviation (0 for one value).
 std::pair<double, double> MeanAndDeviation(const std::vector<double>& values) {
   double mean = 0, squares = 0;
@@ -317,6 +315,9 @@ std::pair<double, double> MeanAndDeviation(const std::vector<double>& values) {
   for (double v : values) squares += (v - mean) * (v - mean);
   return {mean, values.size() > 1 ? std::sqrt(squares / (values.size() - 1)) : 0.0};
 }
+
+// The mean of `values` with `decimals`, then " ± " and their standard deviation when there are two
+// or more; "–" when there is none; " (k of n)" when only k of the n runs had a value.
 
 std::string MeanCell(const std::vector<double>& values, int decimals, size_t runs) {
   if (values.empty()) return "–";
@@ -658,15 +659,24 @@ std::map<std::string, std::vector<RobustnessRun>> RobustnessRuns(const std::stri
   return runs;
 }
 
-// The table under the heading `heading` of docs/robustness.md: its first cell → the others.
+// The table under the heading `heading` of docs/robustness.md, its rows below the header and the
+// |---| line: each row's first cell → the others.
 std::map<std::string, std::vector<std::string>> RobustnessTable(const std::string& heading) {
   std::map<std::string, std::vector<std::string>> table;
   std::ifstream in(kRoot / "docs" / "robustness.md");
   std::string line;
-  bool in_table = false;
+  bool in_section = false, in_rows = false;
   while (std::getline(in, line)) {
-    if (line.rfind("#", 0) == 0) in_table = line == heading;
-    if (!in_table || line.rfind("| `", 0) != 0) continue;
+    if (line.rfind("#", 0) == 0) in_section = line == heading;
+    if (!in_section || line.rfind("|", 0) != 0) {
+      in_rows = false;
+      continue;
+    }
+    if (line.rfind("|---", 0) == 0) {
+      in_rows = true;
+      continue;
+    }
+    if (!in_rows) continue;
     const std::vector<std::string> cells = TableCells(line);
     table[cells[0]] = {cells.begin() + 1, cells.end()};
   }
@@ -759,6 +769,80 @@ TEST(RobustnessPage, TheTwoCliquesTableIsItsData) {
     }
   }
   EXPECT_EQ(RobustnessTable("### Results: two cliques, no attacker"), expected);
+}
+
+// "Results: file 004's covariate shift under every attack" (result set (c)):
+// results/robustness/fmnist-covariate/<attack>/seed-<s>/ holds one launch of the five methods below
+// under one attack (`clean`: no attacker). One row per attack, one column per method, each cell the
+// honest nodes' mean test accuracy, mean ± standard deviation over the kept seeds ("–" while an
+// attack has none). Then, over the seeds that keep the clean run and every attack: "worst case over
+// attacks", each seed's lowest cell of the column (ByzFL's protocol), and "no attacker − worst
+// case", each seed's clean cell less its worst case.
+TEST(RobustnessPage, TheCovariateShiftTableIsItsData) {
+  const std::vector<std::string> methods = {"cos_weights", "cos_weights clip",
+                                            "cos_weights trimmed_mean", "cos_weights median",
+                                            "random clip"};
+  const std::vector<std::string> attacks = {"sign_flip", "noise",      "label_flip",
+                                            "scaling",   "alie",       "ipm",
+                                            "dissensus", "free_rider", "mimic"};
+  const fs::path root = kRoot / "results" / "robustness" / "fmnist-covariate";
+  // accuracy[attack][method][seed folder]: the honest mean of one kept run.
+  std::map<std::string, std::map<std::string, std::map<std::string, double>>> accuracy;
+  std::set<std::string> seeds;
+  accuracy["clean"];
+  for (const std::string& attack : attacks) accuracy[attack];
+  for (const auto& attack : fs::directory_iterator(root)) {
+    const std::string name = attack.path().filename().string();
+    ASSERT_TRUE(name == "clean" || accuracy.count(name)) << "unknown attack folder " << name;
+    for (const auto& seed : fs::directory_iterator(attack.path())) {
+      seeds.insert(seed.path().filename().string());
+      for (const auto& row : CsvRows(seed.path() / "summary.csv")) {
+        EXPECT_EQ(row.at("attackers"), name == "clean" ? "0" : "20") << seed.path();
+        accuracy[name][row.at("method")][seed.path().filename().string()] =
+            std::stod(row.at("mean"));
+      }
+    }
+  }
+  std::set<std::string> complete_seeds;
+  for (const std::string& seed : seeds) {
+    bool complete = true;
+    for (const auto& [attack, by_method] : accuracy) {
+      for (const std::string& method : methods) {
+        complete = complete && by_method.count(method) && by_method.at(method).count(seed);
+      }
+    }
+    if (complete) complete_seeds.insert(seed);
+  }
+  std::map<std::string, std::vector<std::string>> expected;
+  for (const auto& [attack, by_method] : accuracy) {
+    std::vector<std::string>& cells = expected[attack == "clean" ? "no attacker" : attack];
+    for (const std::string& method : methods) {
+      std::vector<double> values;
+      if (by_method.count(method)) {
+        for (const auto& [seed, value] : by_method.at(method)) values.push_back(value);
+      }
+      cells.push_back(MeanCell(values, 2, values.size()));
+    }
+  }
+  if (!complete_seeds.empty()) {
+    std::vector<std::string>& worst_cells = expected["worst case over attacks"];
+    std::vector<std::string>& gap_cells = expected["no attacker − worst case"];
+    for (const std::string& method : methods) {
+      std::vector<double> worsts, gaps;
+      for (const std::string& seed : complete_seeds) {
+        double worst = 100;
+        for (const std::string& attack : attacks) {
+          worst = std::min(worst, accuracy[attack][method][seed]);
+        }
+        worsts.push_back(worst);
+        gaps.push_back(accuracy["clean"][method][seed] - worst);
+      }
+      worst_cells.push_back(MeanCell(worsts, 2, worsts.size()));
+      gap_cells.push_back(MeanCell(gaps, 2, gaps.size()));
+    }
+  }
+  EXPECT_EQ(RobustnessTable("### Results: file 004's covariate shift under every attack"),
+            expected);
 }
 
 }  // namespace
