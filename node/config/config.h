@@ -160,7 +160,7 @@ struct LearningSection {
   // The robust merge (training/robust_merge.h) and its parameters.
   training::RobustKind robust = training::RobustKind::kNone;
   std::optional<double> clip_tau;  // "auto" (adaptive) when absent
-  double clip_share = 0.2;
+  double clip_share = 0.5;
   int trim = 1;
   int krum_f = 1;
   int krum_m = 0;  // 0: the peers merged minus krum_f

@@ -109,7 +109,7 @@ TEST(Clip, MovesAFarPeerToDistanceTauFromTheOwnModel) {
 TEST(Clip, AdaptiveTauClipsTheFarthestShareOfThePeers) {
   const std::vector<float> own = {0, 0}, p = {3, 4}, q = {0, 1};
   const std::vector<MergeInput> peers = {{p, 10, 0}, {q, 10, 0}};
-  // Two peers, share 0.2: k = min(⌈0.4⌉, 1) = 1, τ = the second largest distance = 1:
+  // Two peers, the default share 0.5: k = min(⌈1⌉, 1) = 1, τ = the second largest distance = 1:
   // z_p = (0.6, 0.8), z_q = q; out = (0.6 / 3, 1.8 / 3).
   std::vector<float> out = Merge(Options(RobustKind::kClip), own, peers);
   EXPECT_FLOAT_EQ(out[0], 0.2f);
@@ -123,6 +123,28 @@ TEST(Clip, AdaptiveTauClipsTheFarthestShareOfThePeers) {
   // One peer: never clipped by the adaptive rule.
   out = Merge(Options(RobustKind::kClip), own, {{p, 10, 0}});
   EXPECT_FLOAT_EQ(out[0], 1.5f);
+}
+
+// Own (0, 0) and four peers at distances 5, 4, 1 and 1: a = (3, 4), b = (0, 4), c = (1, 0),
+// d = (0, 1), equal sizes, so FedAvg gives each of the five models 1/5.
+TEST(Clip, TheDefaultShareClipsTwoOfFourPeersWhereShare02ClipsOne) {
+  const std::vector<float> own = {0, 0}, a = {3, 4}, b = {0, 4}, c = {1, 0}, d = {0, 1};
+  const std::vector<MergeInput> peers = {{a, 10, 0}, {b, 10, 0}, {c, 10, 0}, {d, 10, 0}};
+  // Share 0.5: k = min(⌈2⌉, 3) = 2, τ = the third largest distance = 1: z_a = (0.6, 0.8),
+  // z_b = (0, 1); out = ((0.6 + 1) / 5, (0.8 + 1 + 1) / 5) = (0.32, 0.56).
+  RobustMergeReport report;
+  std::vector<float> out = Merge(Options(RobustKind::kClip), own, peers, &report);
+  EXPECT_FLOAT_EQ(out[0], 0.32f);
+  EXPECT_FLOAT_EQ(out[1], 0.56f);
+  EXPECT_EQ(report.clipped, (std::vector<bool>{true, true, false, false}));
+  // Share 0.2: k = min(⌈0.8⌉, 3) = 1, τ = 4: z_a = (2.4, 3.2), b is kept whole;
+  // out = ((2.4 + 1) / 5, (3.2 + 4 + 1) / 5) = (0.68, 1.64).
+  RobustOptions one_fifth = Options(RobustKind::kClip);
+  one_fifth.clip_share = 0.2;
+  out = Merge(one_fifth, own, peers, &report);
+  EXPECT_FLOAT_EQ(out[0], 0.68f);
+  EXPECT_FLOAT_EQ(out[1], 1.64f);
+  EXPECT_EQ(report.clipped, (std::vector<bool>{true, false, false, false}));
 }
 
 // Four points: own (0, 0), a (1, 0), b (0, 2), c (10, 10). Squared distances: a–own 1, a–b 5,
