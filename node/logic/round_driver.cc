@@ -1,5 +1,6 @@
 #include "node/logic/round_driver.h"
 
+#include <limits>
 #include <sstream>
 
 #include <spdlog/fmt/ranges.h>
@@ -325,6 +326,11 @@ void RoundDriver::CompleteRound(const Result<RoundOutcome>& result, TimePoint no
                     result.status().ToString());
     record.stopped = true;
     record.outcome.round = round;
+    // Nothing was measured: NaN metrics, which rounds.csv leaves empty, so no summary takes this
+    // round for the node's best-validation one (a zero loss would always win).
+    const double nothing = std::numeric_limits<double>::quiet_NaN();
+    record.outcome.train_loss = record.outcome.val_loss = record.outcome.val_acc = nothing;
+    record.outcome.test_loss = record.outcome.test_acc = nothing;
     Publish(round, server_.HavePublished() ? server_.Latest().weights : FloatArray(), true);
   } else {
     const RoundOutcome& outcome = *result;

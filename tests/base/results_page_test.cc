@@ -772,46 +772,39 @@ TEST(RobustnessPage, TheTwoCliquesTableIsItsData) {
 }
 
 // "Results: file 004's covariate shift under every attack" (result set (c)):
-// results/robustness/fmnist-covariate/<attack>/seed-<s>/ holds one launch of the five methods below
-// under one attack (`clean`: no attacker). One row per attack, one column per method, each cell the
-// honest nodes' mean test accuracy, mean ± standard deviation over the kept seeds ("–" while an
-// attack has none). Then, over the seeds that keep the clean run and every attack: "worst case over
-// attacks", each seed's lowest cell of the column (ByzFL's protocol), and "no attacker − worst
-// case", each seed's clean cell less its worst case.
+// results/robustness/fmnist-covariate/<attack>/seed-<s>/ holds the launches of one attack (`clean`:
+// no attacker) at one seed, each a summary.csv in the folder or in a folder below it. One row per
+// attack, one column per method below, each cell the honest nodes' mean test accuracy, mean ±
+// standard deviation over the kept seeds ("–" while there is none). Then, per method over the seeds
+// that keep it under no attacker and every attack: "worst case over attacks", each seed's lowest
+// cell (ByzFL's protocol), and "no attacker − worst case", each seed's clean cell less it.
 TEST(RobustnessPage, TheCovariateShiftTableIsItsData) {
-  const std::vector<std::string> methods = {"cos_weights", "cos_weights clip",
-                                            "cos_weights trimmed_mean", "cos_weights median",
-                                            "random clip"};
+  const std::vector<std::string> methods = {
+      "cos_weights",        "cos_weights clip", "cos_weights clip 0.5", "cos_weights trimmed_mean",
+      "cos_weights median", "random clip",      "random clip 0.5"};
   const std::vector<std::string> attacks = {"sign_flip", "noise",      "label_flip",
                                             "scaling",   "alie",       "ipm",
                                             "dissensus", "free_rider", "mimic"};
   const fs::path root = kRoot / "results" / "robustness" / "fmnist-covariate";
   // accuracy[attack][method][seed folder]: the honest mean of one kept run.
   std::map<std::string, std::map<std::string, std::map<std::string, double>>> accuracy;
-  std::set<std::string> seeds;
   accuracy["clean"];
   for (const std::string& attack : attacks) accuracy[attack];
   for (const auto& attack : fs::directory_iterator(root)) {
     const std::string name = attack.path().filename().string();
-    ASSERT_TRUE(name == "clean" || accuracy.count(name)) << "unknown attack folder " << name;
+    ASSERT_TRUE(accuracy.count(name)) << "unknown attack folder " << name;
     for (const auto& seed : fs::directory_iterator(attack.path())) {
-      seeds.insert(seed.path().filename().string());
-      for (const auto& row : CsvRows(seed.path() / "summary.csv")) {
-        EXPECT_EQ(row.at("attackers"), name == "clean" ? "0" : "20") << seed.path();
-        accuracy[name][row.at("method")][seed.path().filename().string()] =
-            std::stod(row.at("mean"));
+      for (const auto& file : fs::recursive_directory_iterator(seed.path())) {
+        if (file.path().filename() != "summary.csv") continue;
+        for (const auto& row : CsvRows(file.path())) {
+          EXPECT_EQ(row.at("attackers"), name == "clean" ? "0" : "20") << file.path();
+          ASSERT_TRUE(std::count(methods.begin(), methods.end(), row.at("method")))
+              << file.path() << ": method " << row.at("method") << " has no column";
+          accuracy[name][row.at("method")][seed.path().filename().string()] =
+              std::stod(row.at("mean"));
+        }
       }
     }
-  }
-  std::set<std::string> complete_seeds;
-  for (const std::string& seed : seeds) {
-    bool complete = true;
-    for (const auto& [attack, by_method] : accuracy) {
-      for (const std::string& method : methods) {
-        complete = complete && by_method.count(method) && by_method.at(method).count(seed);
-      }
-    }
-    if (complete) complete_seeds.insert(seed);
   }
   std::map<std::string, std::vector<std::string>> expected;
   for (const auto& [attack, by_method] : accuracy) {
@@ -824,23 +817,26 @@ TEST(RobustnessPage, TheCovariateShiftTableIsItsData) {
       cells.push_back(MeanCell(values, 2, values.size()));
     }
   }
-  if (!complete_seeds.empty()) {
-    std::vector<std::string>& worst_cells = expected["worst case over attacks"];
-    std::vector<std::string>& gap_cells = expected["no attacker − worst case"];
-    for (const std::string& method : methods) {
-      std::vector<double> worsts, gaps;
-      for (const std::string& seed : complete_seeds) {
-        double worst = 100;
-        for (const std::string& attack : attacks) {
-          worst = std::min(worst, accuracy[attack][method][seed]);
-        }
-        worsts.push_back(worst);
-        gaps.push_back(accuracy["clean"][method][seed] - worst);
+  std::vector<std::string> worst_cells, gap_cells;
+  for (const std::string& method : methods) {
+    std::vector<double> worsts, gaps;
+    for (const auto& [seed, clean] : accuracy["clean"][method]) {
+      double worst = 100;
+      bool complete = true;
+      for (const std::string& attack : attacks) {
+        const auto& seeds = accuracy[attack][method];
+        complete = complete && seeds.count(seed);
+        if (complete) worst = std::min(worst, seeds.at(seed));
       }
-      worst_cells.push_back(MeanCell(worsts, 2, worsts.size()));
-      gap_cells.push_back(MeanCell(gaps, 2, gaps.size()));
+      if (!complete) continue;
+      worsts.push_back(worst);
+      gaps.push_back(clean - worst);
     }
+    worst_cells.push_back(MeanCell(worsts, 2, worsts.size()));
+    gap_cells.push_back(MeanCell(gaps, 2, gaps.size()));
   }
+  expected["worst case over attacks"] = worst_cells;
+  expected["no attacker − worst case"] = gap_cells;
   EXPECT_EQ(RobustnessTable("### Results: file 004's covariate shift under every attack"),
             expected);
 }

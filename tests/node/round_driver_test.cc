@@ -72,6 +72,24 @@ TEST(RoundDriver, RoundFetchesSampledPeersScoresAndPublishes) {
 
 // Issue 45: a resting (early-stopped) node is silent by default: no GetModel, its rounds go on
 // with no peers and its sampler keeps its scores; with RestingRule::kFetch it still fetches.
+// A round whose compute failed (here, training diverged) is recorded as stopped and unmeasured:
+// NaN metrics, which rounds.csv leaves empty, not zeros that a summary would take for the node's
+// best validation loss.
+TEST(RoundDriver, AFailedRoundRecordsNoMetrics) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));
+  Actions actions =
+      m->OnComputeDone(Status::NonFinite("training loss became nan"), t0 + seconds(1));
+  auto completed = All<RoundCompleted>(actions);
+  ASSERT_EQ(completed.size(), 1u);
+  const RoundRecord& record = completed[0].record;
+  EXPECT_TRUE(record.stopped);
+  for (double metric : {record.outcome.train_loss, record.outcome.val_loss, record.outcome.val_acc,
+                        record.outcome.test_loss, record.outcome.test_acc}) {
+    EXPECT_TRUE(std::isnan(metric)) << metric;
+  }
+}
+
 TEST(RoundDriver, RestingNodeSamplesAndFetchesNothingUnlessTold) {
   const auto gets_after_resting = [](RestingRule resting, bool* computed_without_peers) {
     auto config = MachineConfig("me", kPeers);
