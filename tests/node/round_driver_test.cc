@@ -70,8 +70,6 @@ TEST(RoundDriver, RoundFetchesSampledPeersScoresAndPublishes) {
   }
 }
 
-// Issue 45: a resting (early-stopped) node is silent by default: no GetModel, its rounds go on
-// with no peers and its sampler keeps its scores; with RestingRule::kFetch it still fetches.
 // A round whose compute failed (here, training diverged) is recorded as stopped and unmeasured:
 // NaN metrics, which rounds.csv leaves empty, not zeros that a summary would take for the node's
 // best validation loss.
@@ -90,6 +88,8 @@ TEST(RoundDriver, AFailedRoundRecordsNoMetrics) {
   }
 }
 
+// Issue 45: a resting (early-stopped) node is silent by default: no GetModel, its rounds go on
+// with no peers and its sampler keeps its scores; with RestingRule::kFetch it still fetches.
 TEST(RoundDriver, RestingNodeSamplesAndFetchesNothingUnlessTold) {
   const auto gets_after_resting = [](RestingRule resting, bool* computed_without_peers) {
     auto config = MachineConfig("me", kPeers);
