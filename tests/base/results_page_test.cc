@@ -318,7 +318,6 @@ std::pair<double, double> MeanAndDeviation(const std::vector<double>& values) {
 
 // The mean of `values` with `decimals`, then " ± " and their standard deviation when there are two
 // or more; "–" when there is none; " (k of n)" when only k of the n runs had a value.
-
 std::string MeanCell(const std::vector<double>& values, int decimals, size_t runs) {
   if (values.empty()) return "–";
   const auto [mean, deviation] = MeanAndDeviation(values);
@@ -634,13 +633,16 @@ TEST(ResultsPage, TheProcedureScreeningTableIsItsData) {
   EXPECT_EQ(ProcedureTable("### Each difference alone at 50 rounds"), ProcedureCells(rows, "ours"));
 }
 
-// One kept robustness run: a method's summary.csv row (column → cell) and its folder.
+// One kept robustness run: a method's summary.csv row (column → cell), its folder and its seed
+// folder's name.
 struct RobustnessRun {
   std::map<std::string, std::string> summary;
   fs::path method_dir;
+  std::string seed;
 };
 
-// results/robustness/<scenario>/seed-<s>/: each method's runs, one per seed in seed order.
+// results/robustness/<scenario>/seed-<s>/: each method's runs, one per seed in seed order, from
+// every summary.csv in a seed folder or below it (a seed may keep more than one launch).
 std::map<std::string, std::vector<RobustnessRun>> RobustnessRuns(const std::string& scenario) {
   std::map<std::string, std::vector<RobustnessRun>> runs;
   const fs::path root = kRoot / "results" / "robustness" / scenario;
@@ -650,9 +652,14 @@ std::map<std::string, std::vector<RobustnessRun>> RobustnessRuns(const std::stri
   }
   std::sort(seeds.begin(), seeds.end());
   for (const fs::path& seed : seeds) {
-    for (const auto& row : CsvRows(seed / "summary.csv")) {
-      const std::string& method = row.at("method");
-      runs[method].push_back({row, seed / std::regex_replace(method, std::regex(" "), "-")});
+    for (const auto& file : fs::recursive_directory_iterator(seed)) {
+      if (file.path().filename() != "summary.csv") continue;
+      for (const auto& row : CsvRows(file.path())) {
+        const std::string& method = row.at("method");
+        runs[method].push_back(
+            {row, file.path().parent_path() / std::regex_replace(method, std::regex(" "), "-"),
+             seed.filename().string()});
+      }
     }
   }
   EXPECT_FALSE(runs.empty()) << "results/robustness/" << scenario << " keeps no run";
@@ -790,19 +797,15 @@ TEST(RobustnessPage, TheCovariateShiftTableIsItsData) {
   std::map<std::string, std::map<std::string, std::map<std::string, double>>> accuracy;
   accuracy["clean"];
   for (const std::string& attack : attacks) accuracy[attack];
-  for (const auto& attack : fs::directory_iterator(root)) {
-    const std::string name = attack.path().filename().string();
-    ASSERT_TRUE(accuracy.count(name)) << "unknown attack folder " << name;
-    for (const auto& seed : fs::directory_iterator(attack.path())) {
-      for (const auto& file : fs::recursive_directory_iterator(seed.path())) {
-        if (file.path().filename() != "summary.csv") continue;
-        for (const auto& row : CsvRows(file.path())) {
-          EXPECT_EQ(row.at("attackers"), name == "clean" ? "0" : "20") << file.path();
-          ASSERT_TRUE(std::count(methods.begin(), methods.end(), row.at("method")))
-              << file.path() << ": method " << row.at("method") << " has no column";
-          accuracy[name][row.at("method")][seed.path().filename().string()] =
-              std::stod(row.at("mean"));
-        }
+  for (const auto& folder : fs::directory_iterator(root)) {
+    const std::string attack = folder.path().filename().string();
+    ASSERT_TRUE(accuracy.count(attack)) << "unknown attack folder " << attack;
+    for (const auto& [method, runs] : RobustnessRuns("fmnist-covariate/" + attack)) {
+      ASSERT_TRUE(std::count(methods.begin(), methods.end(), method))
+          << attack << ": method " << method << " has no column";
+      for (const RobustnessRun& run : runs) {
+        EXPECT_EQ(run.summary.at("attackers"), attack == "clean" ? "0" : "20") << run.method_dir;
+        accuracy[attack][method][run.seed] = std::stod(run.summary.at("mean"));
       }
     }
   }
