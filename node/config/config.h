@@ -157,14 +157,9 @@ struct LearningSection {
   int peers_per_round = 5;  // m
   training::AggregationKind aggregation = training::AggregationKind::kFedAvg;
   std::optional<double> merge_min_score;  // off when absent
-  // The robust merge (training/robust_merge.h) and its parameters.
-  training::RobustKind robust = training::RobustKind::kNone;
-  std::optional<double> clip_tau;  // "auto" (adaptive) when absent
-  double clip_share = 0.5;
-  int trim = 1;
-  int krum_f = 1;
-  int krum_m = 0;  // 0: the peers merged minus krum_f
-  double gate_gamma = 0.5;
+  // The robust merge ([learning] robust and its parameters; training/robust_merge.h, whose
+  // RobustOptions owns their defaults). clip_tau "auto" (adaptive) is an empty clip_tau.
+  training::RobustOptions robust;
   // Staleness-aware merge weights (training/staleness.h) and their parameters.
   // On by default: docs/results.md "Stragglers and churn" (every async run gained).
   training::StalenessKind staleness = training::StalenessKind::kPolynomial;
@@ -191,13 +186,13 @@ struct LearningSection {
     keys.Integer("peers_per_round", s.peers_per_round, 0, 100000);
     keys.Choice("aggregation", s.aggregation, training::AggregationKindNames());
     keys.OptionalNumber("merge_min_score", s.merge_min_score);
-    keys.Choice("robust", s.robust, training::RobustKindNames());
-    keys.NumberOrWord("clip_tau", s.clip_tau, "auto", 0, 1e12);
-    keys.Number("clip_share", s.clip_share, 0, 1);
-    keys.Integer("trim", s.trim, 0, 100000);
-    keys.Integer("krum_f", s.krum_f, 0, 100000);
-    keys.Integer("krum_m", s.krum_m, 0, 100000);
-    keys.Number("gate_gamma", s.gate_gamma, 0, 1e6);
+    keys.Choice("robust", s.robust.kind, training::RobustKindNames());
+    keys.NumberOrWord("clip_tau", s.robust.clip_tau, "auto", 0, 1e12);
+    keys.Number("clip_share", s.robust.clip_share, 0, 1);
+    keys.Integer("trim", s.robust.trim, 0, 100000);
+    keys.Integer("krum_f", s.robust.krum_f, 0, 100000);
+    keys.Integer("krum_m", s.robust.krum_m, 0, 100000);
+    keys.Number("gate_gamma", s.robust.gate_gamma, 0, 1e6);
     keys.Choice("staleness", s.staleness, training::StalenessKindNames());
     keys.Number("staleness_a", s.staleness_a, 0, 100);
     keys.Number("staleness_b", s.staleness_b, 0, 1e6);
@@ -206,10 +201,6 @@ struct LearningSection {
     keys.ClusterIds("clusters", s.clusters);
   }
 
-  // The robust merge's options ([learning] robust and its parameters).
-  training::RobustOptions Robust() const {
-    return {robust, clip_tau, clip_share, trim, krum_f, krum_m, gate_gamma};
-  }
   // The staleness weights ([learning] staleness and its parameters).
   training::StalenessOptions Staleness() const { return {staleness, staleness_a, staleness_b}; }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -167,10 +166,7 @@ class PoisonedLearner final : public Learner {
         stale_.assign(fetched->weights.view().begin(), fetched->weights.view().end());
       }
     }
-    RoundOutcome out;
-    out.round = job.round;
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    out.train_loss = out.val_loss = out.val_acc = out.test_loss = out.test_acc = nan;
+    RoundOutcome out = RoundOutcome::Unmeasured(job.round);
     out.published_weights = FloatArray::Own(Floats(stale_));
     if (job.return_merged) out.merged_weights = FloatArray::Own(Floats(stale_));
     return out;

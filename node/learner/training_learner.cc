@@ -65,7 +65,7 @@ class TrainingLearner final : public Learner {
     training::Model& m = *learner->model_;
 
     auto merger = PeerMerger::Create(m, train, config.learning.metric, config.learning.aggregation,
-                                     config.learning.merge_min_score, config.learning.Robust(),
+                                     config.learning.merge_min_score, config.learning.robust,
                                      config.learning.Staleness());
     if (!merger.ok()) return merger.status();
     learner->merger_ = std::move(*merger);

@@ -84,6 +84,17 @@ struct RoundOutcome {
   // weights after this round's merge, served with the model to peers that ask for it
   // (GetModel.with_update). Empty when the node did not train this round.
   std::optional<FloatArray> published_update;
+
+  // The outcome of round `round` in which nothing was measured (a failed round, a free rider
+  // that never trains): every loss and accuracy NaN, which rounds.csv leaves empty, so no summary
+  // takes the round for the node's best-validation one (a zero loss would always win).
+  static RoundOutcome Unmeasured(int64_t round) {
+    const double nothing = std::numeric_limits<double>::quiet_NaN();
+    RoundOutcome out;
+    out.round = round;
+    out.train_loss = out.val_loss = out.val_acc = out.test_loss = out.test_acc = nothing;
+    return out;
+  }
 };
 
 // Projected embeddings exchanged in the EMD protocol: rows x cols floats, row-major. They are

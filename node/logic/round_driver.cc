@@ -1,6 +1,5 @@
 #include "node/logic/round_driver.h"
 
-#include <limits>
 #include <sstream>
 
 #include <spdlog/fmt/ranges.h>
@@ -325,12 +324,7 @@ void RoundDriver::CompleteRound(const Result<RoundOutcome>& result, TimePoint no
     node_.log.error("round {}: {}; the node stops learning and keeps serving its last model", round,
                     result.status().ToString());
     record.stopped = true;
-    record.outcome.round = round;
-    // Nothing was measured: NaN metrics, which rounds.csv leaves empty, so no summary takes this
-    // round for the node's best-validation one (a zero loss would always win).
-    const double nothing = std::numeric_limits<double>::quiet_NaN();
-    record.outcome.train_loss = record.outcome.val_loss = record.outcome.val_acc = nothing;
-    record.outcome.test_loss = record.outcome.test_acc = nothing;
+    record.outcome = RoundOutcome::Unmeasured(round);
     Publish(round, server_.HavePublished() ? server_.Latest().weights : FloatArray(), true);
   } else {
     const RoundOutcome& outcome = *result;

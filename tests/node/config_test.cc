@@ -62,13 +62,13 @@ TEST(AttackConfig, ReadsEveryKindsParametersAndRefusesTheNodeAsItsOwnTarget) {
 TEST(RobustConfig, ReadsTheRuleAndItsParametersWithAutoTauByDefault) {
   auto plain = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(plain.ok());
-  EXPECT_EQ(plain->learning.Robust(), training::RobustOptions{});  // none, adaptive τ
+  EXPECT_EQ(plain->learning.robust, training::RobustOptions{});  // none, adaptive τ
   auto c = ParseNodeConfig(std::string(kMinimal) +
                                "[learning]\nrobust = \"multi_krum\"\nkrum_f = 2\nkrum_m = 3\n"
                                "clip_tau = 0.5\ntrim = 2\ngate_gamma = 0.25\n",
                            "node.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const training::RobustOptions o = c->learning.Robust();
+  const training::RobustOptions o = c->learning.robust;
   EXPECT_EQ(o.kind, training::RobustKind::kMultiKrum);
   EXPECT_EQ(o.krum_f, 2);
   EXPECT_EQ(o.krum_m, 3);
@@ -77,7 +77,7 @@ TEST(RobustConfig, ReadsTheRuleAndItsParametersWithAutoTauByDefault) {
   EXPECT_EQ(o.gate_gamma, 0.25);
   auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->learning.Robust(), o);
+  EXPECT_EQ(again->learning.robust, o);
   Status bad = ParseError(std::string(kMinimal) + "[learning]\nrobust = \"geomed\"\n");
   EXPECT_NE(bad.message().find("trimmed_mean"), std::string::npos) << bad.ToString();
 }
