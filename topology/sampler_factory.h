@@ -50,8 +50,8 @@ struct SamplerConfig {
   // A fixed graph (topology/fixed_graph.h): the node samples uniformly among its neighbours
   // over the mesh `members` (self included), whatever `sampler` says; kNone: `sampler` decides.
   GraphKind graph = GraphKind::kNone;
-  std::vector<std::string> members;
-  std::vector<GraphEdge> edges;  // kEdges
+  std::vector<std::string> members = {};
+  std::vector<GraphEdge> edges = {};  // kEdges
 };
 
 // Builds the sampler of `config`. With a graph, a ClusterSampler named "graph" whose cluster is

@@ -77,7 +77,7 @@ struct ServingConfig {
   // codec's parameters).
   CompressionSettings compression = {};
   // topk: the shared initial model, where the public estimate's first lineage starts.
-  FloatArray shared_initial;
+  FloatArray shared_initial = {};
 };
 
 // The text of the Error(unavailable) that answers an asynchronous GetModel before the node has a

@@ -111,7 +111,9 @@ TEST(RoundDriver, RestingNodeSamplesAndFetchesNothingUnlessTold) {
       const std::vector<topology::PeerRecord> before = m->sampler().Records();
       auto done = All<RoundCompleted>(m->OnComputeDone(stopped, t0 + seconds(2)));
       EXPECT_EQ(done.size(), 1u);
-      if (!done.empty()) EXPECT_EQ(done[0].record.sampled, 0);
+      if (!done.empty()) {
+        EXPECT_EQ(done[0].record.sampled, 0);
+      }
       for (size_t k = 0; k < before.size(); ++k) {
         EXPECT_EQ(m->sampler().Records()[k].probability, before[k].probability);
       }

@@ -175,7 +175,9 @@ TEST(Heterogeneity, DrawnChurnAlternatesExponentialPeriodsForItsShareOfNodes) {
   for (size_t i = 0; i < 30; ++i) {
     std::optional<Away> a = plan->NextAway(i, 500), b = again->NextAway(i, 500);
     ASSERT_EQ(a.has_value(), b.has_value());
-    if (a) EXPECT_EQ(a->leave_s, b->leave_s);
+    if (a) {
+      EXPECT_EQ(a->leave_s, b->leave_s);
+    }
   }
 }
 

@@ -701,7 +701,9 @@ TEST(Simulation, SequentialTurnsReadThePeersMergedModelsInPlace) {
               (std::vector<std::pair<double, double>>{{start, start + 1}, {16, 17}, {17, 18}}))
         << id;
     for (const node::RoundRow& row : Rounds(mesh.NodeDir("sequential", id))) {
-      if (row.round > 0) EXPECT_EQ(row.answered, 3) << id << " round " << row.round;
+      if (row.round > 0) {
+        EXPECT_EQ(row.answered, 3) << id << " round " << row.round;
+      }
     }
   }
 }
