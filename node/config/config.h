@@ -160,11 +160,10 @@ struct LearningSection {
   // The robust merge ([learning] robust and its parameters; training/robust_merge.h, whose
   // RobustOptions owns their defaults). clip_tau "auto" (adaptive) is an empty clip_tau.
   training::RobustOptions robust;
-  // Staleness-aware merge weights (training/staleness.h) and their parameters.
-  // On by default: docs/results.md "Stragglers and churn" (every async run gained).
-  training::StalenessKind staleness = training::StalenessKind::kPolynomial;
-  double staleness_a = 0.5;
-  double staleness_b = 4;
+  // Staleness-aware merge weights ([learning] staleness and its parameters; training/staleness.h,
+  // whose StalenessOptions owns the parameters' defaults). On by default, polynomial:
+  // docs/results.md "Stragglers and churn" (every async run gained).
+  training::StalenessOptions staleness = {training::StalenessKind::kPolynomial};
   std::vector<std::pair<std::string, int>> clusters;  // [learning.clusters]: id -> cluster (oracle)
   topology::GraphKind graph = topology::GraphKind::kNone;  // a fixed graph (topology/fixed_graph.h)
   std::vector<topology::GraphEdge> edges;                  // graph = "edges"
@@ -193,16 +192,13 @@ struct LearningSection {
     keys.Integer("krum_f", s.robust.krum_f, 0, 100000);
     keys.Integer("krum_m", s.robust.krum_m, 0, 100000);
     keys.Number("gate_gamma", s.robust.gate_gamma, 0, 1e6);
-    keys.Choice("staleness", s.staleness, training::StalenessKindNames());
-    keys.Number("staleness_a", s.staleness_a, 0, 100);
-    keys.Number("staleness_b", s.staleness_b, 0, 1e6);
+    keys.Choice("staleness", s.staleness.kind, training::StalenessKindNames());
+    keys.Number("staleness_a", s.staleness.a, 0, 100);
+    keys.Number("staleness_b", s.staleness.b, 0, 1e6);
     keys.Choice("graph", s.graph, topology::GraphKindNames());
     keys.Edges("edges", s.edges);
     keys.ClusterIds("clusters", s.clusters);
   }
-
-  // The staleness weights ([learning] staleness and its parameters).
-  training::StalenessOptions Staleness() const { return {staleness, staleness_a, staleness_b}; }
 
   // True when the metric or the sampler needs the peers' data signatures.
   bool UsesSignatures() const {

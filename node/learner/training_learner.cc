@@ -66,7 +66,7 @@ class TrainingLearner final : public Learner {
 
     auto merger = PeerMerger::Create(m, train, config.learning.metric, config.learning.aggregation,
                                      config.learning.merge_min_score, config.learning.robust,
-                                     config.learning.Staleness());
+                                     config.learning.staleness);
     if (!merger.ok()) return merger.status();
     learner->merger_ = std::move(*merger);
     learner->architecture_id_ = ArchitectureIdOf(spec, m.Layout());

@@ -85,7 +85,7 @@ TEST(RobustConfig, ReadsTheRuleAndItsParametersWithAutoTauByDefault) {
 TEST(StalenessConfig, PolynomialByDefaultAndTheFunctionAndItsParametersAsGiven) {
   auto plain = ParseNodeConfig(kMinimal, "node.toml");
   ASSERT_TRUE(plain.ok());
-  EXPECT_EQ(plain->learning.Staleness(),
+  EXPECT_EQ(plain->learning.staleness,
             (training::StalenessOptions{training::StalenessKind::kPolynomial, 0.5, 4}));
   auto c = ParseNodeConfig(std::string(kMinimal) +
                                "[learning]\nstaleness = \"hinge\"\nstaleness_a = 10\n"
@@ -93,10 +93,10 @@ TEST(StalenessConfig, PolynomialByDefaultAndTheFunctionAndItsParametersAsGiven) 
                            "node.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const training::StalenessOptions o{training::StalenessKind::kHinge, 10, 2};
-  EXPECT_EQ(c->learning.Staleness(), o);
+  EXPECT_EQ(c->learning.staleness, o);
   auto again = ParseNodeConfig(RenderNodeConfig(*c), "rendered.toml");
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->learning.Staleness(), o);
+  EXPECT_EQ(again->learning.staleness, o);
   Status bad = ParseError(std::string(kMinimal) + "[learning]\nstaleness = \"exponential\"\n");
   EXPECT_NE(bad.message().find("polynomial"), std::string::npos) << bad.ToString();
   Status negative = ParseError(std::string(kMinimal) + "[learning]\nstaleness_a = -1\n");
