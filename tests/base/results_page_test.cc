@@ -844,5 +844,53 @@ TEST(RobustnessPage, TheCovariateShiftTableIsItsData) {
             expected);
 }
 
+// "Results: file 004's covariate shift, 10% to 30% attackers": DAC with `clip` (0.5) under
+// `attack`, the worst attack of that method in the table above (the lowest mean over the kept
+// seeds), with 0%, 10%, 20% and 30% of every cluster attacking. One row per share: the attackers
+// in its runs, the honest nodes' mean test accuracy, and the same seed's no-attacker run less it,
+// each mean ± standard deviation over the kept seeds. 0% and 20% are the runs of the table above
+// (fmnist-covariate/clean/, fmnist-covariate/<attack>/); 10% and 30% are kept in
+// results/robustness/fmnist-covariate-fraction/<attack>-<share>/seed-<s>/.
+TEST(RobustnessPage, TheAttackerShareTableIsItsData) {
+  const std::string attack = "ipm";
+  const std::string method = "cos_weights clip 0.5";
+  const fs::path covariate = kRoot / "results" / "robustness" / "fmnist-covariate";
+  std::string worst;
+  double worst_mean = 100;
+  for (const auto& folder : fs::directory_iterator(covariate)) {
+    const std::string name = folder.path().filename().string();
+    if (name == "clean") continue;
+    const double mean =
+        MeanAndDeviation(Figures(RobustnessRuns("fmnist-covariate/" + name).at(method), "mean"))
+            .first;
+    if (mean < worst_mean) worst = name, worst_mean = mean;
+  }
+  EXPECT_EQ(worst, attack) << "the page's 10% to 30% runs are not of the worst attack";
+  std::map<std::string, double> clean;
+  for (const RobustnessRun& run : RobustnessRuns("fmnist-covariate/clean").at(method)) {
+    clean[run.seed] = std::stod(run.summary.at("mean"));
+  }
+  const std::vector<std::pair<std::string, std::string>> shares = {
+      {"0%", "fmnist-covariate/clean"},
+      {"10%", "fmnist-covariate-fraction/" + attack + "-0.1"},
+      {"20%", "fmnist-covariate/" + attack},
+      {"30%", "fmnist-covariate-fraction/" + attack + "-0.3"}};
+  std::map<std::string, std::vector<std::string>> expected;
+  for (const auto& [share, scenario] : shares) {
+    const std::vector<RobustnessRun> runs = RobustnessRuns(scenario).at(method);
+    std::set<std::string> attackers;
+    std::vector<double> costs;
+    for (const RobustnessRun& run : runs) {
+      attackers.insert(run.summary.at("attackers"));
+      costs.push_back(clean.at(run.seed) - std::stod(run.summary.at("mean")));
+    }
+    ASSERT_EQ(attackers.size(), 1u) << share << ": runs with different numbers of attackers";
+    expected[share] = {*attackers.begin(), MeanCell(Figures(runs, "mean"), 2, runs.size()),
+                       MeanCell(costs, 2, costs.size())};
+  }
+  EXPECT_EQ(RobustnessTable("### Results: file 004's covariate shift, 10% to 30% attackers"),
+            expected);
+}
+
 }  // namespace
 }  // namespace meshlearn
