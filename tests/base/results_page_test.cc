@@ -863,7 +863,10 @@ TEST(RobustnessPage, TheAttackerShareTableIsItsData) {
     const double mean =
         MeanAndDeviation(Figures(RobustnessRuns("fmnist-covariate/" + name).at(method), "mean"))
             .first;
-    if (mean < worst_mean) worst = name, worst_mean = mean;
+    if (mean < worst_mean) {
+      worst = name;
+      worst_mean = mean;
+    }
   }
   EXPECT_EQ(worst, attack) << "the page's 10% to 30% runs are not of the worst attack";
   std::map<std::string, double> clean;
