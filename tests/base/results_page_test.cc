@@ -778,6 +778,40 @@ TEST(RobustnessPage, TheTwoCliquesTableIsItsData) {
   EXPECT_EQ(RobustnessTable("### Results: two cliques, no attacker"), expected);
 }
 
+// results/robustness/fmnist-covariate/<attack>/seed-<s>/ (`clean`: no attacker), each a launch's
+// summary.csv in the folder or in a folder below it: accuracy[attack][method][seed folder], the
+// honest nodes' mean of each kept run, with every attack of `attacks` and `clean` present (empty
+// when not run). Fails the test on an unknown attack folder, a method not in `methods`, or a run
+// with other than 20 attackers (0 in `clean`).
+std::map<std::string, std::map<std::string, std::map<std::string, double>>> CovariateAccuracy(
+    const std::vector<std::string>& attacks, const std::vector<std::string>& methods) {
+  std::map<std::string, std::map<std::string, std::map<std::string, double>>> accuracy;
+  accuracy["clean"];
+  for (const std::string& attack : attacks) accuracy[attack];
+  for (const auto& folder :
+       fs::directory_iterator(kRoot / "results" / "robustness" / "fmnist-covariate")) {
+    const std::string attack = folder.path().filename().string();
+    EXPECT_TRUE(accuracy.count(attack)) << "unknown attack folder " << attack;
+    for (const auto& [method, runs] : RobustnessRuns("fmnist-covariate/" + attack)) {
+      EXPECT_TRUE(std::count(methods.begin(), methods.end(), method))
+          << attack << ": method " << method << " has no column";
+      for (const RobustnessRun& run : runs) {
+        EXPECT_EQ(run.summary.at("attackers"), attack == "clean" ? "0" : "20") << run.method_dir;
+        accuracy[attack][method][run.seed] = std::stod(run.summary.at("mean"));
+      }
+    }
+  }
+  return accuracy;
+}
+
+// The covariate-shift table's attacks and methods (its rows and columns).
+const std::vector<std::string> kCovariateAttacks = {"sign_flip", "noise",      "label_flip",
+                                                    "scaling",   "alie",       "ipm",
+                                                    "dissensus", "free_rider", "mimic"};
+const std::vector<std::string> kCovariateMethods = {
+    "cos_weights",        "cos_weights clip", "cos_weights clip 0.5", "cos_weights trimmed_mean",
+    "cos_weights median", "random clip",      "random clip 0.5"};
+
 // "Results: file 004's covariate shift under every attack" (result set (c)):
 // results/robustness/fmnist-covariate/<attack>/seed-<s>/ holds the launches of one attack (`clean`:
 // no attacker) at one seed, each a summary.csv in the folder or in a folder below it. One row per
@@ -786,29 +820,10 @@ TEST(RobustnessPage, TheTwoCliquesTableIsItsData) {
 // that keep it under no attacker and every attack: "worst case over attacks", each seed's lowest
 // cell (ByzFL's protocol), and "no attacker − worst case", each seed's clean cell less it.
 TEST(RobustnessPage, TheCovariateShiftTableIsItsData) {
-  const std::vector<std::string> methods = {
-      "cos_weights",        "cos_weights clip", "cos_weights clip 0.5", "cos_weights trimmed_mean",
-      "cos_weights median", "random clip",      "random clip 0.5"};
-  const std::vector<std::string> attacks = {"sign_flip", "noise",      "label_flip",
-                                            "scaling",   "alie",       "ipm",
-                                            "dissensus", "free_rider", "mimic"};
-  const fs::path root = kRoot / "results" / "robustness" / "fmnist-covariate";
+  const std::vector<std::string>& methods = kCovariateMethods;
+  const std::vector<std::string>& attacks = kCovariateAttacks;
   // accuracy[attack][method][seed folder]: the honest mean of one kept run.
-  std::map<std::string, std::map<std::string, std::map<std::string, double>>> accuracy;
-  accuracy["clean"];
-  for (const std::string& attack : attacks) accuracy[attack];
-  for (const auto& folder : fs::directory_iterator(root)) {
-    const std::string attack = folder.path().filename().string();
-    ASSERT_TRUE(accuracy.count(attack)) << "unknown attack folder " << attack;
-    for (const auto& [method, runs] : RobustnessRuns("fmnist-covariate/" + attack)) {
-      ASSERT_TRUE(std::count(methods.begin(), methods.end(), method))
-          << attack << ": method " << method << " has no column";
-      for (const RobustnessRun& run : runs) {
-        EXPECT_EQ(run.summary.at("attackers"), attack == "clean" ? "0" : "20") << run.method_dir;
-        accuracy[attack][method][run.seed] = std::stod(run.summary.at("mean"));
-      }
-    }
-  }
+  auto accuracy = CovariateAccuracy(attacks, methods);
   std::map<std::string, std::vector<std::string>> expected;
   for (const auto& [attack, by_method] : accuracy) {
     std::vector<std::string>& cells = expected[attack == "clean" ? "no attacker" : attack];
@@ -854,15 +869,13 @@ TEST(RobustnessPage, TheCovariateShiftTableIsItsData) {
 TEST(RobustnessPage, TheAttackerShareTableIsItsData) {
   const std::string attack = "ipm";
   const std::string method = "cos_weights clip 0.5";
-  const fs::path covariate = kRoot / "results" / "robustness" / "fmnist-covariate";
   std::string worst;
   double worst_mean = 100;
-  for (const auto& folder : fs::directory_iterator(covariate)) {
-    const std::string name = folder.path().filename().string();
-    if (name == "clean") continue;
-    const double mean =
-        MeanAndDeviation(Figures(RobustnessRuns("fmnist-covariate/" + name).at(method), "mean"))
-            .first;
+  for (const auto& [name, by_method] : CovariateAccuracy(kCovariateAttacks, kCovariateMethods)) {
+    if (name == "clean" || !by_method.count(method)) continue;
+    std::vector<double> means;
+    for (const auto& [seed, mean] : by_method.at(method)) means.push_back(mean);
+    const double mean = MeanAndDeviation(means).first;
     if (mean < worst_mean) {
       worst = name;
       worst_mean = mean;
