@@ -883,7 +883,8 @@ TEST(RobustnessPage, TheAttackerShareTableIsItsData) {
   }
   EXPECT_EQ(worst, attack) << "the page's 10% to 30% runs are not of the worst attack";
   std::map<std::string, double> clean;
-  for (const RobustnessRun& run : RobustnessRuns("fmnist-covariate/clean").at(method)) {
+  const auto clean_runs = RobustnessRuns("fmnist-covariate/clean");
+  for (const RobustnessRun& run : clean_runs.at(method)) {
     clean[run.seed] = std::stod(run.summary.at("mean"));
   }
   const std::vector<std::pair<std::string, std::string>> shares = {
