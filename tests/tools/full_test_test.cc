@@ -197,5 +197,31 @@ TEST_F(ClusterTestRun, TheReportReadsTheFiguresBackAndOldFoldersWithout) {
             std::string::npos);
 }
 
+// A full_test.csv that is not the launcher's is refused with its file and line, and no node gets
+// a figure from it.
+TEST(FullTestCsv, AWrongHeaderOrShortRowIsRefusedWithItsLine) {
+  const std::string dir = ::testing::TempDir() + "/full_test_csv." + std::to_string(::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  MethodRun run;
+  run.dir = dir;
+  run.nodes.resize(1);
+  run.nodes[0].id = "0";
+  const std::string path = PathIn(dir, kFullTestFile);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"node,cluster,round,images,test_loss\n0,0,1,10,0.5\n",
+       path + ":1: header is not 'node,cluster,round,images,test_loss,test_acc'"},
+      {"node,cluster,round,images,test_loss,test_acc\n0,0,1,10,0.5\n",
+       path + ":2: expected node,cluster,round,images,test_loss,test_acc"}};
+  for (const auto& [text, message] : cases) {
+    std::ofstream(path) << text;
+    const Status status = ReadFullTestCsv(run);
+    EXPECT_EQ(status.code(), ErrorCode::kMalformed) << text;
+    EXPECT_EQ(status.message(), message);
+    EXPECT_FALSE(run.nodes[0].full_test.has_value());
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace meshlearn::launch
