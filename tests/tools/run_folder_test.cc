@@ -63,7 +63,7 @@ TEST(RunFolderForce, DeletesAnEngineRunsFilesAndKeepsOnlyTheUsers) {
 }
 
 // A launcher killed (SIGKILL, a power cut) during its first method left a manifest that records
-// no method yet: --resume continues that run.
+// no method yet: --resume continues that run, and records the killed launch as `killed`.
 TEST(RunFolderResume, ARunKilledInItsFirstMethodIsResumed) {
   std::string dir = ::testing::TempDir() + "/run_folder_resume_first";
   fs::remove_all(dir);
@@ -81,7 +81,10 @@ TEST(RunFolderResume, ARunKilledInItsFirstMethodIsResumed) {
   std::vector<std::string> notes;
   auto claimed = ClaimedRunFolder::Claim(dir, ExistingRun::kResume, fresh, &notes);
   ASSERT_TRUE(claimed.ok()) << claimed.status().message();
-  EXPECT_EQ(claimed->manifest().launches.size(), 2u);
+  ASSERT_EQ(claimed->manifest().launches.size(), 2u);
+  EXPECT_EQ(claimed->manifest().launches[0].status, kKilled) << "the killed launch says so";
+  EXPECT_TRUE(claimed->manifest().launches[0].ended.empty()) << "its end is not known";
+  EXPECT_EQ(claimed->manifest().launches[1].status, kRunning);
   EXPECT_TRUE(claimed->manifest().methods.empty());
   EXPECT_TRUE(fs::exists(dir + "/random/node-0/rounds.csv"));
 }

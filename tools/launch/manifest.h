@@ -20,10 +20,13 @@ namespace meshlearn::launch {
 //   complete     every node ran every round
 //   interrupted  stopped by Ctrl-C / SIGTERM; the rounds reached are recorded
 //   failed       some nodes failed (they are named in the launcher's output)
+//   killed       (a launch only) its launcher ended without recording it (SIGKILL, a power cut);
+//                the next --resume finds it `running` and marks it so
 inline constexpr const char* kRunning = "running";
 inline constexpr const char* kComplete = "complete";
 inline constexpr const char* kInterrupted = "interrupted";
 inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kKilled = "killed";
 
 // One method of the run, as far as it went.
 struct MethodRecord {

@@ -221,6 +221,10 @@ Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, Existin
           "--seed, or use --force to replace that run"));
     }
     Manifest manifest = std::move(*previous);
+    // The lock is ours, so a launch still recorded as running had its launcher killed.
+    for (LaunchRecord& earlier : manifest.launches) {
+      if (earlier.status == kRunning) earlier.status = kKilled;
+    }
     manifest.status = kRunning;
     manifest.ended.clear();
     manifest.scenario_text = fresh.scenario_text;
