@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "node/host/node.h"
 
@@ -124,6 +125,56 @@ TEST(Report, SummaryCsvNamesTheWorstHonestNode) {
   std::getline(in, header);
   std::getline(in, row);
   EXPECT_EQ(row.substr(row.size() - 3), ",60") << header << "\n" << row;
+}
+
+// Issue 47: an honest node whose learning halted on a failed round (here, overflowed weights
+// under `scaling`) is counted in summary.csv and named in the table; its figure is its best round
+// before the failure. An attacker's unmeasured rounds (a free rider's) are not counted.
+TEST(Report, HonestNodesHaltedOnAFailedRoundAreCounted) {
+  std::string dir = ::testing::TempDir() + "/report_halted";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  MethodRun run;
+  run.method.name = "cos_weights";
+  Partition partition;
+  partition.ids = {"0", "1", "2"};
+  partition.clusters = {0, 0, 0};
+  partition.num_clusters = 1;
+  partition.classification = true;
+  for (size_t i = 0; i < partition.ids.size(); ++i) {
+    NodeRun n;
+    n.id = partition.ids[i];
+    n.dir = dir + "/node-" + n.id;
+    n.attacker = i == 2;
+    node::RoundRow measured;
+    measured.val_loss = 0.5;
+    measured.test_acc = 0.8;
+    node::RoundRow last = measured;
+    last.round = 1;
+    if (i != 0) {  // node 1 halted in round 1; node 2, an attacker, never measures a round
+      last = node::RoundRow{};
+      last.round = 1;
+      last.stopped = true;
+      last.val_loss = last.test_acc = std::numeric_limits<double>::quiet_NaN();
+    }
+    n.rounds = {measured, last};
+    run.nodes.push_back(n);
+  }
+  MethodSummary summary = Summarize(run, partition);
+  EXPECT_EQ(summary.nodes_halted, 1);
+  EXPECT_DOUBLE_EQ(summary.mean, 80) << "the halted node's figure is its round before";
+  std::string table = FormatTable({summary}, 1);
+  EXPECT_NE(table.find("(1 of 2 honest nodes halted on a failed round, figures from before it: see "
+                       "their node.log)"),
+            std::string::npos)
+      << table;
+  ASSERT_TRUE(WriteSummaryCsv(dir + "/summary.csv", {summary}, 1).ok());
+  std::ifstream in(dir + "/summary.csv");
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  EXPECT_NE(header.find(",nodes,nodes_failed,nodes_halted,"), std::string::npos) << header;
+  EXPECT_NE(row.find(",3,0,1,"), std::string::npos) << row;
 }
 
 }  // namespace

@@ -117,7 +117,9 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
     if (n.rounds.empty() || n.attacker) continue;
     const node::RoundRow* best = &n.rounds.front();
     double busy = 0;
+    bool halted = false;
     for (const node::RoundRow& r : n.rounds) {
+      halted |= r.stopped && !std::isfinite(r.val_loss);
       if (std::isfinite(r.val_loss) && !(r.val_loss >= best->val_loss)) best = &r;
       busy += (std::isfinite(r.train_s) ? r.train_s : 0) + (std::isfinite(r.eval_s) ? r.eval_s : 0);
       for (const std::string& peer : r.peers) {
@@ -126,6 +128,7 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
         in_cluster += c != cluster_of.end() && c->second == n.cluster;
       }
     }
+    s.nodes_halted += halted;
     if (const double spent = n.rounds.back().epsilon; std::isfinite(spent)) {
       s.epsilon = std::max(s.epsilon.value_or(spent), spent);
     }
@@ -184,7 +187,8 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   std::ostringstream csv;
   csv << "method,metric";
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
-  csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,peak_pss_mib_mean,"
+  csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,nodes_halted,"
+         "peak_pss_mib_mean,"
          "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
          "last_node_round,exchange_s,exchange_rounds,epsilon,bytes_sent_per_node,target_acc,"
          "time_to_target_s,worst_node";
@@ -201,10 +205,11 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
     csv << ',' << ExactNumber(s.mean) << ',' << ExactNumber(s.in_cluster) << ','
         << ExactNumber(s.wall_seconds) << ',' << ExactNumber(s.simulated_seconds) << ','
         << ExactNumber(s.overhead) << ',' << s.nodes << ',' << s.nodes_failed << ','
-        << ExactNumber(s.peak_pss_mib_mean) << ',' << ExactNumber(s.peak_pss_mib_max) << ','
-        << ExactNumber(s.ari) << ',' << ExactNumber(s.cluster_round) << ',' << s.attackers << ','
-        << s.status << ',' << s.rounds << ',' << s.first_node_round << ',' << s.last_node_round
-        << ',' << ExactNumber(s.exchange_seconds) << ',';
+        << s.nodes_halted << ',' << ExactNumber(s.peak_pss_mib_mean) << ','
+        << ExactNumber(s.peak_pss_mib_max) << ',' << ExactNumber(s.ari) << ','
+        << ExactNumber(s.cluster_round) << ',' << s.attackers << ',' << s.status << ',' << s.rounds
+        << ',' << s.first_node_round << ',' << s.last_node_round << ','
+        << ExactNumber(s.exchange_seconds) << ',';
     if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
     csv << ',' << ExactNumber(s.epsilon) << ',' << ExactNumber(s.bytes_sent_per_node) << ','
         << ExactNumber(s.target_acc) << ',' << ExactNumber(s.time_to_target_s) << ','
@@ -281,6 +286,10 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
           << s.last_node_round << " of " << s.rounds << ")";
     }
     if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
+    if (s.nodes_halted) {
+      out << "  (" << s.nodes_halted << " of " << s.nodes - s.attackers
+          << " honest nodes halted on a failed round, figures from before it: see their node.log)";
+    }
     if (s.nodes_alone) {
       out << "  (" << s.nodes_alone << " of " << s.nodes
           << " nodes never reached a peer: see their node.log)";

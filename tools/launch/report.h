@@ -32,6 +32,10 @@ struct MethodSummary {
   double overhead = 0;
   int nodes = 0;
   int nodes_failed = 0;
+  // Honest nodes whose learning halted on a failed round (training or evaluation failed, e.g. on
+  // overflowed weights: a row with `stopped` and no validation loss). They served their last model
+  // from then on, and their figure is their best round before it.
+  int nodes_halted = 0;
   int nodes_alone = 0;           // nodes whose log ends saying they never reached a peer
   int attackers = 0;             // nodes that served poisoned models; left out of the metrics
   double peak_pss_mib_mean = 0;  // process mode: mean over nodes of their peak PSS
