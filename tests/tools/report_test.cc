@@ -6,11 +6,41 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "node/host/node.h"
 
 namespace meshlearn::launch {
 namespace {
+
+// An empty folder `name` under the test's temporary folder.
+std::string EmptyDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Nodes "0".."n-1" in `clusters` (one entry per node) of `num_clusters`.
+Partition NodesIn(const std::vector<int>& clusters, int num_clusters, bool classification) {
+  Partition partition;
+  for (size_t i = 0; i < clusters.size(); ++i) partition.ids.push_back(std::to_string(i));
+  partition.clusters = clusters;
+  partition.num_clusters = num_clusters;
+  partition.classification = classification;
+  return partition;
+}
+
+// The header and first row of the summary.csv in `dir`.
+std::pair<std::string, std::string> SummaryHeaderAndRow(const std::string& dir) {
+  std::ifstream in(dir + "/summary.csv");
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  return {header, row};
+}
 
 // Issue 17, item 12: a node whose log ends saying it never reached a peer is named in the table.
 TEST(Report, TheTableSaysHowManyNodesNeverReachedAPeer) {
@@ -48,15 +78,10 @@ TEST(Report, TheTableSaysHowManyNodesNeverReachedAPeer) {
 // Issue 31: summary.csv's last column is the mean of the bytes each node sent, as the last row of
 // its rounds.csv counts them (the encoded frames), attackers included.
 TEST(Report, SummaryCsvHasTheMeanBytesSentPerNode) {
-  std::string dir = ::testing::TempDir() + "/report_bytes";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::string dir = EmptyDir("report_bytes");
   MethodRun run;
   run.method.name = "int8";
-  Partition partition;
-  partition.ids = {"0", "1", "2"};
-  partition.clusters = {0, 0, 0};
-  partition.num_clusters = 1;
+  const Partition partition = NodesIn({0, 0, 0}, 1, false);
   const uint64_t sent[] = {1000, 3000, 0};
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     NodeRun n;
@@ -76,10 +101,7 @@ TEST(Report, SummaryCsvHasTheMeanBytesSentPerNode) {
   MethodSummary summary = Summarize(run, partition);
   EXPECT_EQ(summary.bytes_sent_per_node, 2000);
   ASSERT_TRUE(WriteSummaryCsv(dir + "/summary.csv", {summary}, 1).ok());
-  std::ifstream in(dir + "/summary.csv");
-  std::string header, row;
-  std::getline(in, header);
-  std::getline(in, row);
+  const auto [header, row] = SummaryHeaderAndRow(dir);
   const std::string last = ",bytes_sent_per_node,target_acc,time_to_target_s,worst_node";
   EXPECT_EQ(header.substr(header.size() - last.size()), last) << header;
   // No target without a report; the worst (only) honest node tested at 0.
@@ -89,16 +111,10 @@ TEST(Report, SummaryCsvHasTheMeanBytesSentPerNode) {
 // Issue 45: summary.csv names the worst honest node's test accuracy (its best-validation round),
 // so a mean cannot hide a few nodes locked onto the wrong cluster; an attacker is never it.
 TEST(Report, SummaryCsvNamesTheWorstHonestNode) {
-  std::string dir = ::testing::TempDir() + "/report_worst";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::string dir = EmptyDir("report_worst");
   MethodRun run;
   run.method.name = "cos_weights";
-  Partition partition;
-  partition.ids = {"0", "1", "2"};
-  partition.clusters = {0, 1, 1};
-  partition.num_clusters = 2;
-  partition.classification = true;
+  const Partition partition = NodesIn({0, 1, 1}, 2, true);
   // Node 1's best-validation round (loss 0.5) tests at 0.6; its last round tests lower but does
   // not count. Node 2 is an attacker at 0.1.
   const double best_acc[] = {0.9, 0.6, 0.1};
@@ -120,10 +136,7 @@ TEST(Report, SummaryCsvNamesTheWorstHonestNode) {
   MethodSummary summary = Summarize(run, partition);
   EXPECT_DOUBLE_EQ(summary.worst_node, 60);
   ASSERT_TRUE(WriteSummaryCsv(dir + "/summary.csv", {summary}, 2).ok());
-  std::ifstream in(dir + "/summary.csv");
-  std::string header, row;
-  std::getline(in, header);
-  std::getline(in, row);
+  const auto [header, row] = SummaryHeaderAndRow(dir);
   EXPECT_EQ(row.substr(row.size() - 3), ",60") << header << "\n" << row;
 }
 
@@ -131,16 +144,10 @@ TEST(Report, SummaryCsvNamesTheWorstHonestNode) {
 // under `scaling`) is counted in summary.csv and named in the table; its figure is its best round
 // before the failure. An attacker's unmeasured rounds (a free rider's) are not counted.
 TEST(Report, HonestNodesHaltedOnAFailedRoundAreCounted) {
-  std::string dir = ::testing::TempDir() + "/report_halted";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::string dir = EmptyDir("report_halted");
   MethodRun run;
   run.method.name = "cos_weights";
-  Partition partition;
-  partition.ids = {"0", "1", "2"};
-  partition.clusters = {0, 0, 0};
-  partition.num_clusters = 1;
-  partition.classification = true;
+  const Partition partition = NodesIn({0, 0, 0}, 1, true);
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     NodeRun n;
     n.id = partition.ids[i];
@@ -169,10 +176,7 @@ TEST(Report, HonestNodesHaltedOnAFailedRoundAreCounted) {
             std::string::npos)
       << table;
   ASSERT_TRUE(WriteSummaryCsv(dir + "/summary.csv", {summary}, 1).ok());
-  std::ifstream in(dir + "/summary.csv");
-  std::string header, row;
-  std::getline(in, header);
-  std::getline(in, row);
+  const auto [header, row] = SummaryHeaderAndRow(dir);
   EXPECT_NE(header.find(",nodes,nodes_failed,nodes_halted,"), std::string::npos) << header;
   EXPECT_NE(row.find(",3,0,1,"), std::string::npos) << row;
 }
