@@ -8,19 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/fresh_dir.h"
 #include "tools/plot/matrix_csv.h"
 
 namespace meshlearn::plot::testing {
 
 // A fresh, empty folder for the running test, under the system temp folder.
-inline std::string TempDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "meshlearn-plot-test" /
-                                    (std::string(info->test_suite_name()) + "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+inline std::string TempDir() { return meshlearn::testing::FreshTestDir("meshlearn-plot-test"); }
 
 // Writes `bytes` to `path`, creating its folder.
 inline void WriteFile(const std::string& path, const std::string& bytes) {

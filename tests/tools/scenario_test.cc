@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "tests/fresh_dir.h"
 #include "tools/launch/scenario_network.h"
 
 namespace meshlearn::launch {
@@ -16,9 +17,7 @@ namespace {
 // A 4-node synthetic scenario with `network` appended, in a file of the running test's own (ctest
 // runs the tests of this file side by side).
 Result<Scenario> WithNetwork(const std::string& network) {
-  std::string path = ::testing::TempDir() + "/" +
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-                     ".scenario_network.toml";
+  std::string path = meshlearn::testing::TestOwnPath("scenario_network.toml");
   std::ofstream(path) << "name = \"net\"\n[data]\ndataset = \"synthetic\"\nclients = 4\n"
                          "[node.model]\narchitecture = \"linear\"\n"
                       << network;
@@ -296,9 +295,10 @@ TEST(ScenarioNodeKeys, ABadValueFromSetPointsAtTheSet) {
       << message;
 }
 
-// A 4-node scenario of `dataset` with `data_keys` added to its [data] section.
+// A 4-node scenario of `dataset` with `data_keys` added to its [data] section, in a file of the
+// running test's own.
 Result<Scenario> WithData(const std::string& dataset, const std::string& data_keys) {
-  std::string path = ::testing::TempDir() + "/scenario_data.toml";
+  std::string path = meshlearn::testing::TestOwnPath("scenario_data.toml");
   std::ofstream(path) << "name = \"data\"\n[data]\ndataset = \"" << dataset << "\"\nclients = 4\n"
                       << data_keys << "[node.model]\narchitecture = \"linear\"\n";
   return LoadScenario(path, {});
