@@ -53,7 +53,7 @@ struct SimNode {
   uint64_t generation = 0;  // its incarnation: events of an earlier one are dropped
   bool in_event = false;    // a task of this node is running
   bool leaving = false;
-  uint64_t bytes_in_before = 0;   // received by its earlier incarnations (snapshot barriers)
+  uint64_t bytes_in_before = 0;   // received by its earlier incarnations (barriers, deaths)
   uint64_t bytes_out_before = 0;  // sent by them
   std::deque<QueuedJob> jobs;     // queued behind the running one
   std::optional<std::shared_future<node::LearnerResult>> running;

@@ -69,7 +69,8 @@ struct HostOptions {
   // Does the node's learning; default: CreateLearner(config).
   std::unique_ptr<Learner> learner;
   // Bytes the node received and sent before this incarnation, added to its transport's counters
-  // in rounds.csv and the status (a simulated node restarted at a snapshot barrier).
+  // in rounds.csv and the status (a simulated node restarted at a snapshot barrier or after a
+  // death).
   uint64_t bytes_in_before = 0;
   uint64_t bytes_out_before = 0;
   // Set: rounds from this one on never begin (NodeStateMachine::HoldBefore).

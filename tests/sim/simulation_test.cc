@@ -191,7 +191,8 @@ TEST(Simulation, AModelTooBigForTheBandwidthWithinTheDeadlineNeverArrives) {
 }
 
 // A death: the node is away for 5 s of simulated time; the others skip it, then it restarts from
-// its in-memory checkpoint (no gap, no repeat in rounds.csv) and is answered again.
+// its in-memory checkpoint (no gap, no repeat in rounds.csv, its bytes counted on from what the
+// dead incarnation sent) and is answered again.
 TEST(Simulation, ADeadNodeIsSkippedThenRestartsFromItsCheckpointAndIsAnsweredAgain) {
   SimMesh mesh("death", kFour, 12);
   SimulationOptions options;
@@ -201,6 +202,11 @@ TEST(Simulation, ADeadNodeIsSkippedThenRestartsFromItsCheckpointAndIsAnsweredAga
   EXPECT_EQ(ConsecutiveRounds(mesh.NodeDir("out", "n2")), 13u);
   EXPECT_NE(ReadText(mesh.NodeDir("out", "n2") + "/node.log").find("outage over: restarted"),
             std::string::npos);
+  const std::vector<node::RoundRow> restarted = Rounds(mesh.NodeDir("out", "n2"));
+  for (size_t r = 1; r < restarted.size(); ++r) {
+    EXPECT_GE(restarted[r].bytes_out, restarted[r - 1].bytes_out) << "n2 round " << r;
+    EXPECT_GE(restarted[r].bytes_in, restarted[r - 1].bytes_in) << "n2 round " << r;
+  }
   auto rows = Rounds(mesh.NodeDir("out", "n0"));
   ASSERT_EQ(rows.size(), 13u);
   int missed = 0;

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "node/host/node_files.h"
+#include "node/host/outputs.h"
 #include "tests/fresh_dir.h"
 #include "tools/launch/fuzz.h"
 #include "tools/launch/fuzz_invariants.h"
@@ -184,6 +186,24 @@ TEST(FuzzInvariants, AMessageWithoutItsFateBreaksCountersBalance) {
   EXPECT_TRUE(Breaks(CheckRun(s, model), kCountersBalance));
   vanished.interrupted = true;
   EXPECT_FALSE(Breaks(CheckRun(s, vanished), kCountersBalance));
+}
+
+// counters-balance also fails when a node's byte totals in rounds.csv fall from one row to the
+// next (a restart that counted from zero again).
+TEST(FuzzInvariants, ByteTotalsThatFallAfterARestartBreakCountersBalance) {
+  FuzzScenario s = DrawScenario(1);
+  const std::string dir = meshlearn::testing::FreshTestDir("fuzz");
+  FuzzRunReport report = CleanReport();
+  report.nodes.push_back({"n0", dir, "", {}});
+  const auto rows_with = [&](int second_bytes_out) {
+    std::ofstream(dir + "/" + node::kRoundsFile)
+        << node::kRoundsCsvHeader << "\n0,1,0.5,0.5,0.9,,,2,2,100,100,0,0.1,0.1,1,,a;b\n"
+        << "1,2,0.5,0.5,0.9,,,2,2,150," << second_bytes_out << ",0,0.1,0.1,1,,a;b\n";
+  };
+  rows_with(160);
+  EXPECT_FALSE(Breaks(CheckRun(s, report), kCountersBalance));
+  rows_with(40);
+  EXPECT_TRUE(Breaks(CheckRun(s, report), kCountersBalance));
 }
 
 // memory-bound: a run may grow by kMemoryBaseMib + kMemoryPerNodeMib per node, not more.

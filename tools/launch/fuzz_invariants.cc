@@ -87,7 +87,8 @@ bool IsRefusalCode(const std::string& name) {
   return false;
 }
 
-// rounds.csv of `n` against finite-models, rounds-contiguous, checkpoint-agrees and liveness.
+// rounds.csv of `n` against finite-models, rounds-contiguous, counters-balance (its byte totals),
+// checkpoint-agrees and liveness.
 void CheckNode(const FuzzScenario& s, const FuzzNodeEnd& n, Violations& v) {
   auto rows = node::ReadRoundsCsv((std::filesystem::path(n.dir) / node::kRoundsFile).string());
   if (!rows.ok()) {
@@ -100,6 +101,13 @@ void CheckNode(const FuzzScenario& s, const FuzzNodeEnd& n, Violations& v) {
       v.Add(kRoundsContiguous, NodeText(n) + ": row " + std::to_string(k + 1) + " is round " +
                                    std::to_string(r.round) + ", expected " + std::to_string(k));
       break;
+    }
+    if (k > 0 && (r.bytes_in < (*rows)[k - 1].bytes_in || r.bytes_out < (*rows)[k - 1].bytes_out)) {
+      std::ostringstream d;
+      d << NodeText(n) << ": round " << r.round << " counts bytes_in " << r.bytes_in
+        << " and bytes_out " << r.bytes_out << ", round " << r.round - 1 << " counted "
+        << (*rows)[k - 1].bytes_in << " and " << (*rows)[k - 1].bytes_out;
+      v.Add(kCountersBalance, d.str());
     }
     if (!std::isfinite(r.train_loss) || !std::isfinite(r.val_loss)) {
       std::ostringstream d;

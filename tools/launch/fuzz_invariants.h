@@ -17,7 +17,8 @@
 //   counters-balance   every message sent (and every byte) has one fate: sent = lost + dropped +
 //                      refused + received, in messages and in bytes; the messages the network
 //                      lost are those the fault model lost or cut, and its copies those the model
-//                      duplicated
+//                      duplicated; each node's bytes_in and bytes_out in rounds.csv never fall from
+//                      one row to the next, across its restarts
 //   memory-bound       the run's peak resident memory grew by at most kMemoryBaseMib +
 //                      kMemoryPerNodeMib x nodes over what it had when it began
 //   liveness           after the faults (every outage ends, every partition heals), every node
