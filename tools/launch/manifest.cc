@@ -21,8 +21,8 @@ namespace {
 constexpr const char* kHeader =
     "# meshlearn run manifest (docs/experiments.md \"Run folders\"). meshlearn-launch writes\n"
     "# it when a run starts and rewrites it as each method ends; --resume checks the scenario\n"
-    "# against it.\n"
-    "# status: running | complete | interrupted | failed.\n\n";
+    "# against it. status: running | complete | interrupted | failed; a launch's status\n"
+    "# may also be killed.\n\n";
 
 toml::array Strings(const std::vector<std::string>& values) {
   toml::array array;
