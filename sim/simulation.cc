@@ -210,6 +210,9 @@ void Simulator::Retire(size_t i) {
   n.running_done = nullptr;
   n.leaving = false;
   if (turns_) turns_->Forget(i);
+  const node::TransportStats bytes = n.host->transport_stats();
+  n.bytes_in_before = bytes.bytes_in;
+  n.bytes_out_before = bytes.bytes_out;
   n.host.reset();  // its transport stops: messages on their way to it are lost
   n.log->flush();
   n.state = state;

@@ -154,6 +154,7 @@ class Simulator {
   void NoteRound(size_t i);
 
   // Takes node `i`'s host apart (its state stays); every event of this incarnation is dropped.
+  // Its byte totals so far stay, for the next incarnation to count on from.
   void Retire(size_t i);
 
   // Writes node `i`'s outputs and lets its host go (it finished, failed, or the run ends).

@@ -105,10 +105,6 @@ void Simulator::Die(size_t i, double seconds, const char* why) {
   ++report_.faults["death"];
   Status written = FlushOutputs(i, /*crash=*/true);
   if (!written.ok()) return Fail(i, "cannot write outputs: " + written.ToString());
-  // What it sent and received stays counted: the restarted incarnation adds to it.
-  const node::TransportStats bytes = n.host->transport_stats();
-  n.bytes_in_before = bytes.bytes_in;
-  n.bytes_out_before = bytes.bytes_out;
   n.state = NodeState::kDead;
   Retire(i);
   clock_->At(clock_->Now() + VirtualSeconds(seconds), [this, i] { EndOutage(i); });

@@ -61,7 +61,6 @@ void Simulator::Barrier() {
 
 void Simulator::SnapshotNode(size_t i, int64_t round) {
   SimNode& n = nodes_[i];
-  node::TransportStats bytes = n.host->transport_stats();
   Status written = FlushOutputs(i, /*crash=*/false);
   n.log->flush();
   if (written.ok()) {
@@ -71,8 +70,6 @@ void Simulator::SnapshotNode(size_t i, int64_t round) {
     return Fail(i, "cannot write the snapshot of round " + std::to_string(round) + ": " +
                        written.ToString());
   }
-  n.bytes_in_before = bytes.bytes_in;
-  n.bytes_out_before = bytes.bytes_out;
   n.last_round = n.host->completed_round();
   n.last_val_loss = n.host->last_val_loss();
   Retire(i);
