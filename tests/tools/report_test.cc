@@ -11,17 +11,10 @@
 #include <vector>
 
 #include "node/host/node.h"
+#include "tests/fresh_dir.h"
 
 namespace meshlearn::launch {
 namespace {
-
-// An empty folder `name` under the test's temporary folder.
-std::string EmptyDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 // Nodes "0".."n-1" in `clusters` (one entry per node) of `num_clusters`.
 Partition NodesIn(const std::vector<int>& clusters, int num_clusters, bool classification) {
@@ -78,7 +71,7 @@ TEST(Report, TheTableSaysHowManyNodesNeverReachedAPeer) {
 // Issue 31: summary.csv's last column is the mean of the bytes each node sent, as the last row of
 // its rounds.csv counts them (the encoded frames), attackers included.
 TEST(Report, SummaryCsvHasTheMeanBytesSentPerNode) {
-  const std::string dir = EmptyDir("report_bytes");
+  const std::string dir = meshlearn::testing::FreshTestDir("report");
   MethodRun run;
   run.method.name = "int8";
   const Partition partition = NodesIn({0, 0, 0}, 1, false);
@@ -111,7 +104,7 @@ TEST(Report, SummaryCsvHasTheMeanBytesSentPerNode) {
 // Issue 45: summary.csv names the worst honest node's test accuracy (its best-validation round),
 // so a mean cannot hide a few nodes locked onto the wrong cluster; an attacker is never it.
 TEST(Report, SummaryCsvNamesTheWorstHonestNode) {
-  const std::string dir = EmptyDir("report_worst");
+  const std::string dir = meshlearn::testing::FreshTestDir("report");
   MethodRun run;
   run.method.name = "cos_weights";
   const Partition partition = NodesIn({0, 1, 1}, 2, true);
@@ -144,7 +137,7 @@ TEST(Report, SummaryCsvNamesTheWorstHonestNode) {
 // under `scaling`) is counted in summary.csv and named in the table; its figure is its best round
 // before the failure. An attacker's unmeasured rounds (a free rider's) are not counted.
 TEST(Report, HonestNodesHaltedOnAFailedRoundAreCounted) {
-  const std::string dir = EmptyDir("report_halted");
+  const std::string dir = meshlearn::testing::FreshTestDir("report");
   MethodRun run;
   run.method.name = "cos_weights";
   const Partition partition = NodesIn({0, 0, 0}, 1, true);

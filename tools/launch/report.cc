@@ -188,10 +188,9 @@ Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>
   csv << "method,metric";
   for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
   csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,nodes_halted,"
-         "peak_pss_mib_mean,"
-         "peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,first_node_round,"
-         "last_node_round,exchange_s,exchange_rounds,epsilon,bytes_sent_per_node,target_acc,"
-         "time_to_target_s,worst_node";
+         "peak_pss_mib_mean,peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,"
+         "first_node_round,last_node_round,exchange_s,exchange_rounds,epsilon,"
+         "bytes_sent_per_node,target_acc,time_to_target_s,worst_node";
   const bool full_test = std::any_of(summaries.begin(), summaries.end(),
                                      [](const auto& s) { return s.full_test_mean.has_value(); });
   if (full_test) {
