@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Shows that the e2e and node tests do not fail on load: runs them with ctest -j2 five times in a
-# row, then once more while a CPU burner keeps every core busy. Needs a build (scripts/build.sh).
+# Shows that the e2e tests and the tests of node/'s libraries and process/ do not fail on load:
+# runs them with ctest -j2 five times in a row, then once more while a CPU burner keeps every core
+# busy. Needs a build (scripts/build.sh).
 # Usage: scripts/stress_tests.sh [runs (default 5)]
 # Exits non-zero at the first failing pass, naming it.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 runs="${1:-5}"
-labels="e2e|node"
+labels="e2e|transport|logic|config|learner|host|process"
 for ((i = 1; i <= runs; ++i)); do
   echo "stress: pass $i of $runs: ctest -j2 -L '$labels'"
   if ! ctest --test-dir "$root/build" -j2 -L "$labels" --output-on-failure >"/tmp/stress-pass-$i.log" 2>&1; then

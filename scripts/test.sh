@@ -7,7 +7,7 @@
 #               `browser` and the rest included);
 #   sanitizers  an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/) of the
 #               torch-free modules, running their tests (base, protocol, topology, similarity)
-#               again under the sanitizers;
+#               and the documents' (docs) again under the sanitizers;
 #   fuzz        a clang build (build-fuzz/) that fuzzes the protocol decoder for
 #               MESHLEARN_FUZZ_SECONDS (60) seconds (ctest -L fuzz), skipped with a one-line
 #               reason when clang++ or libFuzzer is missing;
@@ -39,7 +39,7 @@ phases_begin sanitizers
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMESHLEARN_WITH_TORCH=OFF \
   -DMESHLEARN_SANITIZE=ON >/dev/null
 cmake --build build-asan -j2
-ctest --test-dir build-asan --output-on-failure -j2 -L "base|protocol|topology|similarity"
+ctest --test-dir build-asan --output-on-failure -j2 -L "base|protocol|topology|similarity|docs"
 
 phases_begin fuzz
 fuzz_skip=""

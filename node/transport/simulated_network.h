@@ -7,7 +7,7 @@
 //   (sim/simulation.h) delivers every frame as an event of its queue.
 //
 // It keeps the rules of every transport, and passes the same contract tests as ZeroMQ's
-// (tests/node/transport_test.cc):
+// (tests/node/transport/transport_contract_test.cc):
 // - deadlines: every request ends by its deadline (kTimeout);
 // - exactly-once handlers, also when a transport stops or a connection is closed (kUnavailable);
 // - bounds: pending inbound requests per peer connection and in total, and the send queue of a

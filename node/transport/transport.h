@@ -1,6 +1,7 @@
 #pragma once
 // The Transport interface: how a node's requests and replies travel. Two implementations keep
-// the same rules and pass the same contract tests (tests/node/transport_test.cc):
+// the same rules and pass the same contract tests
+// (tests/node/transport/transport_contract_test.cc):
 // - ZeroMQ over TCP (zmq_transport.h): the only code in meshlearn that touches sockets;
 // - the simulated network between the nodes of one process (simulated_network.h), on real time
 //   for tests and in-process runs, or on the simulator's virtual clock (sim/simulation.h), which

@@ -13,7 +13,7 @@
 #include "similarity/emd.h"
 #include "similarity/emd_decision.h"
 #include "similarity/projection.h"
-#include "tests/node/machine_test_support.h"
+#include "tests/node/logic/machine_test_support.h"
 
 namespace meshlearn::node::testing {
 namespace {

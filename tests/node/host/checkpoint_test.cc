@@ -41,11 +41,12 @@ Checkpoint Sample() {
 // wall_s nor checksum. Written once by the format-1 encoder (node/host/checkpoint.cc at commit
 // 4407cbb) and kept unchanged, as a checkpoint left by that build would be.
 std::string SampleInFormat1() {
-  std::ifstream in(std::string(MESHLEARN_SOURCE_DIR) + "/tests/node/testdata/checkpoint_v1.bin",
-                   std::ios::binary);
+  std::ifstream in(
+      std::string(MESHLEARN_SOURCE_DIR) + "/tests/node/host/testdata/checkpoint_v1.bin",
+      std::ios::binary);
   std::ostringstream bytes;
   bytes << in.rdbuf();
-  EXPECT_EQ(bytes.str().size(), 187u) << "tests/node/testdata/checkpoint_v1.bin is missing";
+  EXPECT_EQ(bytes.str().size(), 187u) << "tests/node/host/testdata/checkpoint_v1.bin is missing";
   return bytes.str();
 }
 

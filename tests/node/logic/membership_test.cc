@@ -7,7 +7,7 @@
 #include <set>
 
 #include "node/logic/membership.h"
-#include "tests/node/machine_test_support.h"
+#include "tests/node/logic/machine_test_support.h"
 
 namespace meshlearn::node::testing {
 namespace {

@@ -7,7 +7,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 
 #include "node/logic/requests.h"
-#include "tests/node/machine_test_support.h"
+#include "tests/node/logic/machine_test_support.h"
 
 namespace meshlearn::node::testing {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "node/logic/model_server.h"
 #include "protocol/codec.h"
-#include "tests/node/machine_test_support.h"
+#include "tests/node/logic/machine_test_support.h"
 
 namespace meshlearn::node::testing {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/node/machine_test_support.h"
+#include "tests/node/logic/machine_test_support.h"
 
 namespace meshlearn::node::testing {
 namespace {

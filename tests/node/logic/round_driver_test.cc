@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "tests/node/machine_test_support.h"
+#include "tests/node/logic/machine_test_support.h"
 
 namespace meshlearn::node::testing {
 namespace {

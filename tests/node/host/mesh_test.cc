@@ -1,5 +1,5 @@
 // Real nodes in one test process over loopback TCP: the synthetic concept-shift problem with two
-// clusters of three nodes each.
+// clusters of three nodes each. The hostile peer's test is in mesh_hostile_test.cc.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -21,159 +21,21 @@
 #include <thread>
 #include <tuple>
 
-#include <future>
-#include <limits>
-
 #include <spdlog/sinks/ostream_sink.h>
-#include <zmq.hpp>
-#include <zmq_addon.hpp>
 
 #include "node/config/logging.h"
 #include "node/host/node.h"
 #include "node/host/outputs.h"
 #include "node/transport/simulated_network.h"
 #include "node/transport/transport.h"
-#include "node/transport/zmq_transport.h"
 #include "process/free_port.h"
 #include "protocol/codec.h"
+#include "tests/node/host/mesh_test_support.h"
 #include "training/partition.h"
 #include "training/shard_file.h"
 
-namespace meshlearn::node {
+namespace meshlearn::node::testing {
 namespace {
-
-// Polls `condition` until it holds, for at most 5 minutes (generous: the machine may be loaded);
-// returns whether it held.
-bool WaitUntil(const std::function<bool()>& condition) {
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
-std::vector<RoundRow> ReadRounds(const std::string& path) {
-  auto rows = ReadRoundsCsv(path);
-  EXPECT_TRUE(rows.ok()) << rows.status().ToString();
-  return rows.ok() ? *rows : std::vector<RoundRow>{};
-}
-
-// A mesh of `clusters` x `per_cluster` nodes on the synthetic problem; every node knows all.
-class SyntheticMesh {
- public:
-  SyntheticMesh(const std::string& name, int clusters, int per_cluster, uint64_t seed) {
-    dir_ = ::testing::TempDir() + "/mesh_" + name;
-    std::filesystem::remove_all(dir_);
-    training::PartitionConfig partition;
-    partition.shift = training::ShiftKind::kSynthetic;
-    partition.num_clients = clusters * per_cluster;
-    partition.num_clusters = clusters;
-    partition.train_per_client = 100;
-    partition.validation_per_client = 50;
-    partition.test_per_client = 100;
-    partition.seed = seed;
-    auto shards = training::BuildClientShards({}, partition);
-    EXPECT_TRUE(shards.ok()) << shards.status().ToString();
-    shards_ = *shards;
-    for (const auto& shard : *shards) {
-      std::string id = "node-" + std::to_string(shard.client_id);
-      std::string path = training::ShardPath(dir_ + "/shards", shard.client_id);
-      EXPECT_TRUE(training::WriteShard(path, shard).ok());
-      cluster_of_[id] = shard.cluster_id;
-      NodeConfig c;
-      c.id = id;
-      auto port = FindFreeTcpPort("127.0.0.1");
-      EXPECT_TRUE(port.ok());
-      c.listen = "tcp://127.0.0.1:" + std::to_string(*port);
-      c.seed = seed;
-      c.output_dir = dir_ + "/" + id;
-      c.data.shard = path;
-      c.model.architecture = training::Architecture::kLinear;
-      c.training.optimizer = training::OptimizerKind::kSgd;
-      c.training.learning_rate = 0.003;
-      c.training.batch_size = 8;
-      c.learning.metric = similarity::MetricKind::kCosWeights;
-      c.learning.tau = 140;  // file 004 Table 8, synthetic, cos weight
-      c.learning.peers_per_round = 2;
-      c.round.round_deadline_s = 20;
-      c.round.linger_s = 1;
-      configs_.push_back(c);
-    }
-    for (NodeConfig& c : configs_) {
-      for (const NodeConfig& other : configs_) {
-        if (other.id != c.id) c.peers.push_back({other.id, other.listen});
-      }
-    }
-  }
-
-  // Sends every node's log lines (warn and above) to `sink` too, from the next Run() on.
-  void CaptureLogs(spdlog::sink_ptr sink) { log_sink_ = std::move(sink); }
-
-  // Runs every node for `rounds` rounds as threads of this process; returns when all finished.
-  // `during` (optional) is called with node 0 while the nodes run.
-  // `observer` (optional) sees every message every node receives, from several threads.
-  // `transport` (optional) starts the nodes' transports; default ZeroMQ over loopback TCP.
-  void Run(int64_t rounds, const std::function<void(Node&)>& during = nullptr,
-           const MessageObserver& observer = nullptr, const TransportFactory& transport = nullptr) {
-    std::vector<std::unique_ptr<Node>> nodes;
-    for (NodeConfig c : configs_) {
-      c.training.rounds = rounds;
-      NodeOptions options;
-      options.logger = MakeNodeLogger(c.id, spdlog::level::warn, log_sink_);
-      options.observer = observer;
-      options.transport = transport;
-      auto node = Node::Create(c, std::move(options));
-      ASSERT_TRUE(node.ok()) << node.status().ToString();
-      nodes.push_back(std::move(*node));
-    }
-    std::vector<std::thread> threads;
-    std::vector<Status> results(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      threads.emplace_back([&, i] { results[i] = nodes[i]->Run(); });
-    }
-    if (during) during(*nodes[0]);
-    for (auto& t : threads) t.join();
-    for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
-  }
-
-  std::vector<RoundRow> Rounds(const NodeConfig& c) const {
-    return ReadRounds(c.output_dir + "/rounds.csv");
-  }
-  std::vector<NodeConfig>& configs() { return configs_; }
-  int ClusterOf(const std::string& id) const { return cluster_of_.at(id); }
-  const std::vector<training::ClientShard>& shards() const { return shards_; }
-
- private:
-  std::vector<training::ClientShard> shards_;
-  std::string dir_;
-  std::vector<NodeConfig> configs_;
-  std::map<std::string, int> cluster_of_;
-  spdlog::sink_ptr log_sink_;
-};
-
-// Sends `frames` as one multipart message through a bare ZeroMQ DEALER to `endpoint`, as another
-// implementation would, and returns the reply's frames (nullopt when none came within 10 s).
-std::optional<std::vector<Frame>> AskRaw(const std::string& endpoint,
-                                         const std::vector<Frame>& frames) {
-  zmq::context_t context;
-  zmq::socket_t dealer(context, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::rcvtimeo, 10000);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect(endpoint);
-  for (size_t f = 0; f < frames.size(); ++f) {
-    dealer.send(zmq::buffer(frames[f].data(), frames[f].size()),
-                f + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-  }
-  std::vector<zmq::message_t> parts;
-  if (!zmq::recv_multipart(dealer, std::back_inserter(parts)).has_value()) return std::nullopt;
-  std::vector<Frame> reply;
-  for (const zmq::message_t& part : parts) {
-    reply.emplace_back(
-        std::vector<uint8_t>(part.data<uint8_t>(), part.data<uint8_t>() + part.size()));
-  }
-  return reply;
-}
 
 TEST(Mesh, SixNodesLearnAndSampleWithinTheirCluster) {
   SyntheticMesh mesh("learn", 2, 3, 11);
@@ -415,125 +277,6 @@ INSTANTIATE_TEST_SUITE_P(Modes, MeshEmdWire,
                                   "_" + CompressionCodecName(std::get<1>(info.param));
                          });
 
-// A hostile peer against a running node of a mesh (issue 8, "Hostile peers"): malformed,
-// oversized, wrong-layout, NaN and wrong-version messages each get an Error with their code, are
-// counted in /status by code, and never crash the node, which keeps serving and finishes.
-TEST(Mesh, HostileMessagesAreRejectedCountedAndTheNodeKeepsServing) {
-  SyntheticMesh mesh("hostile", 1, 3, 13);
-  mesh.configs()[0].round.min_round_s = 0.1;
-  mesh.configs()[0].round.max_message_bytes = 1 << 20;
-  std::map<std::string, ErrorCode> replies;  // what each hostile message got back
-  std::string status;
-  bool served_after = false;
-  mesh.Run(20, [&](Node& node) {
-    TransportOptions options;
-    options.node_id = "hostile";
-    options.listen_endpoint = "tcp://127.0.0.1:0";
-    auto client = StartZmqTransport(options, [](InboundRequest) {});
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    uint64_t next_id = 0;
-    // Sends `frames` as request `id` and waits for the answer.
-    auto ask = [&](std::vector<Frame> frames, uint64_t id) -> Result<Message> {
-      std::promise<Result<std::vector<Frame>>> promise;
-      auto future = promise.get_future();
-      (*client)->Request(
-          node.endpoint(), id, std::move(frames),
-          std::chrono::steady_clock::now() + std::chrono::seconds(10),
-          [&promise](Result<std::vector<Frame>> r) { promise.set_value(std::move(r)); });
-      auto frames_back = future.get();
-      if (!frames_back.ok()) return frames_back.status();
-      return Decode(*frames_back, {});
-    };
-    // Encodes `body` as the next request and asks.
-    auto send = [&](Body body) {
-      uint64_t id = ++next_id;
-      return ask(Encode(MakeMessage("hostile", id, 0, std::move(body))), id);
-    };
-    auto error_of = [](const Result<Message>& reply) {
-      if (!reply.ok()) return reply.status().code();
-      const auto* error = std::get_if<Error>(&reply->body);
-      return error ? error->code : ErrorCode::kOk;
-    };
-    // A valid request first, held until the node has a model (an async node without one answers
-    // at once that it has none): its Model reply tells the node's layout.
-    auto model = send(GetModel{0, true});
-    ASSERT_TRUE(model.ok() && std::holds_alternative<Model>(model->body));
-    const ParamLayout layout = std::get<Model>(model->body).layout;
-
-    // Malformed: an envelope that decodes, a body that is not msgpack.
-    uint64_t id = ++next_id;
-    std::vector<Frame> malformed = Encode(MakeMessage("hostile", id, 0, Ping{1}));
-    malformed[1] = Frame(std::vector<uint8_t>{0xc1, 0xc1});
-    replies["malformed"] = error_of(ask(std::move(malformed), id));
-    // Wrong version: a peer that speaks only version 99. Our own Transport refuses to send such a
-    // request, so it goes through a bare ZeroMQ DEALER, as another implementation would send it.
-    {
-      Message future_peer = MakeMessage("hostile", 1, 0, Ping{2});
-      future_peer.envelope.protocol_version = future_peer.envelope.min_version = 99;
-      std::vector<Frame> frames = Encode(future_peer);
-      zmq::context_t context;
-      zmq::socket_t dealer(context, zmq::socket_type::dealer);
-      dealer.set(zmq::sockopt::rcvtimeo, 10000);
-      dealer.set(zmq::sockopt::linger, 0);
-      dealer.connect(node.endpoint());
-      for (size_t f = 0; f < frames.size(); ++f) {
-        dealer.send(zmq::buffer(frames[f].data(), frames[f].size()),
-                    f + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-      }
-      std::vector<zmq::message_t> parts;
-      ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(parts)).has_value());
-      std::vector<Frame> reply;
-      for (const zmq::message_t& part : parts) {
-        reply.emplace_back(
-            std::vector<uint8_t>(part.data<uint8_t>(), part.data<uint8_t>() + part.size()));
-      }
-      replies["version"] = error_of(Decode(reply, {}));
-    }
-    // Wrong layout: a model of another shape.
-    EmbedRequest wrong;
-    wrong.layout = MakeContiguousLayout({{"w", {3}}});
-    wrong.weights = FloatArray::Own({1, 2, 3});
-    replies["layout"] = error_of(send(wrong));
-    // NaN: the right layout, one NaN weight.
-    EmbedRequest nan;
-    nan.layout = layout;
-    std::vector<float> weights(layout.total_floats(), 0.5f);
-    weights[0] = std::numeric_limits<float>::quiet_NaN();
-    nan.weights = FloatArray::Own(std::move(weights));
-    replies["nan"] = error_of(send(nan));
-    // Oversized: 1.5 MiB in all against the node's 1 MiB max_message_bytes (each frame below it).
-    EmbedRequest big;
-    big.layout = MakeContiguousLayout({{"w", {200000}}});
-    big.weights = FloatArray::Own(std::vector<float>(200000, 1.f));
-    id = ++next_id;
-    std::vector<Frame> oversized = Encode(MakeMessage("hostile", id, 0, big));
-    oversized[1] = Frame(std::vector<uint8_t>(700000, 0x90));
-    replies["oversized"] = error_of(ask(std::move(oversized), id));
-
-    auto again = send(GetModel{0, false});
-    served_after = again.ok() && std::holds_alternative<Model>(again->body);
-    // /status is rebuilt twice a second: wait until it counts the last rejection.
-    EXPECT_TRUE(WaitUntil([&] {
-      status = node.StatusJson();
-      return status.find("\"too_large\":1") != std::string::npos;
-    })) << "the rejections never showed in /status: "
-        << status;
-  });
-  EXPECT_EQ(replies["malformed"], ErrorCode::kMalformed);
-  EXPECT_EQ(replies["version"], ErrorCode::kUnsupportedVersion);
-  EXPECT_EQ(replies["layout"], ErrorCode::kLayoutMismatch);
-  EXPECT_EQ(replies["nan"], ErrorCode::kNonFinite);
-  EXPECT_EQ(replies["oversized"], ErrorCode::kTooLarge);
-  EXPECT_TRUE(served_after) << "the node stopped serving after the hostile messages";
-  for (const char* code :
-       {"malformed", "unsupported_version", "layout_mismatch", "non_finite", "too_large"}) {
-    EXPECT_NE(status.find(std::string("\"") + code + "\":1"), std::string::npos)
-        << code << " not counted: " << status;
-  }
-  // The attacked node still completed every round.
-  EXPECT_EQ(mesh.Rounds(mesh.configs()[0]).size(), 21u);
-}
-
 // Issue 17, item 7: a single frame above max_message_bytes used to be dropped by ZeroMQ without a
 // reply, a counter or a log line. Frames up to twice the limit now reach the node, which answers
 // Error(too_large) with the request id, counts it in /status and /metrics and logs it at most once
@@ -587,4 +330,4 @@ TEST(Mesh, ASingleOversizedFrameIsAnsweredCountedAndLoggedOnceAMinute) {
 }
 
 }  // namespace
-}  // namespace meshlearn::node
+}  // namespace meshlearn::node::testing
