@@ -4,11 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "base/atomic_file.h"
+#include "base/number_text.h"
 
 namespace meshlearn {
 namespace {
@@ -58,9 +59,11 @@ pid_t FileLock::Holder(const std::string& path) {
   bool held = ::fcntl(fd, F_OFD_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
   ::close(fd);
   if (!held) return 0;
+  // The file holds RecordPid's "<pid>\n": one whole number >= 1, or it is unreadable.
   auto text = ReadWholeFile(path);
-  pid_t pid = text.ok() ? static_cast<pid_t>(std::atol(text->c_str())) : 0;
-  return pid > 0 ? pid : -1;
+  std::optional<pid_t> pid =
+      text.ok() ? NumberFromText<pid_t>(*text, {.padded = true, .min = 1}) : std::nullopt;
+  return pid ? *pid : -1;
 }
 
 FileLock::FileLock(FileLock&& other) noexcept

@@ -7,9 +7,9 @@
 
 #include <toml++/toml.h>
 
+#include "base/toml_reader.h"
 #include "node/config/config_keys.h"
 #include "node/config/config_toml.h"
-#include "node/config/toml_reader.h"
 #include "node/transport/curve_keys.h"
 #include "node/transport/endpoint.h"
 #include "protocol/wire_text.h"

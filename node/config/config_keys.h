@@ -15,8 +15,8 @@
 
 #include "base/named_value.h"
 #include "base/status.h"
+#include "base/toml_reader.h"
 #include "node/config/config.h"
-#include "node/config/toml_reader.h"
 
 namespace meshlearn::node {
 

@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "base/atomic_file.h"
+#include "base/toml_reader.h"
 #include "node/config/config_keys.h"
 #include "node/config/config_toml.h"
-#include "node/config/toml_reader.h"
 
 extern char** environ;
 
