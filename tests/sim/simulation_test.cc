@@ -466,7 +466,7 @@ INSTANTIATE_TEST_SUITE_P(Codecs, ResumedRun,
                          [](const auto& info) { return CompressionCodecName(info.param); });
 
 // A snapshot's spent seconds read back; a snapshot written before they existed reads as "not
-// known", and a damaged value is refused by line.
+// known", a damaged value is refused by line and key, and a format 1 snapshot by its format.
 TEST(Simulation, SnapshotsCarryTheSecondsSpentSoFar) {
   SimulationSnapshot s;
   s.round = 3;
@@ -474,28 +474,39 @@ TEST(Simulation, SnapshotsCarryTheSecondsSpentSoFar) {
   s.generator = "1 2 3";
   s.real_seconds = 12.5;
   s.compute_seconds = 20.25;
-  s.nodes.push_back({"n0", true, 1, 10, 20, 3, 0.5, {}, std::nullopt});
+  s.nodes.push_back({"n0", true, 1, 10, 20, 3, NAN, {2}, std::nullopt});
+  s.nodes.push_back({"n1", false, 2, 30, 40, 1, 0.5, {}, "died"});
   std::string text = SnapshotText(s);
   auto read = ParseSnapshot(text, "snap");
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ(read->real_seconds, 12.5);
   EXPECT_EQ(read->compute_seconds, 20.25);
+  ASSERT_EQ(read->nodes.size(), 2u);
+  EXPECT_TRUE(std::isnan(read->nodes[0].last_val_loss));
+  EXPECT_EQ(read->nodes[0].outages, std::vector<size_t>{2});
+  EXPECT_FALSE(read->nodes[1].running);
+  EXPECT_EQ(read->nodes[1].failure, "died");
+  EXPECT_EQ(SnapshotText(*read), text);
 
-  const size_t line = text.find("spent_seconds");
+  const size_t line = text.find("real_seconds");
   ASSERT_NE(line, std::string::npos);
   std::string older = text.substr(0, line) + text.substr(text.find('\n', line) + 1);
   auto old = ParseSnapshot(older, "old");
   ASSERT_TRUE(old.ok()) << old.status().ToString();
   EXPECT_TRUE(std::isnan(old->real_seconds));
-  EXPECT_EQ(old->nodes.size(), 1u);
+  EXPECT_EQ(old->nodes.size(), 2u);
 
   std::string damaged = text;
-  damaged.replace(line, std::string("spent_seconds 12.5").size(), "spent_seconds -1");
+  damaged.replace(line, std::string("real_seconds = 12.5").size(), "real_seconds = -1");
   auto bad = ParseSnapshot(damaged, "bad");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), ErrorCode::kMalformed);
-  EXPECT_NE(bad.status().message().find("bad:6: bad spent_seconds"), std::string::npos)
+  EXPECT_NE(bad.status().message().find("'real_seconds' = -1 must be"), std::string::npos)
       << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("bad:"), std::string::npos) << bad.status().ToString();
+
+  auto format1 = ParseSnapshot("meshlearn simulation snapshot 1\nround 3\n", "v1");
+  EXPECT_EQ(format1.status().code(), ErrorCode::kUnsupportedVersion) << format1.status().ToString();
 }
 
 TEST(Simulation, ResumingWithoutASnapshotSaysSo) {
