@@ -21,69 +21,42 @@ std::string JoinPeers(const std::vector<std::string>& peers) {
   return CsvField(joined);
 }
 
-// Reads the cells of one rounds.csv row (17 columns, epsilon included) into `r`.
-Status ReadRoundRow(const std::string& path, const CsvRecord& row, RoundRow& r) {
-  static const std::vector<std::string> kColumns = [] {
-    auto header = ParseCsv(kRoundsCsvHeader, "header");
-    return header->front().fields;
-  }();
-  Status status;
-  // Cell `column` into `out`, unless an earlier cell failed.
-  auto read = [&]<typename T>(size_t column, T& out, const NumberForm& form) {
-    if (!status.ok()) return;
-    auto value = CsvNumber<T>(path, row, column, kColumns[column], form);
-    if (value.ok()) out = *value;
-    status = value.status();
-  };
-  int stopped = 0;
-  read(0, r.round, {});
-  read(1, r.wall_s, kExactNumberForm);
-  read(2, r.train_loss, kExactNumberForm);
-  read(3, r.val_loss, kExactNumberForm);
-  read(4, r.val_acc, kExactNumberForm);
-  read(5, r.test_loss, kExactNumberForm);
-  read(6, r.test_acc, kExactNumberForm);
-  read(7, r.sampled, {.min = 0});
-  read(8, r.answered, {.min = 0});
-  read(9, r.bytes_in, {});
-  read(10, r.bytes_out, {});
-  read(11, stopped, {.min = 0, .max = 1});
-  read(12, r.train_s, kExactNumberForm);
-  read(13, r.eval_s, kExactNumberForm);
-  read(14, r.temperature, kExactNumberForm);
-  read(15, r.epsilon, kExactNumberForm);
-  r.stopped = stopped == 1;
-  std::istringstream peers(row.fields[16]);
-  for (std::string p; std::getline(peers, p, ';');) r.peers.push_back(p);
-  return status;
+// The rounds.csv row of `r`.
+RoundRow RowOf(const RoundRecord& r, uint64_t bytes_in, uint64_t bytes_out) {
+  const RoundOutcome& o = r.outcome;
+  return {.round = r.round,
+          .wall_s = r.wall_seconds,
+          .train_loss = o.train_loss,
+          .val_loss = o.val_loss,
+          .val_acc = o.val_acc,
+          .test_loss = o.test_loss,
+          .test_acc = o.test_acc,
+          .sampled = r.sampled,
+          .answered = r.answered,
+          .bytes_in = bytes_in,
+          .bytes_out = bytes_out,
+          .stopped = r.stopped,
+          .train_s = o.train_seconds,
+          .eval_s = o.eval_seconds,
+          .temperature = o.temperature,
+          .epsilon = o.epsilon,
+          .peers = r.sampled_peers};
+}
+
+// The layout a node writes rounds.csv in: every column.
+const CsvLayout& RoundsLayout() {
+  static const CsvLayout kLayout = CurrentLayout<RoundRow>();
+  return kLayout;
 }
 
 }  // namespace
 
+std::string RoundsCsvHeader() { return RoundsLayout().Header(); }
+
 Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path) {
-  auto text = ReadWholeFile(path);
-  if (!text.ok()) return text.status();
-  const std::string_view first_line = std::string_view(*text).substr(0, text->find('\n'));
-  if (first_line != kRoundsCsvHeader && first_line != kRoundsCsvHeaderWithoutEpsilon) {
-    return Status::Malformed(path + ":1: header is not '" + std::string(kRoundsCsvHeader) + "'");
-  }
-  auto records = ParseCsv(*text, path);
-  if (!records.ok()) return records.status();
-  const size_t columns = first_line == kRoundsCsvHeader ? 17 : 16;
-  std::vector<RoundRow> rows;
-  for (size_t i = 1; i < records->size(); ++i) {
-    CsvRecord& row = (*records)[i];
-    if (row.fields.size() != columns) {
-      return Status::Malformed(path + ":" + std::to_string(row.line) + ": " +
-                               std::to_string(row.fields.size()) + " cells, expected " +
-                               std::to_string(columns));
-    }
-    if (columns == 16) row.fields.insert(row.fields.begin() + 15, "");  // no epsilon
-    RoundRow r;
-    MESHLEARN_RETURN_IF_ERROR(ReadRoundRow(path, row, r));
-    rows.push_back(std::move(r));
-  }
-  return rows;
+  auto table = ReadCsvFile<RoundRow>(path);
+  if (!table.ok()) return table.status();
+  return std::move(table->rows);
 }
 
 pid_t NodeFolderLockHolder(const std::string& dir) {
@@ -137,27 +110,12 @@ Result<NodeOutputs> NodeOutputs::Open(const std::string& dir, int64_t resume_rou
   outputs.write_ = write ? std::move(write) : FileWriter(WriteFileAtomically);
   if (!outputs.buffered_) MESHLEARN_RETURN_IF_ERROR(outputs.Lock());
   std::string path = dir + "/" + kRoundsFile;
-  outputs.rounds_text_ = std::string(kRoundsCsvHeader) + "\n";
+  outputs.rounds_text_ = RoundsCsvHeader() + "\n";
   if (resume_round >= 0) {
-    auto old = ReadWholeFile(path);
-    if (old.ok()) {
-      std::istringstream lines(*old);
-      std::string line;
-      std::getline(lines, line);  // header
-      const bool without_epsilon = line == kRoundsCsvHeaderWithoutEpsilon;
-      for (size_t number = 2; std::getline(lines, line); ++number) {
-        if (line.empty()) continue;
-        auto round = ParseNumber<int64_t>(line.substr(0, line.find(',')),
-                                          CsvWhere(path, number, 1) + " (round)");
-        if (!round.ok()) return round.status();
-        if (*round > resume_round) continue;
-        if (without_epsilon) {  // an empty epsilon cell before the peers, the last cell
-          size_t cut = line.find(',');
-          for (int i = 1; i < 15 && cut != std::string::npos; ++i) cut = line.find(',', cut + 1);
-          if (cut != std::string::npos) line.insert(cut + 1, ",");
-        }
-        outputs.rounds_text_ += line + "\n";
-      }
+    auto old = ReadCsvFile<RoundRow>(path);
+    if (!old.ok() && old.status().code() != ErrorCode::kNotFound) return old.status();
+    for (const RoundRow& row : old.ok() ? old->rows : std::vector<RoundRow>()) {
+      if (row.round <= resume_round) outputs.rounds_text_ += CsvRowText(row, RoundsLayout());
     }
   }
   if (outputs.buffered_) {
@@ -198,23 +156,16 @@ Status NodeOutputs::RecreateIfGone() {
 
 Status NodeOutputs::AppendRound(const RoundRecord& r, uint64_t bytes_in, uint64_t bytes_out) {
   if (!buffered_) MESHLEARN_RETURN_IF_ERROR(RecreateIfGone());
-  const RoundOutcome& o = r.outcome;
-  std::ostringstream row;
-  row << r.round << ',' << ExactNumber(r.wall_seconds) << ',' << ExactNumber(o.train_loss) << ','
-      << ExactNumber(o.val_loss) << ',' << ExactNumber(o.val_acc) << ',' << ExactNumber(o.test_loss)
-      << ',' << ExactNumber(o.test_acc) << ',' << r.sampled << ',' << r.answered << ',' << bytes_in
-      << ',' << bytes_out << ',' << (r.stopped ? 1 : 0) << ',' << ExactNumber(o.train_seconds)
-      << ',' << ExactNumber(o.eval_seconds) << ',' << ExactNumber(o.temperature) << ','
-      << ExactNumber(o.epsilon) << ',' << JoinPeers(r.sampled_peers) << '\n';
+  const std::string row = CsvRowText(RowOf(r, bytes_in, bytes_out), RoundsLayout());
   if (buffered_) {
-    rounds_text_ += row.str();
+    rounds_text_ += row;
     rounds_unwritten_ = true;
     return Status::Ok();
   }
-  rounds_ << row.str();
+  rounds_ << row;
   rounds_.flush();
   if (!rounds_) return Status::IoError(dir_ + "/rounds.csv: write failed");
-  rounds_text_ += row.str();
+  rounds_text_ += row;
   // Deleted while the row was written: the row went with the old file, and comes back now.
   return RecreateIfGone();
 }

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -17,6 +18,7 @@
 
 #include <spdlog/logger.h>
 
+#include "base/csv_table.h"
 #include "base/file_lock.h"
 #include "base/status.h"
 #include "node/logic/state_machine.h"
@@ -25,20 +27,10 @@
 
 namespace meshlearn::node {
 
-// The header of rounds.csv: DESIGN.md's columns, then train_s and eval_s (seconds spent in local
+// One row of rounds.csv: DESIGN.md's columns, then train_s and eval_s (seconds spent in local
 // training and evaluation that round, for the launcher's round-overhead figure), temperature,
 // epsilon ([privacy]: the ε spent so far, empty without DP) and peers (the sampled peer ids,
-// separated by ';').
-inline constexpr const char* kRoundsCsvHeader =
-    "round,wall_s,train_loss,val_loss,val_acc,test_loss,test_acc,sampled,answered,bytes_in,"
-    "bytes_out,stopped,train_s,eval_s,temperature,epsilon,peers";
-// The header before [privacy] added `epsilon`: still read (ReadRoundsCsv), and a node resuming
-// in a folder written so rewrites its rows with an empty epsilon cell.
-inline constexpr const char* kRoundsCsvHeaderWithoutEpsilon =
-    "round,wall_s,train_loss,val_loss,val_acc,test_loss,test_acc,sampled,answered,bytes_in,"
-    "bytes_out,stopped,train_s,eval_s,temperature,peers";
-
-// One row of rounds.csv, as read back by the launcher and tests. Empty cells read as NaN.
+// separated by ';'). Empty cells read as NaN.
 struct RoundRow {
   int64_t round = 0;
   double wall_s = 0, train_loss = 0, val_loss = 0, val_acc = 0, test_loss = 0, test_acc = 0;
@@ -47,14 +39,42 @@ struct RoundRow {
   bool stopped = false;
   double train_s = 0, eval_s = 0;
   double temperature = 0;  // OCFL's clustering temperature; NaN when the sampler has none
-  double epsilon = 0;      // [privacy]: ε spent so far; NaN without DP
+  double epsilon = NAN;    // [privacy]: ε spent so far; NaN without DP
   std::vector<std::string> peers;
+
+  // The columns of rounds.csv (base/csv_table.h). `epsilon` came with [privacy]: a folder
+  // written before it still reads, and a node resuming in it rewrites its rows with an empty
+  // epsilon cell.
+  template <class Columns, class Self>
+  static void Describe(Columns& c, Self& r) {
+    constexpr WholeCell kCount{.form = {.min = 0}};
+    c.Column("round", r.round);
+    c.Column("wall_s", r.wall_s);
+    c.Column("train_loss", r.train_loss);
+    c.Column("val_loss", r.val_loss);
+    c.Column("val_acc", r.val_acc);
+    c.Column("test_loss", r.test_loss);
+    c.Column("test_acc", r.test_acc);
+    c.Column("sampled", r.sampled, kCount);
+    c.Column("answered", r.answered, kCount);
+    c.Column("bytes_in", r.bytes_in);
+    c.Column("bytes_out", r.bytes_out);
+    c.Column("stopped", r.stopped);
+    c.Column("train_s", r.train_s);
+    c.Column("eval_s", r.eval_s);
+    c.Column("temperature", r.temperature);
+    c.Column("epsilon", r.epsilon, Presence::kAddedLater);
+    c.Column("peers", r.peers);
+  }
 };
 
-// Reads a rounds.csv written by NodeOutputs. kNotFound when missing; kMalformed naming the line
-// for a header other than kRoundsCsvHeader (or kRoundsCsvHeaderWithoutEpsilon) or a row that does
-// not parse, and the line, column and what is allowed for a cell that is not its column's number
-// (base/number_text.h: whole numbers, and decimal numbers, inf or empty for not known).
+// The header of rounds.csv as a node writes it.
+std::string RoundsCsvHeader();
+
+// Reads a rounds.csv written by NodeOutputs (the current columns, or those before `epsilon`).
+// kNotFound when missing; kMalformed naming the file, the line, the column and what is allowed
+// for another header, a row of another width or a cell that is not its column's
+// (base/csv_table.h).
 Result<std::vector<RoundRow>> ReadRoundsCsv(const std::string& path);
 
 // The process holding the lock of node folder `dir` ("<dir>/node.lock"): its id, -1 when the lock
@@ -83,10 +103,10 @@ class NodeOutputs {
   // `resume_round` (written before a crash, not checkpointed) are dropped so that the resumed
   // run continues without gaps or repeats. kUnavailable when another node holds the folder's
   // lock (two writers would mix their rows); kIoError naming the path when the folder or
-  // rounds.csv cannot be written; kMalformed naming the line when, resuming, a row's round is not
-  // a whole number (base/number_text.h). `log`, when given, hears of a folder recreated (below). A
-  // kBuffered folder is neither locked nor written before Flush(), which writes with `write`
-  // (default: WriteFileAtomically).
+  // rounds.csv cannot be written; kMalformed naming the line and column when, resuming, the
+  // rounds.csv there does not read (ReadRoundsCsv). `log`, when given, hears of a folder recreated
+  // (below). A kBuffered folder is neither locked nor written before Flush(), which writes with
+  // `write` (default: WriteFileAtomically).
   static Result<NodeOutputs> Open(const std::string& dir, int64_t resume_round,
                                   std::shared_ptr<spdlog::logger> log = nullptr,
                                   Mode mode = Mode::kDurable, FileWriter write = nullptr);

@@ -197,7 +197,7 @@ TEST(FuzzInvariants, ByteTotalsThatFallAfterARestartBreakCountersBalance) {
   report.nodes.push_back({"n0", dir, "", {}});
   const auto rows_with = [&](int second_bytes_out) {
     std::ofstream(dir + "/" + node::kRoundsFile)
-        << node::kRoundsCsvHeader << "\n0,1,0.5,0.5,0.9,,,2,2,100,100,0,0.1,0.1,1,,a;b\n"
+        << node::RoundsCsvHeader() << "\n0,1,0.5,0.5,0.9,,,2,2,100,100,0,0.1,0.1,1,,a;b\n"
         << "1,2,0.5,0.5,0.9,,,2,2,150," << second_bytes_out << ",0,0.1,0.1,1,,a;b\n";
   };
   rows_with(160);

@@ -207,7 +207,9 @@ TEST(RoundsCsv, AFolderWrittenBeforeTheEpsilonColumnReadsAndResumes) {
   std::string dir = ::testing::TempDir() + "/rounds_without_epsilon";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/rounds.csv") << kRoundsCsvHeaderWithoutEpsilon << "\n"
+  std::ofstream(dir + "/rounds.csv") << "round,wall_s,train_loss,val_loss,val_acc,test_loss,"
+                                        "test_acc,sampled,answered,bytes_in,bytes_out,stopped,"
+                                        "train_s,eval_s,temperature,peers\n"
                                      << "0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,\n"
                                      << "1,1.5,1,2,,3,,2,2,30,40,0,0.1,0.2,,\"a,b;c\"\n"
                                      << "2,2.5,1,2,,3,,2,2,50,60,0,0.1,0.2,,d\n";
@@ -223,7 +225,7 @@ TEST(RoundsCsv, AFolderWrittenBeforeTheEpsilonColumnReadsAndResumes) {
   std::ifstream in(dir + "/rounds.csv");
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_EQ(text.str(), std::string(kRoundsCsvHeader) +
+  EXPECT_EQ(text.str(), RoundsCsvHeader() +
                             "\n0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,,\n"
                             "1,1.5,1,2,,3,,2,2,30,40,0,0.1,0.2,,,\"a,b;c\"\n");
   rows = ReadRoundsCsv(dir + "/rounds.csv");
@@ -269,7 +271,7 @@ TEST(RoundsCsv, NumbersReadBackExactlyAndABadCellIsNamed) {
   EXPECT_EQ(row.bytes_out, 18446744073709551615u);
   EXPECT_EQ(row.peers, (std::vector<std::string>{"a,b", "c"}));
 
-  std::ofstream(dir + "/bad.csv") << kRoundsCsvHeader << "\n"
+  std::ofstream(dir + "/bad.csv") << RoundsCsvHeader() << "\n"
                                   << "0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,,\n"
                                   << "1,1.5,1,2x,,3,,2,2,30,40,0,0.1,0.2,,,d\n";
   auto bad = ReadRoundsCsv(dir + "/bad.csv");
@@ -287,7 +289,7 @@ TEST(RoundsCsv, ResumingRefusesARowWhoseRoundIsNotANumber) {
   std::string dir = ::testing::TempDir() + "/rounds_bad_round";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/rounds.csv") << kRoundsCsvHeader << "\n"
+  std::ofstream(dir + "/rounds.csv") << RoundsCsvHeader() << "\n"
                                      << "0,0.5,2,3,,4,,0,0,10,20,0,0.1,0.2,,,\n"
                                      << "x1,1.5,1,2,,3,,2,2,30,40,0,0.1,0.2,,,d\n";
   auto outputs = NodeOutputs::Open(dir, /*resume_round=*/1);
