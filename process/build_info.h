@@ -1,5 +1,5 @@
 #pragma once
-// What a run was built and run with, for the launcher's run manifest (tools/launch/manifest.h).
+// What a run was built and run with, for the launcher's run manifest (tools/scenario/manifest.h).
 
 #include <string>
 #include <utility>

@@ -15,7 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
 

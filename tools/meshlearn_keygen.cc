@@ -16,7 +16,7 @@
 
 #include "node/transport/curve_keys.h"
 #include "protocol/wire_text.h"
-#include "tools/cli_exit.h"
+#include "tools/cli/cli_exit.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"meshlearn-keygen: write a CURVE key pair for a meshlearn node"};

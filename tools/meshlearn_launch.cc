@@ -8,14 +8,14 @@
 //                    [--bind ADDRESS] [-- ENGINE ARGS...]]
 //   meshlearn-launch report RUN_DIR
 //   meshlearn-launch bytes-to-target RUN_DIR... --baseline RUN_DIR... --out DIR [--points P]
-//                    (tools/launch/bytes_to_target.h)
+//                    (tools/report/bytes_to_target.h)
 //   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
 //   meshlearn-launch fuzz --seeds N [--from S] [--out DIR] [--replay S] [--canary] ...
-//                    (tools/launch/fuzz.h)
+//                    (tools/fuzz/fuzz.h)
 //
 // The command line becomes a launch::RunRequest, which launch::Run::Execute runs
 // (tools/launch/run.h). The run folder (--out) is never reused silently: see
-// tools/launch/run_folder.h. Exit codes: 0 all methods ran; 2 bad scenario, command line or run
+// tools/scenario/run_folder.h. Exit codes: 0 all methods ran; 2 bad scenario, command line or run
 // folder; 3 results were written but some nodes failed (they are listed); 130 interrupted
 // (results so far are written).
 #include <atomic>
@@ -29,13 +29,13 @@
 
 #include "node/config/logging.h"
 #include "process/process_limits.h"
-#include "tools/cli_exit.h"
+#include "tools/cli/cli_exit.h"
 #include "tools/dashboard/live_dashboard.h"
-#include "tools/launch/bytes_to_target.h"
-#include "tools/launch/fuzz.h"
+#include "tools/fuzz/fuzz.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/run.h"
-#include "tools/launch/run_report.h"
+#include "tools/report/bytes_to_target.h"
+#include "tools/report/run_report.h"
 #include "training/cpu_pinning.h"
 
 namespace {
@@ -165,7 +165,7 @@ void DeclareEngineOptions(CLI::App& app, LaunchCommandLine& line) {
 
 // Completes line.request from the parsed command line `argv`: the runner, the seed, what to do
 // with an existing run, the dashboard. Returns nullopt to go on, else the exit code after
-// printing why the options do not go together (kExitBadInput).
+// printing why the options do not go together (tools::kExitBadInput).
 std::optional<int> CompleteRequest(LaunchCommandLine& line, int argc, char** argv) {
   launch::RunRequest& request = line.request;
   launch::RunOptions& options = request.options;
@@ -176,7 +176,7 @@ std::optional<int> CompleteRequest(LaunchCommandLine& line, int argc, char** arg
   if (line.engine != "local" && line.simulate) {
     std::fprintf(stderr, "meshlearn-launch: --engine %s and --simulate exclude each other\n",
                  line.engine.c_str());
-    return launch::kExitBadInput;
+    return tools::kExitBadInput;
   }
   auto runner = launch::Runners().Make(options.runner);
   if (runner.ok() && !(*runner)->OnThisMachine() && line.dashboard_port) {
@@ -184,23 +184,23 @@ std::optional<int> CompleteRequest(LaunchCommandLine& line, int argc, char** arg
                  "meshlearn-launch: --dashboard shows local runs only; for an engine run, "
                  "watch the run folder with 'meshlearn-launch serve RUN_DIR --dashboard PORT' "
                  "when it is done\n");
-    return launch::kExitBadInput;
+    return tools::kExitBadInput;
   }
   if (line.engine == "local" && !options.engine_args.empty()) {
     std::fprintf(stderr,
                  "meshlearn-launch: options after -- go to the engine; they need --engine slurm "
                  "or mpirun\n");
-    return launch::kExitBadInput;
+    return tools::kExitBadInput;
   }
   if (options.snapshot_every > 0 && !line.simulate) {
     std::fprintf(stderr, "meshlearn-launch: --snapshot-every needs --simulate\n");
-    return launch::kExitBadInput;
+    return tools::kExitBadInput;
   }
   options.resume = line.resume;
   if (*line.seed_option) request.overrides.seed = line.seed;
   if (auto level = ParseLogLevel(options.log_level); !level.ok()) {
     std::fprintf(stderr, "meshlearn-launch: --log-level: %s\n", level.status().message().c_str());
-    return launch::kExitBadInput;
+    return tools::kExitBadInput;
   }
   request.existing = line.resume  ? launch::ExistingRun::kResume
                      : line.force ? launch::ExistingRun::kReplace

@@ -21,8 +21,8 @@
 #include "node/host/node.h"
 #include "process/process_limits.h"
 #include "process/stop_signals.h"
-#include "tools/cli_exit.h"
-#include "tools/launch/run_layout.h"
+#include "tools/cli/cli_exit.h"
+#include "tools/layout/run_layout.h"
 #include "training/cpu_pinning.h"
 
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 // The node config parser at the level of TOML tables, for the parsers that edit a config's tree
 // before reading it (node/config/node_template.h) and for the launcher, which reads a scenario's
-// node keys onto the configs it builds (tools/launch/scenario.h). It exposes toml++: include it
+// node keys onto the configs it builds (tools/scenario/scenario.h). It exposes toml++: include it
 // only where toml++ is linked.
 
 #include <string>

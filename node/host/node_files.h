@@ -1,7 +1,7 @@
 #pragma once
 // The names of the files a node keeps in its output folder (DESIGN.md "Outputs"). The one place
 // they are spelled: the node host writes them, and the simulator and the launcher's run layout
-// (tools/launch/run_layout.h) take them from here. Header only, with no dependencies, so that
+// (tools/layout/run_layout.h) take them from here. Header only, with no dependencies, so that
 // torch-free code can name a node's files without linking the node.
 
 namespace meshlearn::node {

@@ -26,7 +26,7 @@ std::string EpsilonText(double epsilon) {
 }
 
 // The round after which a restarted node keeps its rounds.csv rows: `resumed`, its checkpoint's.
-// The fault fuzzer's canary (tools/launch/fuzz_seed.h) plants an off-by-one here: with
+// The fault fuzzer's canary (tools/fuzz/fuzz_seed.h) plants an off-by-one here: with
 // MESHLEARN_FUZZ_CANARY=1 in the environment, the row of the checkpointed round is dropped too,
 // leaving a gap that the fuzzer's rounds-contiguous invariant must catch. Only the fuzzer sets
 // the variable.

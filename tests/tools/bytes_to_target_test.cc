@@ -1,6 +1,6 @@
-// Bytes to reach an accuracy (tools/launch/bytes_to_target.h): the curves, the targets, the
+// Bytes to reach an accuracy (tools/report/bytes_to_target.h): the curves, the targets, the
 // tables and what bad run folders get.
-#include "tools/launch/bytes_to_target.h"
+#include "tools/report/bytes_to_target.h"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include "base/atomic_file.h"
 #include "base/csv.h"
 #include "tests/tools/run_folder_support.h"
-#include "tools/launch/run_layout.h"
-#include "tools/launch/run_reader.h"
-#include "tools/launch/run_report.h"
+#include "tools/layout/run_layout.h"
+#include "tools/report/run_report.h"
+#include "tools/scenario/run_reader.h"
 
 namespace meshlearn::launch {
 namespace {

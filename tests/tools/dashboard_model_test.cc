@@ -156,7 +156,7 @@ TEST(DashboardModel, ShowsAFinishedMethodFromItsFiles) {
   EXPECT_EQ(node0["scores"][0][0], 0.5);  // the score of peer 1, first in cluster order
 }
 
-// The run view gives each ended method's time to the run's target (tools/launch/bytes_to_target.h):
+// The run view gives each ended method's time to the run's target (tools/report/bytes_to_target.h):
 // the lowest final accuracy of the ended methods less 1 point, 79 % here.
 TEST(DashboardModel, EachEndedMethodHasItsTimeToTheRunsTarget) {
   RunInfo info = ThreeNodes();

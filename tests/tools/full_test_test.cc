@@ -3,6 +3,7 @@
 // model (the checkpoint's best-validation weights) tested on all 10,000 test images of its
 // cluster, rotated as its training images; the report shows them beside the per-node figures.
 #include "tools/launch/full_test.h"
+#include "tools/scenario/full_test_csv.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,11 +16,12 @@
 #include "base/atomic_file.h"
 #include "base/csv.h"
 #include "node/host/checkpoint.h"
+#include "tools/cli/cli_exit.h"
 #include "tools/launch/experiment.h"
-#include "tools/launch/report.h"
 #include "tools/launch/run.h"
-#include "tools/launch/run_layout.h"
-#include "tools/launch/run_reader.h"
+#include "tools/layout/run_layout.h"
+#include "tools/report/report.h"
+#include "tools/scenario/run_reader.h"
 #include "training/model.h"
 #include "training/partition.h"
 #include "training/readers.h"
@@ -107,7 +109,7 @@ Partition FourNodes() {
 }
 
 TEST_F(ClusterTestRun, EachNodesFigureIsItsBestModelOnItsClustersWholeTestSet) {
-  ASSERT_EQ(exit_code_, kExitOk);
+  ASSERT_EQ(exit_code_, tools::kExitOk);
   const std::string out = dir_ + "/out";
   MethodRun run = ReadMethodRun(MethodDir(out, "random"), "random", FourNodes());
   auto scenario = LoadScenario(dir_ + "/scenario.toml", {});
@@ -155,7 +157,7 @@ TEST_F(ClusterTestRun, EachNodesFigureIsItsBestModelOnItsClustersWholeTestSet) {
 }
 
 TEST_F(ClusterTestRun, TheSetsAreTheWholeTestSplitRotatedAsTheTrainingImages) {
-  ASSERT_EQ(exit_code_, kExitOk);
+  ASSERT_EQ(exit_code_, tools::kExitOk);
   auto scenario = LoadScenario(dir_ + "/scenario.toml", {});
   ASSERT_TRUE(scenario.ok());
   auto sets = ClusterTestSets(*scenario);
@@ -176,7 +178,7 @@ TEST_F(ClusterTestRun, TheSetsAreTheWholeTestSplitRotatedAsTheTrainingImages) {
 }
 
 TEST_F(ClusterTestRun, TheReportReadsTheFiguresBackAndOldFoldersWithout) {
-  ASSERT_EQ(exit_code_, kExitOk);
+  ASSERT_EQ(exit_code_, tools::kExitOk);
   const std::string method_dir = MethodDir(dir_ + "/out", "random");
   MethodRun run = ReadMethodRun(method_dir, "random", FourNodes());
   ASSERT_TRUE(run.nodes[3].full_test.has_value());

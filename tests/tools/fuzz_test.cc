@@ -1,4 +1,4 @@
-// The fault fuzzer (meshlearn-launch fuzz, tools/launch/fuzz.h): its scenarios are a function of
+// The fault fuzzer (meshlearn-launch fuzz, tools/fuzz/fuzz.h): its scenarios are a function of
 // the seed and load as ordinary scenario files, a few seeds keep every invariant over the real
 // simulator, and the canary's planted bug is caught.
 #include <filesystem>
@@ -10,10 +10,10 @@
 #include "node/host/node_files.h"
 #include "node/host/outputs.h"
 #include "tests/fresh_dir.h"
-#include "tools/launch/fuzz.h"
-#include "tools/launch/fuzz_invariants.h"
-#include "tools/launch/fuzz_scenario.h"
-#include "tools/launch/scenario.h"
+#include "tools/fuzz/fuzz.h"
+#include "tools/fuzz/fuzz_invariants.h"
+#include "tools/fuzz/fuzz_scenario.h"
+#include "tools/scenario/scenario.h"
 
 namespace meshlearn::launch {
 namespace {

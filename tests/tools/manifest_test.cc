@@ -1,6 +1,6 @@
-// The run manifest (tools/launch/manifest.h): render -> parse -> render gives the same bytes, and
+// The run manifest (tools/scenario/manifest.h): render -> parse -> render gives the same bytes, and
 // a damaged manifest is refused naming the key, as every TOML file is (node/config/toml_reader.h).
-#include "tools/launch/manifest.h"
+#include "tools/scenario/manifest.h"
 
 #include <gtest/gtest.h>
 

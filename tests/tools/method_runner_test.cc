@@ -11,9 +11,10 @@
 
 #include "base/atomic_file.h"
 #include "node/host/outputs.h"
-#include "tools/launch/manifest.h"
+#include "tools/cli/cli_exit.h"
 #include "tools/launch/run.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
+#include "tools/scenario/manifest.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -88,7 +89,7 @@ TEST(RunnerTable, ARunnerAddedToTheTableRunsAScenario) {
                 "[[methods]]\nname = \"oracle\"\nlearning = { sampler = \"oracle\" }\n",
                 &asked);
   std::atomic<bool> interrupt{false};
-  EXPECT_EQ(Run::Execute(request, interrupt), kExitOk);
+  EXPECT_EQ(Run::Execute(request, interrupt), tools::kExitOk);
 
   ASSERT_EQ(asked.size(), 2u);
   EXPECT_EQ(asked[0].method, "random");
@@ -125,7 +126,7 @@ TEST(RunnerTable, ARunnerOnRealPortsRefusesTheSequentialSchedule) {
                                  &asked);
   std::atomic<bool> interrupt{false};
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(Run::Execute(request, interrupt), kExitBadInput);
+  EXPECT_EQ(Run::Execute(request, interrupt), tools::kExitBadInput);
   std::string error = ::testing::internal::GetCapturedStderr();
   EXPECT_TRUE(asked.empty());
   EXPECT_FALSE(fs::exists(request.options.out_dir));

@@ -1,7 +1,7 @@
-// The scenario's `procedure` (tools/launch/procedure.h): "paper-code" sets the authors' code's
+// The scenario's `procedure` (tools/scenario/procedure.h): "paper-code" sets the authors' code's
 // settings in the node configs the launcher writes, --set wins over it, the manifest's resolved
 // scenario records it, and an unknown procedure is refused.
-#include "tools/launch/procedure.h"
+#include "tools/scenario/procedure.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-// The launcher's report (tools/launch/report.h) from node folders written by hand.
-#include "tools/launch/report.h"
+// The launcher's report (tools/report/report.h) from node folders written by hand.
+#include "tools/report/report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Run folders as a launch leaves them, written by the tests of the readers of run folders
-// (tools/launch/run_layout.h and what reads through it).
+// (tools/layout/run_layout.h and what reads through it).
 
 #include <cmath>
 #include <cstdint>
@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "node/host/outputs.h"
-#include "tools/launch/manifest.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
+#include "tools/scenario/manifest.h"
 
 namespace meshlearn::launch::testing {
 

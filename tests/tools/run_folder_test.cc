@@ -1,6 +1,6 @@
-// The launcher's run folder (tools/launch/run_folder.h) on folders written by hand: what --force
+// The launcher's run folder (tools/scenario/run_folder.h) on folders written by hand: what --force
 // deletes and what it keeps.
-#include "tools/launch/run_folder.h"
+#include "tools/scenario/run_folder.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// One reader of a run folder (tools/launch/run_layout.h): `meshlearn-launch report` and the
+// One reader of a run folder (tools/layout/run_layout.h): `meshlearn-launch report` and the
 // dashboard (`serve`) show the same methods, rows and statuses for the same folder.
 #include <gtest/gtest.h>
 
@@ -10,10 +10,10 @@
 #include "tests/tools/run_folder_support.h"
 #include "tools/dashboard/dashboard_model.h"
 #include "tools/dashboard/live_dashboard.h"
-#include "tools/launch/manifest.h"
-#include "tools/launch/report.h"
-#include "tools/launch/run_layout.h"
-#include "tools/launch/run_reader.h"
+#include "tools/layout/run_layout.h"
+#include "tools/report/report.h"
+#include "tools/scenario/manifest.h"
+#include "tools/scenario/run_reader.h"
 
 namespace meshlearn::launch {
 namespace {

@@ -1,6 +1,6 @@
 // The launcher's scenario files: the [network] section of --simulate (sim/network_model.h), where
 // errors in node keys point, [data] pixel_range and test, and the node configs built from them.
-#include "tools/launch/scenario.h"
+#include "tools/scenario/scenario.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 
 #include "tests/fresh_dir.h"
-#include "tools/launch/scenario_network.h"
+#include "tools/scenario/scenario_network.h"
 
 namespace meshlearn::launch {
 namespace {

@@ -9,9 +9,9 @@
 #include "base/atomic_file.h"
 #include "base/csv.h"
 #include "node/host/outputs.h"
-#include "tools/launch/bytes_to_target.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
 #include "tools/plot/matrix_csv.h"
+#include "tools/report/bytes_to_target.h"
 
 namespace meshlearn::dashboard {
 namespace {

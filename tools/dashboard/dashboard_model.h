@@ -29,8 +29,8 @@
 
 #include "base/status.h"
 #include "node/host/status_document.h"
-#include "tools/launch/experiment.h"
-#include "tools/launch/report.h"
+#include "tools/report/report.h"
+#include "tools/scenario/run_types.h"
 
 namespace meshlearn::dashboard {
 

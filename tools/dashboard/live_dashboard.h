@@ -24,9 +24,9 @@
 #include "base/status.h"
 #include "process/http_server.h"
 #include "tools/dashboard/dashboard_model.h"
-#include "tools/launch/experiment.h"
-#include "tools/launch/run_layout.h"
-#include "tools/launch/run_reader.h"
+#include "tools/layout/run_layout.h"
+#include "tools/scenario/run_reader.h"
+#include "tools/scenario/run_types.h"
 
 namespace meshlearn::dashboard {
 
@@ -98,7 +98,7 @@ std::string DescribeCosts(const std::vector<DashboardCost>& costs);
 Status WriteCostsCsv(const std::string& path, const std::vector<DashboardCost>& costs);
 
 // The page's description of the finished run folder `run_dir`, read by launch::ReadRunFolder
-// (tools/launch/run_reader.h, the reader `report` uses too): its methods in the same order.
+// (tools/scenario/run_reader.h, the reader `report` uses too): its methods in the same order.
 RunInfo RunInfoOf(const launch::RunFolder& folder, const std::string& run_dir);
 
 // `meshlearn-launch serve RUN_DIR --dashboard PORT`: serves a finished run until SIGINT or

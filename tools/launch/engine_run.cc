@@ -17,7 +17,7 @@
 #include "node/config/node_template.h"
 #include "process/free_port.h"
 #include "tools/launch/node_processes.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
 #include "training/shard_file.h"
 
 namespace meshlearn::launch {

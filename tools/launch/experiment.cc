@@ -13,7 +13,7 @@
 #include "process/free_port.h"
 #include "tools/launch/full_test.h"
 #include "tools/launch/node_processes.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
 #include "training/readers.h"
 #include "training/shard_file.h"
 
@@ -150,19 +150,6 @@ Status TestOnClusters(const Scenario& scenario, const node::NodeConfig& config, 
       PathIn(run.dir, kFullTestFile).c_str());
   return Status::Ok();
 }
-
-}  // namespace
-
-std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, int64_t rounds,
-                                          double elapsed) {
-  int64_t sum = 0;
-  for (int64_t r : reached) sum += std::max<int64_t>(r, 0);
-  double done = reached.empty() ? 0 : static_cast<double>(sum) / (reached.size() * (rounds + 1));
-  if (done <= 0.02) return std::nullopt;
-  return elapsed * (1 - done) / done;
-}
-
-namespace {
 
 // The datasets a scenario's data come from, and its sources over them.
 struct ScenarioData {

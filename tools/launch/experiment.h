@@ -10,8 +10,8 @@
 
 #include "base/status.h"
 #include "tools/launch/method_runner.h"
-#include "tools/launch/run_types.h"
-#include "tools/launch/scenario.h"
+#include "tools/scenario/run_types.h"
+#include "tools/scenario/scenario.h"
 #include "training/dataset.h"
 
 namespace meshlearn::launch {
@@ -38,10 +38,5 @@ Result<std::vector<training::Dataset>> ClusterTestSets(const Scenario& scenario)
 Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
                             const Partition& partition, const RunOptions& options,
                             MethodRunner& runner, const std::atomic<bool>& interrupt);
-
-// An estimate of the seconds a method still needs, from each node's last completed round
-// (`reached`, -1 for none) out of `rounds` after `elapsed` seconds; nullopt before 2% is done.
-std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, int64_t rounds,
-                                          double elapsed);
 
 }  // namespace meshlearn::launch

@@ -15,16 +15,13 @@
 // - A cluster's full test set is training::BuildClusterTestSets's: all of its test pool
 //   (Fashion-MNIST: the 10,000 t10k images), transformed as its training data. It is built once
 //   per method, not per node.
-// - The results go to "<method dir>/full_test.csv", one row per node that left a checkpoint:
-//     node,cluster,round,images,test_loss,test_acc
-//   (round: the round of the tested model; test_acc in [0, 1], empty for regression), which the
-//   report reads back (ReadFullTestCsv), so `meshlearn-launch report` and --resume show them too.
+// - The results go to "<method dir>/full_test.csv" (tools/scenario/full_test_csv.h).
 
 #include <vector>
 
 #include "base/status.h"
 #include "node/config/config.h"
-#include "tools/launch/run_types.h"
+#include "tools/scenario/run_types.h"
 #include "training/dataset.h"
 
 namespace meshlearn::launch {
@@ -36,10 +33,5 @@ namespace meshlearn::launch {
 // cannot be read or does not fit the model, each naming the node's file; the file's write error.
 Status TestOnClusterSets(const node::NodeConfig& config,
                          const std::vector<training::Dataset>& test_sets, MethodRun& run);
-
-// Reads "<run.dir>/full_test.csv" into the full_test of `run`'s nodes. Ok, changing nothing, when
-// the file is missing (a method run with test = "per-node", or before the key existed); kMalformed
-// naming the file, line and column for a header or cell that does not read.
-Status ReadFullTestCsv(MethodRun& run);
 
 }  // namespace meshlearn::launch

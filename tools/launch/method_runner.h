@@ -28,8 +28,8 @@
 
 #include "base/status.h"
 #include "node/config/config.h"
-#include "tools/launch/run_types.h"
-#include "tools/launch/scenario.h"
+#include "tools/scenario/run_types.h"
+#include "tools/scenario/scenario.h"
 
 namespace meshlearn::launch {
 

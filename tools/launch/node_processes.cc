@@ -12,8 +12,8 @@
 #include <fstream>
 
 #include "base/number_text.h"
-#include "tools/launch/experiment.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
+#include "tools/report/report.h"
 
 extern char** environ;
 

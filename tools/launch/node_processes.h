@@ -13,7 +13,7 @@
 
 #include "base/status.h"
 #include "node/host/node.h"
-#include "tools/launch/run_types.h"
+#include "tools/scenario/run_types.h"
 
 namespace meshlearn::launch {
 

@@ -6,13 +6,14 @@
 #include <memory>
 
 #include "process/build_info.h"
+#include "tools/cli/cli_exit.h"
 #include "tools/launch/experiment.h"
-#include "tools/launch/manifest.h"
 #include "tools/launch/method_runner.h"
-#include "tools/launch/report.h"
-#include "tools/launch/run_layout.h"
-#include "tools/launch/run_reader.h"
-#include "tools/launch/run_report.h"
+#include "tools/layout/run_layout.h"
+#include "tools/report/report.h"
+#include "tools/report/run_report.h"
+#include "tools/scenario/manifest.h"
+#include "tools/scenario/run_reader.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -135,7 +136,7 @@ std::optional<int> Launch::Prepare() {
   auto scenario = LoadScenario(request_.scenario_path, request_.overrides);
   if (!scenario.ok()) {
     PrintError(scenario.status());
-    return kExitBadInput;
+    return tools::kExitBadInput;
   }
   scenario_ = std::move(*scenario);
   for (const std::string& note : scenario_->procedure_notes) {
@@ -144,13 +145,13 @@ std::optional<int> Launch::Prepare() {
   auto selected = SelectMethods(*scenario_, request_.only_methods, request_.scenario_path);
   if (!selected.ok()) {
     std::fprintf(stderr, "meshlearn-launch: %s\n", selected.status().message().c_str());
-    return kExitBadInput;
+    return tools::kExitBadInput;
   }
   selected_ = std::move(*selected);
   auto runner = Runners().Make(options_.runner);
   if (!runner.ok()) {
     PrintError(runner.status());
-    return kExitBadInput;
+    return tools::kExitBadInput;
   }
   runner_ = std::move(*runner);
   if (options_.out_dir.empty()) options_.out_dir = "runs/" + Slug(scenario_->name);
@@ -163,14 +164,14 @@ std::optional<int> Launch::Prepare() {
         "\" needs --simulate: only the simulator lets the nodes exchange in turns, and this "
         "launch runs them in " +
         mode_ + " mode (allowed here: schedule = \"synchronous\", " + "the default)"));
-    return kExitBadInput;
+    return tools::kExitBadInput;
   }
-  if (!ClaimFolder()) return kExitBadInput;
+  if (!ClaimFolder()) return tools::kExitBadInput;
   auto partition = PreparePartition(*scenario_, options_.out_dir);
   if (!partition.ok()) {
     PrintError(partition.status());
     (void)folder_->Finish(kFailed);
-    return kExitBadInput;
+    return tools::kExitBadInput;
   }
   partition_ = std::move(*partition);
   if (request_.partition_only) {
@@ -179,7 +180,7 @@ std::optional<int> Launch::Prepare() {
                 PathIn(options_.out_dir, kClustersFile).c_str());
     Status finished = folder_->Finish(kComplete);
     if (!finished.ok()) PrintError(finished);
-    return kExitOk;
+    return tools::kExitOk;
   }
   return std::nullopt;
 }
@@ -254,7 +255,7 @@ void Launch::Conclude(const MethodSpec& method, bool done_before, MethodRun run)
 }
 
 std::optional<int> Launch::RunMethods() {
-  if (!StartWatcher()) return kExitBadInput;
+  if (!StartWatcher()) return tools::kExitBadInput;
   for (const MethodSpec& method : TableMethods(*scenario_, selected_, folder_->manifest())) {
     const MethodRecord* previous = folder_->manifest().Method(method.name);
     const bool done_before = previous && previous->status == kComplete;
@@ -271,7 +272,7 @@ std::optional<int> Launch::RunMethods() {
       Status recorded = folder_->Record(record);
       if (!recorded.ok()) {
         PrintError(recorded);
-        return kExitBadInput;
+        return tools::kExitBadInput;
       }
       run = RunMethod(*scenario_, method, *partition_, options_, *runner_, interrupt_);
     }
@@ -279,7 +280,7 @@ std::optional<int> Launch::RunMethods() {
       std::fprintf(stderr, "meshlearn-launch: method '%s': %s\n", method.name.c_str(),
                    run.status().ToString().c_str());
       (void)folder_->Finish(kFailed);
-      return kExitBadInput;
+      return tools::kExitBadInput;
     }
     Conclude(method, done_before, std::move(*run));
   }
@@ -307,7 +308,7 @@ int Launch::Finish() {
   };
   if (runs_.empty()) {
     finish();
-    return kExitInterrupted;
+    return tools::kExitInterrupted;
   }
   ReportRun(options_.out_dir, scenario_->name, *partition_, runs_, summaries_);
   runner_->ReportRun(options_.out_dir, runs_);
@@ -317,9 +318,9 @@ int Launch::Finish() {
   std::printf("manifest: %s (%s)\n", PathIn(options_.out_dir, kManifestFile).c_str(), status);
   if (interrupt_) {
     std::printf("interrupted: the results so far are written; continue the run with --resume\n");
-    return kExitInterrupted;
+    return tools::kExitInterrupted;
   }
-  return failed_nodes_ ? kExitNodesFailed : kExitOk;
+  return failed_nodes_ ? tools::kExitNodesFailed : tools::kExitOk;
 }
 
 }  // namespace

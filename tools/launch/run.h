@@ -13,17 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "tools/launch/run_folder.h"
-#include "tools/launch/run_types.h"
-#include "tools/launch/scenario.h"
+#include "tools/scenario/run_folder.h"
+#include "tools/scenario/run_types.h"
+#include "tools/scenario/scenario.h"
 
 namespace meshlearn::launch {
-
-// Exit codes of a launch.
-inline constexpr int kExitOk = 0;             // every method ran
-inline constexpr int kExitBadInput = 2;       // bad scenario, command line or run folder
-inline constexpr int kExitNodesFailed = 3;    // results were written but some nodes failed
-inline constexpr int kExitInterrupted = 130;  // Ctrl-C; the results so far are written
 
 // What a launch is asked to do: its command line, read.
 struct RunRequest {
@@ -43,7 +37,7 @@ class Run {
  public:
   // Runs `request` start to end, printing progress and results on stdout and errors on stderr.
   // `interrupt` becoming true (Ctrl-C) stops the running method cleanly; the results so far are
-  // written. Returns the exit code (kExit*).
+  // written. Returns the exit code (tools/cli/cli_exit.h).
   static int Execute(const RunRequest& request, const std::atomic<bool>& interrupt);
 };
 

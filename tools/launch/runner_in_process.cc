@@ -11,7 +11,7 @@
 #include "node/host/node.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/node_processes.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
 
 namespace meshlearn::launch {
 namespace {

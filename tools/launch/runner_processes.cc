@@ -10,7 +10,7 @@
 #include "process/http_server.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/node_processes.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
 
 namespace meshlearn::launch {
 namespace {

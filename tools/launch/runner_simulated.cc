@@ -10,8 +10,8 @@
 #include "sim/simulation.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/node_processes.h"
-#include "tools/launch/report.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
+#include "tools/report/report.h"
 
 namespace meshlearn::launch {
 namespace {

@@ -1,7 +1,7 @@
 #include "tools/plot/matrix_csv.h"
 
 #include "base/csv.h"
-#include "tools/launch/run_layout.h"
+#include "tools/layout/run_layout.h"
 
 #include <algorithm>
 #include <cmath>

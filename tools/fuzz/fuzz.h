@@ -1,0 +1,80 @@
+#pragma once
+// `meshlearn-launch fuzz`: the simulator as a fault fuzzer (issue 46; docs/development.md "The
+// fault fuzzer"). Each seed draws a small scenario with swarm-style faults
+// (tools/fuzz/fuzz_scenario.h), runs it through the real simulator in a child process
+// (tools/fuzz/fuzz_seed.h) and checks the invariants (tools/fuzz/fuzz_invariants.h).
+//
+//   meshlearn-launch fuzz --seeds N [--from S] [--out DIR] [--canary] [--determinism-every K]
+//                         [--no-reduce] [--seed-timeout SECONDS]
+//   meshlearn-launch fuzz --replay S [--nodes N] [--rounds R] [--faults LIST] [--canary]
+//
+// Rules:
+// - A passing seed's folder is deleted; a failing seed's is kept in "<out>/seed-<S>", and the
+//   seed prints one command line that replays it exactly (same commit).
+// - Every `determinism_every`-th seed (seed % K == 0) that passed runs a second time, and the
+//   hash of both runs' outputs is compared (determinism).
+// - The run keeps the fastest-failing seed per invariant, and at the end reduces each (unless
+//   --no-reduce): it retries the seed with half the nodes, half the rounds, and each fault kind
+//   off in turn, keeps every change after which the same invariant still fails, and prints the
+//   smallest scenario that still fails with its replay line.
+// - At the end it prints, and writes to "<out>/fuzz.csv" (`name,value` rows), the seeds and their
+//   real seconds, seeds per hour, the mean scenario size, the seeds that drew each fault kind,
+//   the faults injected by kind (summed over the seeds), the invariants checked and how often,
+//   the largest memory growth, and the failures by invariant.
+// - Exit code: 0 when every invariant held on every seed, 1 when one failed, 2 for a bad
+//   command line.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tools/fuzz/fuzz_scenario.h"
+#include "tools/fuzz/fuzz_seed.h"
+
+namespace meshlearn::launch {
+
+// What a fuzz run does.
+struct FuzzOptions {
+  uint64_t from = 1;  // the first seed
+  uint64_t seeds = 100;
+  std::string out_dir = "runs/fuzz";
+  FuzzLimits limits;  // --nodes, --rounds, --faults
+  bool canary = false;
+  int64_t determinism_every = 10;  // 0: never
+  bool reduce = true;
+  double seed_timeout_s = 900;
+};
+
+// A failing seed: the first violation, and how long the seed took.
+struct FuzzFailure {
+  uint64_t seed = 0;
+  Violation violation;
+  double real_seconds = 0;
+};
+
+// What a fuzz run found.
+struct FuzzSummary {
+  uint64_t seeds = 0;
+  uint64_t failed = 0;
+  double real_seconds = 0;  // the run's wall time: its seeds, their checks and clean-up
+  double mean_nodes = 0, mean_rounds = 0;
+  uint64_t determinism_checks = 0;
+  std::map<FaultKind, uint64_t> seeds_with_fault;  // seeds that injected each kind
+  std::map<std::string, uint64_t> faults;          // faults injected, by kind (summed)
+  uint64_t invariant_checks = 0;                   // invariants checked, over every seed
+  double max_memory_growth_mib = 0;                // the largest run's memory growth
+  std::map<std::string, uint64_t> failures;        // failing seeds by invariant (first violation)
+  std::map<std::string, FuzzFailure> fastest;      // the fastest-failing seed per invariant
+};
+
+// Runs seeds [from, from + seeds) (see the rules), printing one line per seed and a summary.
+FuzzSummary Fuzz(const FuzzOptions& options);
+
+// The command line that replays `seed` under `options` (its limits and canary).
+std::string ReplayCommand(uint64_t seed, const FuzzOptions& options);
+
+// `meshlearn-launch fuzz ...` (argv[0] is "fuzz"); returns the exit code.
+int FuzzCommand(int argc, char** argv);
+
+}  // namespace meshlearn::launch

@@ -1,0 +1,549 @@
+#include "tools/report/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "base/atomic_file.h"
+#include "base/csv.h"
+#include "node/host/node.h"
+#include "similarity/clustering.h"
+#include "tools/layout/run_layout.h"
+#include "tools/plot/matrix_csv.h"
+#include "tools/plot/render.h"
+#include "tools/report/bytes_to_target.h"
+
+namespace meshlearn::launch {
+namespace {
+
+std::string Fixed(double value, int digits) {
+  if (!std::isfinite(value)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+// "first-last" (or "r" for a single round) of an exchange's rounds.
+std::string ExchangeRounds(const std::pair<int64_t, int64_t>& rounds) {
+  return rounds.first == rounds.second
+             ? std::to_string(rounds.first)
+             : std::to_string(rounds.first) + "-" + std::to_string(rounds.second);
+}
+
+// The table of the methods' full-test figures ([data] test = "cluster"), or "" when none has any.
+std::string FormatFullTestTable(const std::vector<MethodSummary>& summaries, int num_clusters,
+                                size_t name_width) {
+  int64_t images = 0;
+  for (const MethodSummary& s : summaries) images = std::max(images, s.full_test_images);
+  if (images == 0) return "";
+  auto pad = [](const std::string& text, int width) {
+    char cell[64];
+    std::snprintf(cell, sizeof(cell), "%*s", width, text.c_str());
+    return std::string(cell);
+  };
+  std::ostringstream out;
+  out << "\nTest " << (summaries.front().metric == "accuracy" ? "accuracy (%)" : "MSE")
+      << " of each node's best-validation model on its cluster's full test set (up to " << images
+      << " images), mean per cluster:\n";
+  out << std::string(name_width, ' ').replace(0, 6, "method");
+  for (int c = 0; c < num_clusters; ++c) out << pad("cl " + std::to_string(c), 9);
+  out << pad("mean", 9) << "\n";
+  for (const MethodSummary& s : summaries) {
+    out << s.name << std::string(name_width - s.name.size(), ' ');
+    for (int c = 0; c < num_clusters; ++c) {
+      out << pad(s.full_test_mean ? Fixed(s.full_test_per_cluster[c], 2) : "-", 9);
+    }
+    out << pad(s.full_test_mean ? Fixed(*s.full_test_mean, 2) : "-", 9) << "\n";
+  }
+  return out.str();
+}
+
+// The worse of `worst` (nullopt or NaN: none yet) and `metric`: the lower accuracy, or the higher
+// MSE.
+std::optional<double> Worse(std::optional<double> worst, double metric, bool accuracy) {
+  if (!worst || std::isnan(*worst)) return metric;
+  return accuracy ? std::min(*worst, metric) : std::max(*worst, metric);
+}
+
+}  // namespace
+
+double Metric(const node::RoundRow& row, bool classification) {
+  return classification ? 100.0 * row.test_acc : row.test_loss;
+}
+
+std::optional<double> EstimateSecondsLeft(const std::vector<int64_t>& reached, int64_t rounds,
+                                          double elapsed) {
+  int64_t sum = 0;
+  for (int64_t r : reached) sum += std::max<int64_t>(r, 0);
+  double done = reached.empty() ? 0 : static_cast<double>(sum) / (reached.size() * (rounds + 1));
+  if (done <= 0.02) return std::nullopt;
+  return elapsed * (1 - done) / done;
+}
+
+MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
+  MethodSummary s;
+  s.name = run.method.name;
+  s.metric = partition.classification ? "accuracy" : "mse";
+  s.wall_seconds = run.wall_seconds;
+  s.simulated_seconds = run.simulated_seconds;
+  s.nodes = static_cast<int>(run.nodes.size());
+  std::map<std::string, int> cluster_of;
+  for (size_t i = 0; i < partition.ids.size(); ++i) {
+    cluster_of[partition.ids[i]] = partition.clusters[i];
+  }
+  std::vector<double> sum(partition.num_clusters, 0), full_sum(partition.num_clusters, 0);
+  std::vector<int> count(partition.num_clusters, 0), full_count(partition.num_clusters, 0);
+  double total = 0, overhead = 0, pss = 0, bytes_sent = 0;
+  int measured = 0, in_cluster = 0, samples = 0, sending = 0;
+  s.rounds = run.rounds;
+  s.first_node_round = run.nodes.empty() ? -1 : INT64_MAX;
+  for (const NodeRun& n : run.nodes) {
+    int64_t reached = n.rounds.empty() ? -1 : n.rounds.back().round;
+    s.first_node_round = std::min(s.first_node_round, reached);
+    s.last_node_round = std::max(s.last_node_round, reached);
+    s.nodes_failed += n.failure.has_value();
+    Result<std::string> log = ReadWholeFile(PathIn(n.dir, kNodeLogFile));
+    s.nodes_alone += log.ok() && log->find(node::kNeverReachedAPeer) != std::string::npos;
+    s.peak_pss_mib_max = std::max(s.peak_pss_mib_max, n.peak_pss_mib);
+    pss += n.peak_pss_mib;
+    s.attackers += n.attacker;
+    if (!n.rounds.empty()) {
+      bytes_sent += static_cast<double>(n.rounds.back().bytes_out);
+      ++sending;
+    }
+    if (n.full_test && !n.attacker) {
+      const double metric =
+          partition.classification ? 100.0 * n.full_test->accuracy : n.full_test->loss;
+      full_sum[n.cluster] += metric;
+      ++full_count[n.cluster];
+      s.full_test_worst_node = Worse(s.full_test_worst_node, metric, partition.classification);
+      s.full_test_images = std::max(s.full_test_images, n.full_test->images);
+    }
+    if (n.rounds.empty() || n.attacker) continue;
+    const node::RoundRow* best = &n.rounds.front();
+    double busy = 0;
+    bool halted = false;
+    for (const node::RoundRow& r : n.rounds) {
+      halted |= r.stopped && !std::isfinite(r.val_loss);
+      if (std::isfinite(r.val_loss) && !(r.val_loss >= best->val_loss)) best = &r;
+      busy += (std::isfinite(r.train_s) ? r.train_s : 0) + (std::isfinite(r.eval_s) ? r.eval_s : 0);
+      for (const std::string& peer : r.peers) {
+        ++samples;
+        auto c = cluster_of.find(peer);
+        in_cluster += c != cluster_of.end() && c->second == n.cluster;
+      }
+    }
+    s.nodes_halted += halted;
+    if (const double spent = n.rounds.back().epsilon; std::isfinite(spent)) {
+      s.epsilon = std::max(s.epsilon.value_or(spent), spent);
+    }
+    double metric = Metric(*best, partition.classification);
+    if (std::isfinite(metric)) {
+      s.worst_node = Worse(s.worst_node, metric, partition.classification).value_or(NAN);
+    }
+    sum[n.cluster] += metric;
+    ++count[n.cluster];
+    total += metric;
+    ++measured;
+    double wall = n.rounds.back().wall_s;
+    if (wall > 0) overhead += std::max(0.0, 1.0 - busy / wall);
+  }
+  for (int c = 0; c < partition.num_clusters; ++c) {
+    s.per_cluster.push_back(count[c] ? sum[c] / count[c] : NAN);
+  }
+  s.mean = measured ? total / measured : NAN;
+  if (std::accumulate(full_count.begin(), full_count.end(), 0) > 0) {
+    for (int c = 0; c < partition.num_clusters; ++c) {
+      s.full_test_per_cluster.push_back(full_count[c] ? full_sum[c] / full_count[c] : NAN);
+    }
+    s.full_test_mean = std::accumulate(full_sum.begin(), full_sum.end(), 0.0) /
+                       std::accumulate(full_count.begin(), full_count.end(), 0);
+  }
+  s.overhead = measured ? overhead / measured : NAN;
+  s.bytes_sent_per_node = sending ? bytes_sent / sending : 0;
+  s.in_cluster = samples ? static_cast<double>(in_cluster) / samples : NAN;
+  s.peak_pss_mib_mean = s.nodes ? pss / s.nodes : 0;
+  if (run.process_peak_pss_mib > 0) s.peak_pss_mib_max = run.process_peak_pss_mib;
+  // A method read back from its folder (meshlearn-launch report) knows no Ctrl-C: nodes that
+  // stopped before the last round without failing were interrupted.
+  s.status = run.interrupted                                     ? kInterrupted
+             : s.nodes_failed                                    ? kFailed
+             : run.rounds > 0 && s.first_node_round < run.rounds ? kInterrupted
+                                                                 : kComplete;
+  return s;
+}
+
+MethodRecord RecordOf(const MethodSummary& s) {
+  MethodRecord r;
+  r.name = s.name;
+  r.status = s.status;
+  r.rounds = s.rounds;
+  r.first_node_round = s.first_node_round;
+  r.last_node_round = s.last_node_round;
+  r.nodes = s.nodes;
+  r.nodes_failed = s.nodes_failed;
+  r.wall_seconds = s.wall_seconds;
+  r.simulated_seconds = s.simulated_seconds;
+  return r;
+}
+
+Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
+                       int num_clusters) {
+  std::ostringstream csv;
+  csv << "method,metric";
+  for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
+  csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,nodes_halted,"
+         "peak_pss_mib_mean,peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,"
+         "first_node_round,last_node_round,exchange_s,exchange_rounds,epsilon,"
+         "bytes_sent_per_node,target_acc,time_to_target_s,worst_node";
+  const bool full_test = std::any_of(summaries.begin(), summaries.end(),
+                                     [](const auto& s) { return s.full_test_mean.has_value(); });
+  if (full_test) {
+    for (int c = 0; c < num_clusters; ++c) csv << ",full_test_cluster_" << c;
+    csv << ",full_test_mean,full_test_worst_node";
+  }
+  csv << '\n';
+  for (const MethodSummary& s : summaries) {
+    csv << QuotedCsvField(s.name) << ',' << s.metric;
+    for (double v : s.per_cluster) csv << ',' << ExactNumber(v);
+    csv << ',' << ExactNumber(s.mean) << ',' << ExactNumber(s.in_cluster) << ','
+        << ExactNumber(s.wall_seconds) << ',' << ExactNumber(s.simulated_seconds) << ','
+        << ExactNumber(s.overhead) << ',' << s.nodes << ',' << s.nodes_failed << ','
+        << s.nodes_halted << ',' << ExactNumber(s.peak_pss_mib_mean) << ','
+        << ExactNumber(s.peak_pss_mib_max) << ',' << ExactNumber(s.ari) << ','
+        << ExactNumber(s.cluster_round) << ',' << s.attackers << ',' << s.status << ',' << s.rounds
+        << ',' << s.first_node_round << ',' << s.last_node_round << ','
+        << ExactNumber(s.exchange_seconds) << ',';
+    if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
+    csv << ',' << ExactNumber(s.epsilon) << ',' << ExactNumber(s.bytes_sent_per_node) << ','
+        << ExactNumber(s.target_acc) << ',' << ExactNumber(s.time_to_target_s) << ','
+        << ExactNumber(s.worst_node);
+    if (full_test) {
+      for (int c = 0; c < num_clusters; ++c) {
+        csv << ',' << (s.full_test_mean ? ExactNumber(s.full_test_per_cluster[c]) : "");
+      }
+      csv << ',' << ExactNumber(s.full_test_mean) << ',' << ExactNumber(s.full_test_worst_node);
+    }
+    csv << '\n';
+  }
+  return WriteFileAtomically(path, csv.str());
+}
+
+std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clusters) {
+  if (summaries.empty()) return "";
+  bool accuracy = summaries.front().metric == "accuracy";
+  size_t name_width = 6;
+  for (const auto& s : summaries) name_width = std::max(name_width, s.name.size());
+  std::ostringstream out;
+  char cell[64];
+  auto pad = [&](const std::string& text, size_t width) {
+    std::snprintf(cell, sizeof(cell), "%*s", static_cast<int>(width), text.c_str());
+    return std::string(cell);
+  };
+  out << "Test " << (accuracy ? "accuracy (%)" : "MSE")
+      << " at each node's best-validation round, mean per cluster:\n";
+  out << std::string(name_width, ' ').replace(0, 6, "method");
+  for (int c = 0; c < num_clusters; ++c) out << pad("cl " + std::to_string(c), 9);
+  bool any_ari = std::any_of(summaries.begin(), summaries.end(),
+                             [](const MethodSummary& s) { return s.ari.has_value(); });
+  bool any_simulated = std::any_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
+    return s.simulated_seconds.has_value();
+  });
+  out << pad("mean", 9) << pad("in-cluster", 12);
+  if (any_simulated) {
+    out << pad("real", 8) << pad("simulated", 11);
+  } else {
+    out << pad("wall", 8);
+  }
+  const std::optional<double> target = summaries.front().target_acc;
+  if (target) out << pad("to target", 11);
+  out << pad("overhead", 10);
+  if (any_ari) out << pad("ARI", 7);
+  bool any_round = std::any_of(summaries.begin(), summaries.end(),
+                               [](const MethodSummary& s) { return s.cluster_round.has_value(); });
+  if (any_round) out << pad("clustered@", 12);
+  bool any_exchange = std::any_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
+    return s.exchange_seconds.has_value();
+  });
+  if (any_exchange) out << pad("exchange", 18);
+  out << "\n";
+  for (const MethodSummary& s : summaries) {
+    out << s.name << std::string(name_width - s.name.size(), ' ');
+    for (double v : s.per_cluster) out << pad(Fixed(v, 2), 9);
+    out << pad(Fixed(s.mean, 2), 9) << pad(Fixed(100 * s.in_cluster, 1) + "%", 12)
+        << pad(Fixed(s.wall_seconds, 0) + "s", 8);
+    if (any_simulated) {
+      out << pad(s.simulated_seconds ? Fixed(*s.simulated_seconds, 0) + "s" : "-", 11);
+    }
+    if (target) out << pad(s.time_to_target_s ? Fixed(*s.time_to_target_s, 1) + "s" : "-", 11);
+    out << pad(Fixed(100 * s.overhead, 1) + "%", 10);
+    if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
+    if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
+    if (any_exchange) {
+      out << pad(s.exchange_seconds ? Fixed(*s.exchange_seconds, 1) + "s rounds " +
+                                          ExchangeRounds(*s.exchange_rounds)
+                                    : "-",
+                 18);
+    }
+    if (s.status == kInterrupted) {
+      out << "  (interrupted: nodes reached rounds " << s.first_node_round << "-"
+          << s.last_node_round << " of " << s.rounds << ")";
+    }
+    if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
+    if (s.nodes_halted) {
+      out << "  (" << s.nodes_halted << " of " << s.nodes - s.attackers
+          << " honest nodes halted on a failed round, figures from before it: see their node.log)";
+    }
+    if (s.nodes_alone) {
+      out << "  (" << s.nodes_alone << " of " << s.nodes
+          << " nodes never reached a peer: see their node.log)";
+    }
+    if (s.attackers) out << "  (" << s.attackers << " attackers not counted)";
+    out << "\n";
+  }
+  bool all_simulated = std::all_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
+    return s.simulated_seconds.has_value();
+  });
+  out << "overhead: each node's share of its "
+      << (all_simulated ? "simulated time"
+          : any_simulated
+              ? "time (simulated time for the methods with simulated seconds, else real time)"
+              : "real time")
+      << " outside training and evaluation, mean over the nodes\n";
+  if (target) {
+    out << "to target: the " << (all_simulated ? "simulated " : "")
+        << "seconds (rounds.csv wall_s) until the honest nodes' mean test accuracy first reached "
+        << Fixed(*target, 2) << "%, the lowest final accuracy of the methods less "
+        << kRunTargetPoints << " point\n";
+  }
+  out << FormatFullTestTable(summaries, num_clusters, name_width);
+  return out.str();
+}
+
+Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std::string& title) {
+  auto matrix = plot::MergeCommCounts(run.dir);
+  if (!matrix.ok()) return matrix.status();
+  std::map<std::string, int> clusters;
+  for (size_t i = 0; i < partition.ids.size(); ++i)
+    clusters[partition.ids[i]] = partition.clusters[i];
+  plot::LabeledMatrix ordered = plot::OrderByClusters(*matrix, clusters);
+  MESHLEARN_RETURN_IF_ERROR(plot::WriteMatrixCsv(PathIn(run.dir, kHeatmapCsvFile), ordered));
+  plot::HeatmapOptions options;
+  options.title = title;
+  options.clusters = &clusters;
+  return plot::RenderHeatmapPng(ordered, PathIn(run.dir, kHeatmapPngFile), options);
+}
+
+std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& partition) {
+  size_t n = partition.ids.size();
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[partition.ids[i]] = i;
+  EmdMatrix emd;
+  emd.matrix.row_ids = emd.matrix.col_ids = partition.ids;
+  emd.matrix.values.assign(n * n, NAN);
+  std::vector<std::vector<bool>> accepted(n, std::vector<bool>(n, false));
+  bool any = false;
+  for (size_t i = 0; i < n && i < run.nodes.size(); ++i) {
+    const std::string path = PathIn(run.nodes[i].dir, kEmdFile);
+    auto text = ReadWholeFile(path);
+    if (!text.ok()) continue;
+    any = true;
+    // peer,emd,ref,accepted,peer_accepted,mutual,...; rows that do not parse are skipped.
+    auto records = ParseCsv(*text, path);
+    if (!records.ok()) continue;
+    for (size_t r = 1; r < records->size(); ++r) {
+      const std::vector<std::string>& cells = (*records)[r].fields;
+      if (cells.size() < 6 || !index.count(cells[0])) continue;
+      const std::optional<double> value = NumberFromText<double>(cells[1], kExactNumberForm);
+      if (!value) continue;
+      size_t j = index[cells[0]];
+      emd.matrix.values[i * n + j] = *value;
+      accepted[i][j] = cells[5] == "1";
+      // measured_round, measured_s (columns 9 and 10; absent in files of older nodes).
+      const std::optional<int64_t> round =
+          cells.size() >= 10 ? NumberFromText<int64_t>(cells[8]) : std::nullopt;
+      const std::optional<double> seconds =
+          cells.size() >= 10 ? NumberFromText<double>(cells[9]) : std::nullopt;
+      if (round && seconds) {
+        emd.exchange_seconds = std::max(emd.exchange_seconds.value_or(0.0), *seconds);
+        emd.exchange_rounds = emd.exchange_rounds
+                                  ? std::make_pair(std::min(emd.exchange_rounds->first, *round),
+                                                   std::max(emd.exchange_rounds->second, *round))
+                                  : std::make_pair(*round, *round);
+      }
+    }
+  }
+  if (!any) return std::nullopt;
+  emd.found = similarity::ClustersFromNeighbourhoods(accepted);
+  emd.ari = similarity::AdjustedRandIndex(partition.clusters, emd.found);
+  return emd;
+}
+
+Result<std::optional<EmdMatrix>> WriteEmdMatrix(const MethodRun& run, const Partition& partition) {
+  std::optional<EmdMatrix> emd = ReadEmdMatrix(run, partition);
+  if (!emd) return emd;
+  std::map<std::string, int> clusters;
+  for (size_t i = 0; i < partition.ids.size(); ++i)
+    clusters[partition.ids[i]] = partition.clusters[i];
+  plot::LabeledMatrix ordered = plot::OrderByClusters(emd->matrix, clusters);
+  MESHLEARN_RETURN_IF_ERROR(plot::WriteMatrixCsv(PathIn(run.dir, kEmdMatrixCsvFile), ordered));
+  plot::HeatmapOptions options;
+  options.title = run.method.name + " — EMD between nodes (low = same distribution)";
+  options.value_label = "EMD";
+  options.row_title = "node i (its training data)";
+  options.col_title = "peer j (its validation data)";
+  options.clusters = &clusters;
+  MESHLEARN_RETURN_IF_ERROR(
+      plot::RenderHeatmapPng(ordered, PathIn(run.dir, kEmdMatrixPngFile), options));
+  return emd;
+}
+
+Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
+                                                         const Partition& partition) {
+  size_t n = partition.ids.size();
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[partition.ids[i]] = i;
+  PolicyClusters found;
+  for (size_t i = 0; i < n; ++i) {
+    std::string path = PathIn(run.nodes[i].dir, kClusterFile);
+    auto text = ReadWholeFile(path);
+    if (!text.ok()) continue;
+    auto records = ParseCsv(*text, path);  // node,label,round
+    if (!records.ok()) return records.status();
+    std::map<std::string, int> label;
+    int64_t round = 0;
+    for (size_t r = 1; r < records->size(); ++r) {
+      const CsvRecord& record = (*records)[r];
+      if (record.fields.size() != 3) {
+        return Status::Malformed(path + ":" + std::to_string(record.line) +
+                                 ": expected node,label,round");
+      }
+      auto cell_label = CsvNumber<int>(path, record, 1, "label");
+      if (!cell_label.ok()) return cell_label.status();
+      auto cell_round = CsvNumber<int64_t>(path, record, 2, "round");
+      if (!cell_round.ok()) return cell_round.status();
+      label[record.fields[0]] = *cell_label;
+      round = *cell_round;
+    }
+    if (!label.count(partition.ids[i])) continue;
+    // This node's view: its labels of the nodes it clustered against their true clusters.
+    std::vector<int> truth, labels;
+    for (const auto& [id, l] : label) {
+      if (!index.count(id)) continue;
+      truth.push_back(partition.clusters[index[id]]);
+      labels.push_back(l);
+    }
+    ++found.clustered_nodes;
+    found.mean_round += static_cast<double>(round);
+    found.ari += similarity::AdjustedRandIndex(truth, labels);
+  }
+  if (found.clustered_nodes == 0) return std::optional<PolicyClusters>();
+  found.mean_round /= found.clustered_nodes;
+  found.ari /= found.clustered_nodes;
+  return std::optional<PolicyClusters>(found);
+}
+
+Status WriteCurves(const std::string& path, const std::vector<MethodRun>& runs,
+                   const Partition& partition, const std::string& title) {
+  std::vector<plot::Series> series;
+  for (const MethodRun& run : runs) {
+    std::map<int64_t, std::pair<double, int>> per_round;
+    for (const NodeRun& n : run.nodes) {
+      for (const node::RoundRow& r : n.rounds) {
+        double v = Metric(r, partition.classification);
+        if (!std::isfinite(v)) continue;
+        per_round[r.round].first += v;
+        ++per_round[r.round].second;
+      }
+    }
+    plot::Series s;
+    s.name = run.method.name;
+    for (const auto& [round, acc] : per_round) {
+      s.x.push_back(static_cast<double>(round));
+      s.y.push_back(acc.first / acc.second);
+    }
+    series.push_back(std::move(s));
+  }
+  plot::ChartOptions options;
+  options.title = title;
+  options.y_label = partition.classification ? "mean test accuracy (%)" : "mean test MSE";
+  options.log_y = !partition.classification;
+  return plot::RenderCurvesPng(series, path, options);
+}
+
+// A simulation's real time over its learners' compute time per thread: 1.0 when the workers were
+// never idle and nothing else cost time.
+double RealOverCompute(const sim::SimulationReport& r) {
+  double per_thread = r.compute_seconds / std::max(r.threads, 1);
+  return per_thread > 0 ? r.real_seconds / per_thread : 0;
+}
+
+Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>& runs) {
+  std::ostringstream csv;
+  // The columns before earlier_real_s and earlier_compute_s existed; a file with only these gets
+  // them empty (not known).
+  const std::string columns_before =
+      "method,simulated_s,real_s,events,events_per_s,messages,jobs,compute_s,threads,"
+      "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node,exchange_compute_s";
+  const std::string added = ",earlier_real_s,earlier_compute_s";
+  const std::string header = columns_before + added;
+  csv << header << '\n';
+  // The rows an earlier launch of the run wrote for methods not simulated now stay.
+  auto old = ReadWholeFile(path);
+  const bool current = old.ok() && old->rfind(header + "\n", 0) == 0;
+  const bool before = old.ok() && !current && old->rfind(columns_before + "\n", 0) == 0;
+  if (current || before) {
+    std::istringstream lines(old->substr((current ? header : columns_before).size() + 1));
+    size_t number = 1;
+    for (std::string line; std::getline(lines, line);) {
+      auto cells = SplitCsvLine(line, path, ++number);
+      std::string name = cells.ok() ? cells->front() : std::string();
+      bool simulated_now = std::any_of(runs.begin(), runs.end(), [&](const MethodRun& run) {
+        return run.simulation && run.method.name == name;
+      });
+      if (!name.empty() && !simulated_now) csv << line << (before ? ",," : "") << '\n';
+    }
+  }
+  for (const MethodRun& run : runs) {
+    if (!run.simulation) continue;
+    const sim::SimulationReport& r = *run.simulation;
+    double nodes = static_cast<double>(std::max<size_t>(run.nodes.size(), 1));
+    csv << QuotedCsvField(run.method.name) << ',' << ExactNumber(r.simulated_seconds) << ','
+        << ExactNumber(r.real_seconds) << ',' << r.events << ','
+        << ExactNumber(r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ',' << r.messages
+        << ',' << r.jobs << ',' << ExactNumber(r.compute_seconds) << ',' << r.threads << ','
+        << ExactNumber(RealOverCompute(r)) << ',' << run.nodes.size() << ','
+        << ExactNumber(run.simulation_peak_rss_mib) << ','
+        << ExactNumber(run.simulation_peak_rss_mib / nodes) << ','
+        << ExactNumber(r.exchange_compute_seconds) << ',' << ExactNumber(r.earlier_real_seconds)
+        << ',' << ExactNumber(r.earlier_compute_seconds) << '\n';
+  }
+  return WriteFileAtomically(path, csv.str());
+}
+
+std::string DescribeSimulation(const MethodRun& run) {
+  if (!run.simulation) return "";
+  const sim::SimulationReport& r = *run.simulation;
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "simulation (%s): %.1f s simulated in %.1f s real (%.2fx the learners' compute on "
+                "%d threads), %llu events (%.0fk/s), peak memory %.0f MiB (%.2f MiB per node)",
+                run.method.name.c_str(), r.simulated_seconds, r.real_seconds, RealOverCompute(r),
+                r.threads, static_cast<unsigned long long>(r.events),
+                r.real_seconds > 0 ? r.events / r.real_seconds / 1000 : 0.0,
+                run.simulation_peak_rss_mib,
+                run.simulation_peak_rss_mib / std::max<size_t>(run.nodes.size(), 1));
+  std::string line = text;
+  if (r.exchange_compute_seconds > 0) {
+    std::snprintf(text, sizeof(text), "; the EMD exchange's jobs took %.1f s of the %.1f s compute",
+                  r.exchange_compute_seconds, r.compute_seconds);
+    line += text;
+  }
+  return line;
+}
+
+}  // namespace meshlearn::launch
