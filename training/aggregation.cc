@@ -93,14 +93,6 @@ Status CheckMergeLayout(const MergeInput& own, std::span<const MergeInput> peers
   return Status::Ok();
 }
 
-Status AggregationRule::Merge(const MergeInput& own, std::span<const MergeInput> peers,
-                              std::span<float> out) const {
-  MESHLEARN_RETURN_IF_ERROR(CheckMergeLayout(own, peers, out.size()));
-  Result<std::vector<double>> coefficients = Coefficients(own, peers);
-  if (!coefficients.ok()) return coefficients.status();
-  return MergeWeighted(own, peers, *coefficients, out);
-}
-
 Status MergeWeighted(const MergeInput& own, std::span<const MergeInput> peers,
                      std::span<const double> coefficients, std::span<float> out) {
   MESHLEARN_RETURN_IF_ERROR(CheckMergeLayout(own, peers, out.size()));
@@ -136,8 +128,10 @@ Status MergeWeighted(const MergeInput& own, std::span<const MergeInput> peers,
   return Status::Ok();
 }
 
-Result<std::vector<double>> FedAvgRule::Coefficients(const MergeInput& own,
-                                                     std::span<const MergeInput> peers) const {
+namespace {
+
+Result<std::vector<double>> FedAvgCoefficients(const MergeInput& own,
+                                               std::span<const MergeInput> peers) {
   double total = static_cast<double>(own.train_size);
   for (const MergeInput& p : peers) total += static_cast<double>(p.train_size);
   if (total <= 0) {
@@ -150,8 +144,7 @@ Result<std::vector<double>> FedAvgRule::Coefficients(const MergeInput& own,
   return c;
 }
 
-Result<std::vector<double>> FedSimRule::Coefficients(const MergeInput& /*own*/,
-                                                     std::span<const MergeInput> peers) const {
+Result<std::vector<double>> FedSimCoefficients(std::span<const MergeInput> peers) {
   double max_p = 0, total = 0;
   for (size_t j = 0; j < peers.size(); ++j) {
     const double p = peers[j].probability;
@@ -173,11 +166,14 @@ Result<std::vector<double>> FedSimRule::Coefficients(const MergeInput& /*own*/,
   return c;
 }
 
+}  // namespace
+
 NameTable<AggregationKind> AggregationKindNames() { return kRuleNames; }
 
-std::unique_ptr<AggregationRule> CreateAggregationRule(AggregationKind kind) {
-  if (kind == AggregationKind::kFedSim) return std::make_unique<FedSimRule>();
-  return std::make_unique<FedAvgRule>();
+Result<std::vector<double>> AggregationCoefficients(AggregationKind kind, const MergeInput& own,
+                                                    std::span<const MergeInput> peers) {
+  if (kind == AggregationKind::kFedSim) return FedSimCoefficients(peers);
+  return FedAvgCoefficients(own, peers);
 }
 
 }  // namespace meshlearn::training

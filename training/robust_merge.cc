@@ -146,9 +146,9 @@ std::vector<std::span<const float>> Models(const MergeInput& own,
 
 // Clipping as coefficients: Σ c_k z_k = (c_0 + Σ c_j (1 − s_j)) x_i + Σ c_j s_j x_j, with
 // s_j = min(1, τ/d_j).
-Status Clip(const AggregationRule& rule, const RobustOptions& o, const MergeInput& own,
-            std::span<const MergeInput> peers, std::span<float> out, RobustMergeReport& report) {
-  Result<std::vector<double>> c = rule.Coefficients(own, peers);
+Status Clip(const MergeWeights& weights, const RobustOptions& o, const MergeInput& own,
+            std::span<const MergeInput> peers, std::span<float> out, MergeReport& report) {
+  Result<std::vector<double>> c = weights.Coefficients(own, peers);
   if (!c.ok()) return c.status();
   const std::vector<double> d2 = SquaredDistances(Models(own, peers), 1);
   const size_t n = peers.size();
@@ -283,44 +283,116 @@ void TrimmedMean(std::span<const std::span<const float>> models, size_t trim,
   }
 }
 
-Status RobustMerge(const AggregationRule& rule, const RobustOptions& options, const MergeInput& own,
-                   std::span<const MergeInput> peers, std::span<float> out,
-                   RobustMergeReport* report) {
-  RobustMergeReport local;
-  RobustMergeReport& r = report ? *report : local;
-  r.kept.assign(peers.size(), true);
-  r.clipped.assign(peers.size(), false);
-  MESHLEARN_RETURN_IF_ERROR(CheckMergeLayout(own, peers, out.size()));
-  if (peers.empty() || options.kind == RobustKind::kNone) return rule.Merge(own, peers, out);
-  const size_t n = peers.size();
-  switch (options.kind) {
-    case RobustKind::kClip:
-      return Clip(rule, options, own, peers, out, r);
-    case RobustKind::kTrimmedMean:
-      return CoordinateWise(own, peers, static_cast<size_t>(options.trim), out);
-    case RobustKind::kMedian:
-      return CoordinateWise(own, peers, n / 2, out);
-    case RobustKind::kKrum:
-      r.kept = KrumKept(own, peers, options.krum_f, 1);
-      break;
-    case RobustKind::kMultiKrum: {
-      const long all_but_f = std::max(1L, static_cast<long>(n) - options.krum_f);
-      const size_t keep =
-          options.krum_m > 0 ? static_cast<size_t>(options.krum_m) : static_cast<size_t>(all_but_f);
-      r.kept = KrumKept(own, peers, options.krum_f, keep);
-      break;
+namespace {
+
+// A built-in rule: the weights and the [learning] robust options it was made with.
+class BuiltInRule : public MergeRule {
+ public:
+  BuiltInRule(const MergeWeights& weights, const RobustOptions& options)
+      : MergeRule(weights), options_(options) {}
+  std::string_view Name() const final { return NameOf(RobustKindNames(), options_.kind); }
+
+ protected:
+  const RobustOptions& Options() const { return options_; }
+
+ private:
+  RobustOptions options_;
+};
+
+// kNone: the weighted average.
+class WeightedAverageRule final : public BuiltInRule {
+ public:
+  using BuiltInRule::BuiltInRule;
+
+ protected:
+  Status MergePeers(const MergeInput& own, std::span<const MergeInput> peers, std::span<float> out,
+                    MergeReport& /*report*/) const override {
+    return WeightedAverage(own, peers, out);
+  }
+};
+
+// kClip.
+class ClipRule final : public BuiltInRule {
+ public:
+  using BuiltInRule::BuiltInRule;
+
+ protected:
+  Status MergePeers(const MergeInput& own, std::span<const MergeInput> peers, std::span<float> out,
+                    MergeReport& report) const override {
+    return Clip(Weights(), Options(), own, peers, out, report);
+  }
+};
+
+// kTrimmedMean and kMedian: unweighted, coordinate by coordinate.
+class CoordinateWiseRule final : public BuiltInRule {
+ public:
+  using BuiltInRule::BuiltInRule;
+
+ protected:
+  Status MergePeers(const MergeInput& own, std::span<const MergeInput> peers, std::span<float> out,
+                    MergeReport& /*report*/) const override {
+    const size_t trim = Options().kind == RobustKind::kMedian ? peers.size() / 2
+                                                              : static_cast<size_t>(Options().trim);
+    return CoordinateWise(own, peers, trim, out);
+  }
+};
+
+// kKrum, kMultiKrum and kDistanceGate: a choice of peers, merged by their weights.
+class SelectingRule final : public BuiltInRule {
+ public:
+  using BuiltInRule::BuiltInRule;
+
+ protected:
+  Status MergePeers(const MergeInput& own, std::span<const MergeInput> peers, std::span<float> out,
+                    MergeReport& report) const override {
+    report.kept = Kept(own, peers);
+    const std::vector<MergeInput> kept = Select(peers, report.kept);
+    if (kept.empty()) {
+      if (out.data() != own.weights.data()) {
+        std::copy(own.weights.begin(), own.weights.end(), out.begin());
+      }
+      return Status::Ok();
     }
-    default:  // kDistanceGate
-      r.kept = GateKept(own, peers, options.gate_gamma);
-      break;
+    return WeightedAverage(own, kept, out);
   }
-  const std::vector<MergeInput> kept = Select(peers, r.kept);
-  if (kept.empty()) {
-    if (out.data() != own.weights.data())
-      std::copy(own.weights.begin(), own.weights.end(), out.begin());
-    return Status::Ok();
+
+ private:
+  std::vector<bool> Kept(const MergeInput& own, std::span<const MergeInput> peers) const {
+    const RobustOptions& o = Options();
+    const size_t n = peers.size();
+    switch (o.kind) {
+      case RobustKind::kKrum:
+        return KrumKept(own, peers, o.krum_f, 1);
+      case RobustKind::kMultiKrum: {
+        const long all_but_f = std::max(1L, static_cast<long>(n) - o.krum_f);
+        const size_t keep =
+            o.krum_m > 0 ? static_cast<size_t>(o.krum_m) : static_cast<size_t>(all_but_f);
+        return KrumKept(own, peers, o.krum_f, keep);
+      }
+      default:  // kDistanceGate
+        return GateKept(own, peers, o.gate_gamma);
+    }
   }
-  return rule.Merge(own, kept, out);
+};
+
+}  // namespace
+
+std::unique_ptr<MergeRule> CreateMergeRule(const MergeWeights& weights,
+                                           const RobustOptions& robust) {
+  switch (robust.kind) {
+    case RobustKind::kNone:
+      return std::make_unique<WeightedAverageRule>(weights, robust);
+    case RobustKind::kClip:
+      return std::make_unique<ClipRule>(weights, robust);
+    case RobustKind::kTrimmedMean:
+    case RobustKind::kMedian:
+      return std::make_unique<CoordinateWiseRule>(weights, robust);
+    case RobustKind::kKrum:
+    case RobustKind::kMultiKrum:
+    case RobustKind::kDistanceGate:
+      return std::make_unique<SelectingRule>(weights, robust);
+  }
+  return nullptr;  // unreachable: every kind is above
 }
 
 }  // namespace meshlearn::training

@@ -1,13 +1,14 @@
 #pragma once
 // Robust merges ([learning] robust; DESIGN.md "Aggregation"; docs/robustness.md): the node's
-// defence against peers that serve poisoned models, on top of the aggregation rule's weights.
+// defence against peers that serve poisoned models, as merge rules (training/merge_rule.h) on
+// top of the aggregation's weights.
 //
 // Specification. x_i is the node's own model, x_j the peers' (those the caller merges: after
-// merge_min_score), c_k the aggregation rule's coefficients (FedAvg or FedSim) over the own model
-// and the peers given.
+// merge_min_score), c_k the rule's coefficients (MergeWeights: FedAvg or FedSim, with the
+// staleness weights) over the own model and the peers given.
 // - The own model is always part of the merge: no rule can leave it out or clip it.
 //   Rationale: the node's own model is the one input it can trust.
-// - kNone: the rule's weighted average, Σ c_k x_k (AggregationRule::Merge).
+// - kNone: the weighted average, Σ c_k x_k.
 // - kClip: self-centred clipping (ClippedGossip, He, Karimireddy, Jaggi 2022):
 //   z_j = x_i + min(1, τ/‖x_j − x_i‖)·(x_j − x_i), then the rule's weighted average of x_i and
 //   the z_j, with the rule's coefficients of x_i and x_j unchanged. τ is `clip_tau`, or, when it
@@ -31,22 +32,24 @@
 //   distances to its k nearest other models (own included), k = n + 1 − f − 2 with f =
 //   `krum_f`, at least 1 and at most n. Krum keeps the peer of the smallest score; multi-Krum
 //   the `krum_m` smallest (0: n − f, at least 1). The kept peers are merged with x_i by the
-//   rule's weights over them (the rule's coefficients recomputed for the kept peers, as if only
-//   they had been passed). Ties go to the model whose bytes compare smaller.
+//   weights over them (the coefficients recomputed for the kept peers, as if only they had been
+//   passed). Ties go to the model whose bytes compare smaller.
 // - kDistanceGate (after BALANCE, Fang et al. 2024, with a fixed threshold): a peer is kept when
 //   ‖x_j − x_i‖ ≤ γ·‖x_i‖ (γ = `gate_gamma`), then merged as for Krum.
+// - With no peer kept (the gate with every peer too far), x_i alone.
 // - The result does not depend on the order of `peers` (the rules sort their inputs by content
 //   where order could change the rounding), and a merge reads every model a bounded number of
 //   times: the distances of kClip, kKrum and kDistanceGate are taken in one pass over the models
 //   in cache-sized chunks.
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "base/named_value.h"
 #include "base/status.h"
-#include "training/aggregation.h"
+#include "training/merge_rule.h"
 
 namespace meshlearn::training {
 
@@ -76,18 +79,9 @@ struct RobustOptions {
   bool operator==(const RobustOptions&) const = default;
 };
 
-// What a robust merge did with each peer (in the order given).
-struct RobustMergeReport {
-  std::vector<bool> kept;     // the peer took part (false: Krum or the gate left it out)
-  std::vector<bool> clipped;  // clip: the peer was clipped
-};
-
-// Merges `own` and `peers` into `out` (which may alias own.weights) by `options` over `rule`'s
-// coefficients (see the specification above); fills `report` when not null. Errors as
-// AggregationRule::Merge's (kLayoutMismatch, kNonFinite, the rule's kInvalidArgument).
-Status RobustMerge(const AggregationRule& rule, const RobustOptions& options, const MergeInput& own,
-                   std::span<const MergeInput> peers, std::span<float> out,
-                   RobustMergeReport* report = nullptr);
+// The merge rule of `robust` over `weights` (see the specification above).
+std::unique_ptr<MergeRule> CreateMergeRule(const MergeWeights& weights,
+                                           const RobustOptions& robust);
 
 // out[c] = the mean of the values of `models` at coordinate c without the `trim` smallest and
 // the `trim` largest (requires 2·trim < models.size() and every model of out.size() floats),

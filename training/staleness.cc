@@ -1,7 +1,6 @@
 #include "training/staleness.h"
 
 #include <cmath>
-#include <utility>
 
 namespace meshlearn::training {
 namespace {
@@ -10,31 +9,6 @@ namespace {
 constexpr NamedValue<StalenessKind> kStalenessNames[] = {{"none", StalenessKind::kNone},
                                                          {"polynomial", StalenessKind::kPolynomial},
                                                          {"hinge", StalenessKind::kHinge}};
-
-class StalenessWeightedRule final : public AggregationRule {
- public:
-  StalenessWeightedRule(std::unique_ptr<AggregationRule> rule, StalenessOptions options)
-      : rule_(std::move(rule)), options_(options) {}
-
-  std::string_view Name() const override { return rule_->Name(); }
-
-  Result<std::vector<double>> Coefficients(const MergeInput& own,
-                                           std::span<const MergeInput> peers) const override {
-    Result<std::vector<double>> c = rule_->Coefficients(own, peers);
-    if (!c.ok()) return c;
-    std::vector<double> coefficients = std::move(*c);
-    for (size_t j = 0; j < peers.size(); ++j) {
-      const double kept = coefficients[j + 1] * StalenessWeight(options_, peers[j].staleness);
-      coefficients[0] += coefficients[j + 1] - kept;
-      coefficients[j + 1] = kept;
-    }
-    return coefficients;
-  }
-
- private:
-  std::unique_ptr<AggregationRule> rule_;
-  StalenessOptions options_;
-};
 
 }  // namespace
 
@@ -54,10 +28,14 @@ double StalenessWeight(const StalenessOptions& options, int64_t staleness) {
   return 1;
 }
 
-std::unique_ptr<AggregationRule> WithStalenessWeights(std::unique_ptr<AggregationRule> rule,
-                                                      const StalenessOptions& options) {
-  if (options.kind == StalenessKind::kNone) return rule;
-  return std::make_unique<StalenessWeightedRule>(std::move(rule), options);
+void ApplyStalenessWeights(const StalenessOptions& options, std::span<const MergeInput> peers,
+                           std::vector<double>& coefficients) {
+  if (options.kind == StalenessKind::kNone) return;
+  for (size_t j = 0; j < peers.size(); ++j) {
+    const double kept = coefficients[j + 1] * StalenessWeight(options, peers[j].staleness);
+    coefficients[0] += coefficients[j + 1] - kept;
+    coefficients[j + 1] = kept;
+  }
 }
 
 }  // namespace meshlearn::training

@@ -7,7 +7,7 @@
 // round r_j (Model.round). The staleness is d_j = max(0, t − 1 − r_j) (MergeInput::staleness).
 // - s(d) is the weight of a peer d rounds behind: kNone s = 1; kPolynomial s = (1 + d)^−a;
 //   kHinge s = 1 for d ≤ b, else 1 / (a (d − b) + 1) (FedAsync's two functions).
-// - Over an aggregation rule with coefficients c_own, c_j the merge takes c_j s(d_j) for each
+// - Over an aggregation's coefficients c_own, c_j the merge takes c_j s(d_j) for each
 //   peer, and the node's own model keeps the rest: c_own + Σ c_j (1 − s(d_j)). The coefficients
 //   still sum to 1.
 //   Rationale: FedAsync mixes x ← (1 − α s) x + α s x_new, so the weight a stale model loses
@@ -18,7 +18,8 @@
 // - With robust trimmed_mean or median (unweighted rules) the weights have no effect.
 
 #include <cstdint>
-#include <memory>
+#include <span>
+#include <vector>
 
 #include "base/named_value.h"
 #include "training/aggregation.h"
@@ -46,9 +47,10 @@ struct StalenessOptions {
 // s(staleness) under `options` (see the specification); 1 for staleness ≤ 0.
 double StalenessWeight(const StalenessOptions& options, int64_t staleness);
 
-// `rule` with staleness weights on its peers' coefficients (see the specification); `rule` itself
-// when options.kind is kNone. Its Name() is the wrapped rule's.
-std::unique_ptr<AggregationRule> WithStalenessWeights(std::unique_ptr<AggregationRule> rule,
-                                                      const StalenessOptions& options);
+// Puts the staleness weights on `coefficients` (the aggregation's c_own, c_j over own and
+// `peers`, as AggregationCoefficients gives them; see the specification): c_j becomes
+// c_j s(d_j) and c_own takes the rest. Leaves them as they are when options.kind is kNone.
+void ApplyStalenessWeights(const StalenessOptions& options, std::span<const MergeInput> peers,
+                           std::vector<double>& coefficients);
 
 }  // namespace meshlearn::training

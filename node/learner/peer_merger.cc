@@ -8,15 +8,14 @@
 
 namespace meshlearn::node {
 
-Result<std::unique_ptr<PeerMerger>> PeerMerger::Create(
-    training::Model& model, const training::Dataset& train, similarity::MetricKind metric,
-    training::AggregationKind aggregation, std::optional<double> merge_min_score,
-    const training::RobustOptions& robust, const training::StalenessOptions& staleness) {
+Result<std::unique_ptr<PeerMerger>> PeerMerger::Create(training::Model& model,
+                                                       const training::Dataset& train,
+                                                       similarity::MetricKind metric,
+                                                       std::unique_ptr<training::MergeRule> rule,
+                                                       std::optional<double> merge_min_score) {
   std::unique_ptr<PeerMerger> merger(new PeerMerger(model, train.size(), merge_min_score));
-  merger->robust_ = robust;
   merger->metric_ = similarity::MakeSimilarityMetric(metric);
-  merger->rule_ =
-      training::WithStalenessWeights(training::CreateAggregationRule(aggregation), staleness);
+  merger->rule_ = std::move(rule);
   merger->initial_ = model.Parameters();
   if (merger->metric_->Needs().own_data_loss) {
     auto loss = training::MakeWeightsLossFn(model, train);
@@ -71,9 +70,8 @@ Status PeerMerger::Merge(const RoundJob& job, RoundOutcome& out, std::vector<flo
   }
   if (peers.empty()) return Status::Ok();
   training::MergeInput self{own, train_size_, 0};
-  training::RobustMergeReport report;
-  MESHLEARN_RETURN_IF_ERROR(
-      training::RobustMerge(*rule_, robust_, self, peers, own, &report).WithContext("merge"));
+  training::MergeReport report;
+  MESHLEARN_RETURN_IF_ERROR(rule_->Merge(self, peers, own, &report).WithContext("merge"));
   for (size_t j = 0; j < merged.size(); ++j) merged[j]->merged = report.kept[j];
   return model_.LoadParameters(own);
 }

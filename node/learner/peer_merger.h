@@ -9,12 +9,12 @@
 //   exchanged_score) and never compute it; a peer it has not measured yet fails scoring.
 // - A peer whose scoring failed is left out of the merge, and so is one scoring below
 //   merge_min_score (counted in RoundOutcome::excluded_by_min_score).
-// - The peers left are merged with the node's model by the robust rule ([learning] robust,
-//   training/robust_merge.h) over the aggregation rule's weights; a peer that the robust rule
-//   leaves out (Krum, the distance gate) is not marked merged.
-// - Each peer's coefficient carries its staleness weight ([learning] staleness,
-//   training/staleness.h): a peer whose model is of round r_j, merged in round t, is
-//   max(0, t − 1 − r_j) rounds behind (0 when its round is unknown).
+// - The peers left are merged with the node's model by the merge rule (training/merge_rule.h:
+//   [learning] robust over the aggregation's weights); a peer that the rule leaves out (Krum,
+//   the distance gate) is not marked merged.
+// - Each peer goes to the rule with its staleness ([learning] staleness, training/staleness.h):
+//   a peer whose model is of round r_j, merged in round t, is max(0, t − 1 − r_j) rounds behind
+//   (0 when its round is unknown).
 // - With no peer to merge, the model is left untouched.
 
 #include <memory>
@@ -24,25 +24,23 @@
 #include "base/status.h"
 #include "node/logic/learner.h"
 #include "similarity/metric.h"
-#include "training/aggregation.h"
 #include "training/dataset.h"
+#include "training/merge_rule.h"
 #include "training/model.h"
-#include "training/robust_merge.h"
-#include "training/staleness.h"
 
 namespace meshlearn::node {
 
 class PeerMerger {
  public:
-  // Scores with `metric` and merges with `aggregation` into `model` (which outlives the merger
-  // and holds the shared initial weights now, for metrics that need them); `train` is the node's
-  // training data (its size is n_i for FedAvg; inv_loss scores on it). `merge_min_score`:
-  // [learning] merge_min_score, off when empty; `robust`: the robust merge; `staleness`: the
-  // staleness weights.
-  static Result<std::unique_ptr<PeerMerger>> Create(
-      training::Model& model, const training::Dataset& train, similarity::MetricKind metric,
-      training::AggregationKind aggregation, std::optional<double> merge_min_score,
-      const training::RobustOptions& robust, const training::StalenessOptions& staleness = {});
+  // Scores with `metric` and merges with `rule` into `model` (which outlives the merger and holds
+  // the shared initial weights now, for metrics that need them); `train` is the node's training
+  // data (its size is n_i for FedAvg; inv_loss scores on it). `merge_min_score`: [learning]
+  // merge_min_score, off when empty.
+  static Result<std::unique_ptr<PeerMerger>> Create(training::Model& model,
+                                                    const training::Dataset& train,
+                                                    similarity::MetricKind metric,
+                                                    std::unique_ptr<training::MergeRule> rule,
+                                                    std::optional<double> merge_min_score);
 
   // Scores every peer of `job` against `own` (the node's current weights) into out.scores, in
   // the order of job.peers.
@@ -62,8 +60,7 @@ class PeerMerger {
   uint64_t train_size_;
   std::optional<double> merge_min_score_;
   std::unique_ptr<similarity::SimilarityMetric> metric_;
-  std::unique_ptr<training::AggregationRule> rule_;
-  training::RobustOptions robust_;
+  std::unique_ptr<training::MergeRule> rule_;
   std::vector<float> initial_;  // the shared initial weights
   similarity::LossOfWeights own_data_loss_;
 };

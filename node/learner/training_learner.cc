@@ -25,6 +25,7 @@
 #include "node/learner/poisoned_learner.h"
 #include "node/learner/privacy_budget.h"
 #include "training/model.h"
+#include "training/robust_merge.h"
 #include "training/shard_file.h"
 #include "training/trainer.h"
 
@@ -64,9 +65,11 @@ class TrainingLearner final : public Learner {
     learner->model_ = std::move(*model);
     training::Model& m = *learner->model_;
 
-    auto merger = PeerMerger::Create(m, train, config.learning.metric, config.learning.aggregation,
-                                     config.learning.merge_min_score, config.learning.robust,
-                                     config.learning.staleness);
+    const LearningSection& learning = config.learning;
+    auto merger = PeerMerger::Create(
+        m, train, learning.metric,
+        training::CreateMergeRule({learning.aggregation, learning.staleness}, learning.robust),
+        learning.merge_min_score);
     if (!merger.ok()) return merger.status();
     learner->merger_ = std::move(*merger);
     learner->architecture_id_ = ArchitectureIdOf(spec, m.Layout());

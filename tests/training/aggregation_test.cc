@@ -2,6 +2,7 @@
 // mismatched lengths and non-finite weights. One contract suite runs over every rule.
 
 #include "training/aggregation.h"
+#include "training/robust_merge.h"
 
 #include <gtest/gtest.h>
 
@@ -15,11 +16,16 @@
 namespace meshlearn::training {
 namespace {
 
-// The rule named `name` ("fedavg", "fedsim").
-std::unique_ptr<AggregationRule> Rule(const std::string& name) {
+// The aggregation named `name` ("fedavg", "fedsim").
+AggregationKind Kind(const std::string& name) {
   std::optional<AggregationKind> kind = ValueNamed(AggregationKindNames(), name);
   EXPECT_TRUE(kind.has_value()) << name;
-  return CreateAggregationRule(kind.value_or(AggregationKind::kFedAvg));
+  return kind.value_or(AggregationKind::kFedAvg);
+}
+
+// The weighted average ([learning] robust = "none") with the weights of `name`.
+std::unique_ptr<MergeRule> Rule(const std::string& name) {
+  return CreateMergeRule({Kind(name)}, RobustOptions{});
 }
 
 TEST(FedAvg, MatchesAHandComputedMergeExactly) {
@@ -35,7 +41,8 @@ TEST(FedSim, MatchesAHandComputedMergeExactly) {
   const std::vector<float> own = {8, 0}, a = {0, 8}, b = {4, 4};
   // p = 0.375, 0.25; own weight = max p = 0.375; total 1: coefficients 3/8, 3/8, 1/4.
   const std::vector<MergeInput> peers = {{a, 100, 0.375}, {b, 1, 0.25}};
-  Result<std::vector<double>> c = FedSimRule().Coefficients({own, 5, 0}, peers);
+  Result<std::vector<double>> c =
+      AggregationCoefficients(AggregationKind::kFedSim, {own, 5, 0}, peers);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(*c, (std::vector<double>{0.375, 0.375, 0.25}));
   std::vector<float> out(2);
@@ -46,18 +53,18 @@ TEST(FedSim, MatchesAHandComputedMergeExactly) {
 TEST(FedSim, WithoutPeersOrProbabilitiesTheNodeKeepsItsModel) {
   const std::vector<float> own = {1.5f, -2};
   std::vector<float> out(2);
-  ASSERT_TRUE(FedSimRule().Merge({own, 1, 0}, {}, out).ok());
+  ASSERT_TRUE(Rule("fedsim")->Merge({own, 1, 0}, {}, out).ok());
   EXPECT_EQ(out, own);
   const std::vector<float> peer = {9, 9};
   const std::vector<MergeInput> peers = {{peer, 1, 0.0}};
-  ASSERT_TRUE(FedSimRule().Merge({own, 1, 0}, peers, out).ok());
+  ASSERT_TRUE(Rule("fedsim")->Merge({own, 1, 0}, peers, out).ok());
   EXPECT_EQ(out, own);
 }
 
 TEST(AggregationFactory, KnowsFedAvgAndFedSimAndListsThemOnError) {
   EXPECT_EQ(NamesOf(AggregationKindNames()), (std::vector<std::string>{"fedavg", "fedsim"}));
   for (const std::string& name : NamesOf(AggregationKindNames())) {
-    EXPECT_EQ(Rule(name)->Name(), name);
+    EXPECT_EQ(Rule(name)->Weights().aggregation, Kind(name));
   }
   EXPECT_FALSE(ValueNamed(AggregationKindNames(), "fedprox").has_value());
 }
@@ -65,7 +72,7 @@ TEST(AggregationFactory, KnowsFedAvgAndFedSimAndListsThemOnError) {
 TEST(FedAvg, AllZeroTrainSizesAreRejected) {
   const std::vector<float> w = {1};
   std::vector<float> out(1);
-  EXPECT_EQ(FedAvgRule().Merge({w, 0, 0}, {}, out).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Rule("fedavg")->Merge({w, 0, 0}, {}, out).code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(FedSim, NegativeOrNanProbabilitiesAreRejected) {
@@ -73,7 +80,7 @@ TEST(FedSim, NegativeOrNanProbabilitiesAreRejected) {
   std::vector<float> out(1);
   for (double p : {-0.1, std::nan("")}) {
     const std::vector<MergeInput> peers = {{w, 1, p}};
-    EXPECT_EQ(FedSimRule().Merge({w, 1, 0}, peers, out).code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(Rule("fedsim")->Merge({w, 1, 0}, peers, out).code(), ErrorCode::kInvalidArgument);
   }
 }
 
@@ -101,7 +108,7 @@ class AggregationContract : public ::testing::TestWithParam<std::string> {
 
 TEST_P(AggregationContract, CoefficientsAreNonNegativeAndSumToOne) {
   MakeModels(4);
-  Result<std::vector<double>> c = Rule(GetParam())->Coefficients(own_, peers_);
+  Result<std::vector<double>> c = AggregationCoefficients(Kind(GetParam()), own_, peers_);
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->size(), 6u);
   double sum = 0;

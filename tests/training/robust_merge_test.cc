@@ -18,10 +18,10 @@ RobustOptions Options(RobustKind kind) {
 }
 
 std::vector<float> Merge(const RobustOptions& o, const std::vector<float>& own,
-                         const std::vector<MergeInput>& peers, RobustMergeReport* report = nullptr,
-                         const AggregationRule& rule = FedAvgRule()) {
+                         const std::vector<MergeInput>& peers, MergeReport* report = nullptr,
+                         AggregationKind aggregation = AggregationKind::kFedAvg) {
   std::vector<float> out(own.size());
-  Status s = RobustMerge(rule, o, {own, 10, 0}, peers, out, report);
+  Status s = CreateMergeRule({aggregation}, o)->Merge({own, 10, 0}, peers, out, report);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return out;
 }
@@ -94,14 +94,14 @@ TEST(Clip, MovesAFarPeerToDistanceTauFromTheOwnModel) {
   fixed.clip_tau = 2;
   // z_p = (2/5)(3, 4) = (1.2, 1.6), z_q = q; FedAvg with equal sizes: ((0 + 1.2 + 0) / 3,
   // (0 + 1.6 + 1) / 3) = (0.4, 0.8667).
-  RobustMergeReport report;
+  MergeReport report;
   std::vector<float> out = Merge(fixed, own, peers, &report);
   EXPECT_FLOAT_EQ(out[0], 0.4f);
   EXPECT_FLOAT_EQ(out[1], 2.6f / 3);
   EXPECT_EQ(report.clipped, (std::vector<bool>{true, false}));
   EXPECT_EQ(report.kept, (std::vector<bool>{true, true}));
   // FedSim: p 0.2, q 0.6, own max = 0.6, total 1.4: (0.2 · 1.2 / 1.4, (0.2 · 1.6 + 0.6) / 1.4).
-  out = Merge(fixed, own, peers, nullptr, FedSimRule());
+  out = Merge(fixed, own, peers, nullptr, AggregationKind::kFedSim);
   EXPECT_FLOAT_EQ(out[0], 0.24f / 1.4f);
   EXPECT_FLOAT_EQ(out[1], 0.92f / 1.4f);
 }
@@ -132,7 +132,7 @@ TEST(Clip, TheDefaultShareClipsTwoOfFourPeersWhereShare02ClipsOne) {
   const std::vector<MergeInput> peers = {{a, 10, 0}, {b, 10, 0}, {c, 10, 0}, {d, 10, 0}};
   // Share 0.5: k = min(⌈2⌉, 3) = 2, τ = the third largest distance = 1: z_a = (0.6, 0.8),
   // z_b = (0, 1); out = ((0.6 + 1) / 5, (0.8 + 1 + 1) / 5) = (0.32, 0.56).
-  RobustMergeReport report;
+  MergeReport report;
   std::vector<float> out = Merge(Options(RobustKind::kClip), own, peers, &report);
   EXPECT_FLOAT_EQ(out[0], 0.32f);
   EXPECT_FLOAT_EQ(out[1], 0.56f);
@@ -152,7 +152,7 @@ TEST(Clip, TheDefaultShareClipsTwoOfFourPeersWhereShare02ClipsOne) {
 TEST(Krum, KeepsThePeerNearestItsNeighboursAndMultiKrumTheMBest) {
   const std::vector<float> own = {0, 0}, a = {1, 0}, b = {0, 2}, c = {10, 10};
   const std::vector<MergeInput> peers = {{c, 10, 0.5}, {b, 10, 0.2}, {a, 10, 0.1}};
-  RobustMergeReport report;
+  MergeReport report;
   EXPECT_EQ(Merge(Options(RobustKind::kKrum), own, peers, &report),
             (std::vector<float>{0.5f, 0}));  // (own + a) / 2
   EXPECT_EQ(report.kept, (std::vector<bool>{false, false, true}));
@@ -162,7 +162,7 @@ TEST(Krum, KeepsThePeerNearestItsNeighboursAndMultiKrumTheMBest) {
   EXPECT_FLOAT_EQ(out[1], 2.0f / 3);
   EXPECT_EQ(report.kept, (std::vector<bool>{false, true, true}));
   // With FedSim, the weights of the kept peers: own max(0.2, 0.1) = 0.2, b 0.2, a 0.1.
-  out = Merge(Options(RobustKind::kMultiKrum), own, peers, nullptr, FedSimRule());
+  out = Merge(Options(RobustKind::kMultiKrum), own, peers, nullptr, AggregationKind::kFedSim);
   EXPECT_FLOAT_EQ(out[0], 0.1f / 0.5f);
   EXPECT_FLOAT_EQ(out[1], 0.4f / 0.5f);
   // f = 0: k = 2, scores a 1 + 4... a: 1 + 5 = 6, b: 4 + 5 = 9, c: 164 + 181 = 345: still a.
@@ -175,7 +175,7 @@ TEST(DistanceGate, KeepsPeersWithinGammaTimesTheOwnNorm) {
   // ‖own‖ = 5, γ = 0.5: within 2.5. (3, 6) is at 2, (0, 0) at 5, (−3, −4) at 10.
   const std::vector<float> own = {3, 4}, near = {3, 6}, zero = {0, 0}, flipped = {-3, -4};
   const std::vector<MergeInput> peers = {{flipped, 10, 0}, {near, 10, 0}, {zero, 10, 0}};
-  RobustMergeReport report;
+  MergeReport report;
   EXPECT_EQ(Merge(Options(RobustKind::kDistanceGate), own, peers, &report),
             (std::vector<float>{3, 5}));
   EXPECT_EQ(report.kept, (std::vector<bool>{false, true, false}));
@@ -187,7 +187,7 @@ TEST(DistanceGate, KeepsPeersWithinGammaTimesTheOwnNorm) {
 
 // Every rule: the result is bit-identical for every order of the peers, and merging into the
 // own model's own buffer gives the same result.
-TEST(RobustMerge, EveryRuleIgnoresThePeersOrderAndMayWriteOverTheOwnModel) {
+TEST(MergeRules, EveryRuleIgnoresThePeersOrderAndMayWriteOverTheOwnModel) {
   std::vector<std::vector<float>> w(5, std::vector<float>(5000));
   for (size_t k = 0; k < w.size(); ++k) {
     for (size_t i = 0; i < w[k].size(); ++i) {
@@ -203,16 +203,16 @@ TEST(RobustMerge, EveryRuleIgnoresThePeersOrderAndMayWriteOverTheOwnModel) {
     std::rotate(peers.begin(), peers.begin() + 1, peers.end());
     EXPECT_EQ(Merge(Options(kind), own, peers), first) << name;
     std::vector<float> in_place = own;
-    ASSERT_TRUE(RobustMerge(FedAvgRule(), Options(kind), {in_place, 10, 0}, peers, in_place).ok());
+    ASSERT_TRUE(CreateMergeRule({}, Options(kind))->Merge({in_place, 10, 0}, peers, in_place).ok());
     EXPECT_EQ(in_place, first) << name;
   }
 }
 
-TEST(RobustMerge, ReportsALayoutMismatch) {
+TEST(MergeRules, ReportsALayoutMismatch) {
   const std::vector<float> own = {1, 2}, short_peer = {1};
   std::vector<float> out(2);
-  Status s = RobustMerge(FedAvgRule(), Options(RobustKind::kMedian), {own, 1, 0},
-                         std::vector<MergeInput>{{short_peer, 1, 0}}, out);
+  Status s = CreateMergeRule({}, Options(RobustKind::kMedian))
+                 ->Merge({own, 1, 0}, std::vector<MergeInput>{{short_peer, 1, 0}}, out);
   EXPECT_EQ(s.code(), ErrorCode::kLayoutMismatch);
 }
 

@@ -3,6 +3,8 @@
 
 #include "training/staleness.h"
 
+#include "training/robust_merge.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -29,13 +31,12 @@ TEST(StalenessWeights, AStalePeersLostWeightGoesToTheOwnModel) {
   const std::vector<MergeInput> peers = {{a, 1, 0, 0}, {b, 2, 0, 3}};
   for (const StalenessOptions& options : {StalenessOptions{StalenessKind::kPolynomial, 0.5, 4},
                                           StalenessOptions{StalenessKind::kHinge, 0.5, 1}}) {
-    auto rule = WithStalenessWeights(CreateAggregationRule(AggregationKind::kFedAvg), options);
-    EXPECT_EQ(rule->Name(), "fedavg");
-    Result<std::vector<double>> c = rule->Coefficients({own, 1, 0}, peers);
+    const MergeWeights weights{AggregationKind::kFedAvg, options};
+    Result<std::vector<double>> c = weights.Coefficients({own, 1, 0}, peers);
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(*c, (std::vector<double>{0.5, 0.25, 0.25}));
     std::vector<float> out(4);
-    ASSERT_TRUE(rule->Merge({own, 1, 0}, peers, out).ok());
+    ASSERT_TRUE(CreateMergeRule(weights, {})->Merge({own, 1, 0}, peers, out).ok());
     EXPECT_EQ(out, (std::vector<float>{1.75, 2, 2.5, 2.5}));
   }
 }
@@ -45,8 +46,8 @@ TEST(StalenessWeights, FreshPeersMergeBitForBitAsWithoutWeights) {
   const std::vector<MergeInput> peers = {{a, 3, 0.2}, {b, 7, 0.6}};
   for (AggregationKind kind : {AggregationKind::kFedAvg, AggregationKind::kFedSim}) {
     std::vector<float> plain(3), weighted(3);
-    ASSERT_TRUE(CreateAggregationRule(kind)->Merge({own, 4, 0}, peers, plain).ok());
-    auto rule = WithStalenessWeights(CreateAggregationRule(kind), {StalenessKind::kHinge, 10, 0});
+    ASSERT_TRUE(CreateMergeRule({kind}, {})->Merge({own, 4, 0}, peers, plain).ok());
+    auto rule = CreateMergeRule({kind, {StalenessKind::kHinge, 10, 0}}, {});
     ASSERT_TRUE(rule->Merge({own, 4, 0}, peers, weighted).ok());
     EXPECT_EQ(plain, weighted);
   }

@@ -57,12 +57,12 @@ void BM_FedAvgVsMemcpy(benchmark::State& state) {
   std::vector<float> merged(kFloats);
   const size_t copy_bytes = (kModels + 1) * kFloats * sizeof(float) / 2;
   std::vector<char> copy_src(copy_bytes, 1), copy_dst(copy_bytes, 0);
-  const training::FedAvgRule rule;
+  const std::unique_ptr<training::MergeRule> rule = training::CreateMergeRule({}, {});
 
   const PairTiming t = TimeAlternating(
       state,
       [&] {
-        Status s = rule.Merge(own, peers, merged);
+        Status s = rule->Merge(own, peers, merged);
         benchmark::DoNotOptimize(s);
         benchmark::DoNotOptimize(merged.data());
       },
@@ -391,18 +391,19 @@ void BM_RobustMergeVsFedAvg(benchmark::State& state) {
   const std::vector<training::MergeInput>& peers = six.peers;
   const training::MergeInput& own = six.own;
   std::vector<float> merged(floats);
-  const training::FedAvgRule rule;
+  const std::unique_ptr<training::MergeRule> fedavg = training::CreateMergeRule({}, {});
   training::RobustOptions options;
   options.kind = kind;
+  const std::unique_ptr<training::MergeRule> robust = training::CreateMergeRule({}, options);
   const PairTiming t = TimeAlternating(
       state,
       [&] {
-        Status s = training::RobustMerge(rule, options, own, peers, merged);
+        Status s = robust->Merge(own, peers, merged);
         if (!s.ok()) state.SkipWithError(s.ToString().c_str());
         benchmark::DoNotOptimize(merged.data());
       },
       [&] {
-        Status s = rule.Merge(own, peers, merged);
+        Status s = fedavg->Merge(own, peers, merged);
         benchmark::DoNotOptimize(s);
         benchmark::DoNotOptimize(merged.data());
       });
