@@ -14,10 +14,11 @@
 
 namespace meshlearn::node {
 
-// Builds the learner of `config`: reads its shard, builds the model (same seed on every node),
-// the metric and the aggregation rule, and sets the compute threads; with an [attack] kind, the
-// honest learner is wrapped in the poisoning decorator (node/learner/poisoned_learner.h). Errors
-// name the file or key.
+// Builds the learner of `config`: reads its shard (which a data attack then poisons,
+// PoisonData), builds the model (same seed on every node), the metric and the merge rule, and
+// sets the compute threads; with an [attack] kind that poisons models, the honest learner is
+// wrapped in the poisoning decorator (node/learner/poisoned_learner.h). Errors name the file or
+// key.
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config);
 
 // The seed of the node's own randomness (its training batches, its sample choices): the mesh's

@@ -187,6 +187,11 @@ std::unique_ptr<Learner> MakePoisonedLearner(std::unique_ptr<Learner> honest,
   return std::make_unique<PoisonedLearner>(std::move(honest), attack, seed);
 }
 
+void PoisonData(const AttackSection& attack, training::ClientShard& shard) {
+  if (attack.kind != AttackKind::kLabelFlip) return;
+  for (training::Dataset* d : {&shard.train, &shard.validation, &shard.test}) FlipLabels(*d);
+}
+
 void FlipLabels(training::Dataset& data) {
   for (int64_t& y : data.labels) y = data.num_classes - 1 - y;
   for (float& y : data.targets) y = -y;

@@ -15,8 +15,8 @@
 //   - kSignFlip serves −w and −Δ (file 002's "minus grad" attacker).
 //   - kNoise serves Gaussian values with w's root mean square (Δ likewise with Δ's), drawn from
 //     the node's seed and the round, so a rerun serves the same noise.
-//   - kLabelFlip serves w: the learner trained on flipped labels (FlipLabels below, applied to
-//     the shard when the learner is made, learner_factory.h).
+//   - kLabelFlip serves w as the honest round trained it, on the flipped labels that
+//     PoisonData gave its shard (FlipLabels below).
 //   - kScaling serves λ·w and λ·Δ (λ = [attack] scale).
 //   - kAlie serves μ − z·σ coordinate-wise over S: μ the mean, σ the sample standard deviation
 //     (n − 1; 0 when |S| = 1). "A little is enough" (Baruch et al. 2019); S stands in for the
@@ -47,8 +47,15 @@
 #include "node/config/config.h"
 #include "node/logic/learner.h"
 #include "training/dataset.h"
+#include "training/shard_file.h"
 
 namespace meshlearn::node {
+
+// The data attacks: what `attack` does to the node's own shard before its learner is built on it
+// (CreateLearner, learner_factory.h). kLabelFlip flips the labels of the whole shard
+// (FlipLabels), so that early stopping follows the flipped task too; every other kind leaves the
+// shard as it is.
+void PoisonData(const AttackSection& attack, training::ClientShard& shard);
 
 // Wraps `honest` so that it serves models poisoned by `attack` (attack.PoisonsModels()); `seed` is
 // the node's own seed (NodeTrainingSeed). The honest learner's current weights are taken as the

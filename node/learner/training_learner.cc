@@ -42,19 +42,12 @@ std::string ArchitectureIdOf(const training::ModelSpec& spec, const ParamLayout&
 
 class TrainingLearner final : public Learner {
  public:
-  static Result<std::unique_ptr<Learner>> Create(const NodeConfig& config) {
+  // The learner of `config` over `shard` (the node's [data] shard as read).
+  static Result<std::unique_ptr<Learner>> Create(const NodeConfig& config,
+                                                 training::ClientShard shard) {
     MESHLEARN_RETURN_IF_ERROR(training::SetComputeThreads(config.threads));
-    auto shard = training::ReadShard(config.data.shard);
-    if (!shard.ok()) return shard.status().WithContext("[data] shard");
     std::unique_ptr<TrainingLearner> learner(new TrainingLearner());
-    learner->shard_ = std::move(*shard);
-    if (config.attack.kind == AttackKind::kLabelFlip) {
-      // The whole shard, so that early stopping follows the flipped task too.
-      for (training::Dataset* d :
-           {&learner->shard_.train, &learner->shard_.validation, &learner->shard_.test}) {
-        FlipLabels(*d);
-      }
-    }
+    learner->shard_ = std::move(shard);
     const training::Dataset& train = learner->shard_.train;
     if (train.size() == 0) {
       return Status::InvalidArgument("shard '" + config.data.shard + "' has no training samples");
@@ -210,7 +203,10 @@ training::ModelSpec ModelSpecOf(const NodeConfig& config, const training::Datase
 }
 
 Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config) {
-  auto honest = TrainingLearner::Create(config);
+  auto shard = training::ReadShard(config.data.shard);
+  if (!shard.ok()) return shard.status().WithContext("[data] shard");
+  PoisonData(config.attack, *shard);
+  auto honest = TrainingLearner::Create(config, std::move(*shard));
   if (!honest.ok() || !config.attack.PoisonsModels()) return honest;
   return MakePoisonedLearner(std::move(*honest), config.attack, NodeTrainingSeed(config));
 }

@@ -179,6 +179,23 @@ TEST(ModelAttack, LabelFlipServesWhatItTrainedAndFlipsLabels) {
   EXPECT_EQ(regression.targets, (std::vector<float>{-1.5f, 2.0f}));
 }
 
+TEST(ModelAttack, OnlyLabelFlipPoisonsTheData) {
+  training::ClientShard shard;
+  for (training::Dataset* d : {&shard.train, &shard.validation, &shard.test}) {
+    d->num_classes = 4;
+    d->labels = {0, 1};
+  }
+  for (const auto& [name, kind] : AttackKindNames()) {
+    if (kind == AttackKind::kLabelFlip) continue;
+    PoisonData(Kind(kind), shard);
+    EXPECT_EQ(shard.train.labels, (std::vector<int64_t>{0, 1})) << name;
+  }
+  PoisonData(Kind(AttackKind::kLabelFlip), shard);
+  for (const training::Dataset* d : {&shard.train, &shard.validation, &shard.test}) {
+    EXPECT_EQ(d->labels, (std::vector<int64_t>{3, 2})) << "every split, so early stopping follows";
+  }
+}
+
 TEST(ModelAttack, FreeRiderNeverTrainsAndServesTheInitialModel) {
   FixedLearner* honest = nullptr;
   Served s = ServeOnce(Kind(AttackKind::kFreeRider), TwoPeers(), &honest);
