@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "tools/cli/cli_exit.h"
 #include "tools/layout/run_layout.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
@@ -25,12 +26,11 @@ using meshlearn::Result;
 using meshlearn::Status;
 namespace launch = meshlearn::launch;
 namespace plot = meshlearn::plot;
-
-constexpr int kExitBadInput = 2;
+namespace tools = meshlearn::tools;
 
 int Fail(const Status& status) {
   std::cerr << "meshlearn-heatmap: " << status.message() << "\n";
-  return kExitBadInput;
+  return tools::kExitBadInput;
 }
 
 // Reads the cluster file at `path` (when given) and warns about ids of `m` it does not cover.
@@ -96,7 +96,7 @@ int RunMerge(const std::string& run_dir, const std::string& clusters_path, std::
   status = plot::RenderHeatmapPng(m, out_png, options);
   if (!status.ok()) return Fail(status);
   std::cout << "heatmap.csv: " << out_csv << "\nheatmap.png: " << out_png << "\n";
-  return 0;
+  return tools::kExitOk;
 }
 
 int RunRender(const std::string& matrix_path, const std::string& out_png,
@@ -119,7 +119,7 @@ int RunRender(const std::string& matrix_path, const std::string& out_png,
   status = plot::RenderHeatmapPng(m, out_png, options);
   if (!status.ok()) return Fail(status);
   std::cout << "heatmap.png: " << out_png << "\n";
-  return 0;
+  return tools::kExitOk;
 }
 
 }  // namespace
@@ -158,12 +158,7 @@ int main(int argc, char** argv) {
   render->add_option("--row-title", row_title, "Title of the row axis")->capture_default_str();
   render->add_option("--col-title", col_title, "Title of the column axis")->capture_default_str();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : kExitBadInput;
-  }
+  if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
   if (merge->parsed()) return RunMerge(run_dir, clusters_path, out_csv, out_png, title);
   return RunRender(matrix_path, render_png, clusters_path, title, label, row_title, col_title);
 }

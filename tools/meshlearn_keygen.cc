@@ -38,30 +38,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "meshlearn-keygen: '%s' is not a node id (%s); pass the node's id with --id\n",
                  bound.c_str(), meshlearn::kNodeIdRule);
-    return 2;
+    return meshlearn::tools::kExitBadInput;
   }
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) {
     std::fprintf(stderr, "meshlearn-keygen: cannot create '%s': %s\n", out_dir.c_str(),
                  ec.message().c_str());
-    return 1;
+    return meshlearn::tools::kExitFailed;
   }
   auto pair = meshlearn::node::GenerateCurveKeyPair();
   if (!pair.ok()) {
     std::fprintf(stderr, "meshlearn-keygen: %s\n", pair.status().ToString().c_str());
-    return 1;
+    return meshlearn::tools::kExitFailed;
   }
   meshlearn::Status written =
       meshlearn::node::WriteKeyPairFiles(out_dir, name, *pair, force, bound);
   if (!written.ok()) {
     std::fprintf(stderr, "meshlearn-keygen: %s\n", written.ToString().c_str());
-    return 1;
+    return meshlearn::tools::kExitFailed;
   }
   std::fprintf(stderr, "meshlearn-keygen: wrote %s (secret, mode 0600) and %s (%s%s)\n",
                meshlearn::node::SecretKeyPath(out_dir, name).c_str(),
                meshlearn::node::PublicKeyPath(out_dir, name).c_str(),
                bound.empty() ? "bound to no node id" : "bound to node id ", bound.c_str());
   std::printf("%s\n", pair->public_key.c_str());
-  return 0;
+  return meshlearn::tools::kExitOk;
 }

@@ -225,7 +225,7 @@ int RunScenario(const launch::RunRequest& request) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!training::PinCpuKernelsOrExplain("meshlearn-launch")) return 2;
+  if (!training::PinCpuKernelsOrExplain("meshlearn-launch")) return tools::kExitBadInput;
   if (argc >= 2 && std::string(argv[1]) == "report")
     return launch::ReportCommand(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "bytes-to-target")

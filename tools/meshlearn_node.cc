@@ -68,11 +68,11 @@ int CheckConfig(const std::string& config_path, const node::NodeConfig& config) 
     if (!keys.ok()) {
       std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
                    keys.status().ToString().c_str());
-      return 2;
+      return tools::kExitBadInput;
     }
   }
   std::printf("%s: config OK%s\n", config_path.c_str(), config.security ? " (key files read)" : "");
-  return 0;
+  return tools::kExitOk;
 }
 
 // Runs the node of `config` (loaded from `config_path`) until its rounds are done or SIGINT or
@@ -93,7 +93,7 @@ int RunNode(const std::string& config_path, const node::NodeConfig& config, bool
   });
   if (!stop_signals.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s\n", stop_signals.status().ToString().c_str());
-    return 1;
+    return tools::kExitFailed;
   }
 
   std::printf("meshlearn-node: %s\n", training::CpuKernelSummary().c_str());
@@ -102,14 +102,14 @@ int RunNode(const std::string& config_path, const node::NodeConfig& config, bool
   if (!created.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
                  created.status().ToString().c_str());
-    return 2;
+    return tools::kExitBadInput;
   }
   if (write_resolved) {
     std::string resolved = launch::PathIn(config.output_dir, launch::kNodeConfigFile);
     Status written = WriteFileAtomically(resolved, node::RenderNodeConfig(config));
     if (!written.ok()) {
       std::fprintf(stderr, "meshlearn-node: %s\n", written.ToString().c_str());
-      return 1;
+      return tools::kExitFailed;
     }
   }
   running = created->get();
@@ -118,15 +118,15 @@ int RunNode(const std::string& config_path, const node::NodeConfig& config, bool
   stop_signals->reset();  // no callback outlives the node
   if (!status.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s\n", status.ToString().c_str());
-    return 1;
+    return tools::kExitFailed;
   }
-  return 0;
+  return tools::kExitOk;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!training::PinCpuKernelsOrExplain("meshlearn-node")) return 2;
+  if (!training::PinCpuKernelsOrExplain("meshlearn-node")) return tools::kExitBadInput;
   CLI::App app{"meshlearn-node: one peer-to-peer decentralized learning node"};
   NodeCommandLine line;
   DeclareOptions(app, line);
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   auto loaded = node::LoadNodeConfigOrTemplate(line.config_path, node::ProcessEngineEnvironment);
   if (!loaded.ok()) {
     std::fprintf(stderr, "meshlearn-node: %s\n", loaded.status().ToString().c_str());
-    return 2;
+    return tools::kExitBadInput;
   }
   node::NodeConfig& config = loaded->config;
   if (loaded->engine) PrintEngineRank(*loaded->engine, config);
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
     auto level = ParseLogLevel(line.log_level);
     if (!level.ok()) {
       std::fprintf(stderr, "meshlearn-node: --log-level: %s\n", level.status().message().c_str());
-      return 2;
+      return tools::kExitBadInput;
     }
     config.log_level = *level;
   }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 #include "base/atomic_file.h"
 #include "base/csv.h"
 #include "process/stop_signals.h"
+#include "tools/cli/cli_exit.h"
 
 namespace meshlearn::dashboard {
 
@@ -237,12 +239,12 @@ int ServeCommand(int argc, char** argv) {
   app.add_option("--dashboard", port, "port of the page (0: any free port)")->required();
   app.add_option("--dashboard-bind", bind,
                  "address of the page (default 127.0.0.1; see docs/dashboard.md on SSH)");
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
 
   auto folder = launch::ReadRunFolder(run_dir);
   if (!folder.ok()) {
     std::fprintf(stderr, "meshlearn-launch serve: %s\n", folder.status().ToString().c_str());
-    return 2;
+    return tools::kExitBadInput;
   }
   for (const std::string& note : folder->notes) std::printf("note: %s\n", note.c_str());
   const std::vector<launch::MethodRun>& runs = folder->runs;
@@ -250,12 +252,12 @@ int ServeCommand(int argc, char** argv) {
   auto stop_signals = StopSignals::Watch(nullptr);
   if (!stop_signals.ok()) {
     std::fprintf(stderr, "meshlearn-launch serve: %s\n", stop_signals.status().ToString().c_str());
-    return 2;
+    return tools::kExitBadInput;
   }
   auto board = LiveDashboard::Start(bind, port, RunInfoOf(*folder, run_dir));
   if (!board.ok()) {
     std::fprintf(stderr, "meshlearn-launch serve: %s\n", board.status().ToString().c_str());
-    return 2;
+    return tools::kExitBadInput;
   }
   for (const launch::MethodRun& run : runs) {
     Status shown = (*board)->model().ShowFinished(run);
@@ -268,7 +270,7 @@ int ServeCommand(int argc, char** argv) {
               (*board)->port(), runs.size(), run_dir.c_str());
   std::fflush(stdout);
   (*stop_signals)->Wait();
-  return 0;
+  return tools::kExitOk;
 }
 
 }  // namespace meshlearn::dashboard

@@ -17,8 +17,6 @@
 namespace meshlearn::launch {
 namespace {
 
-constexpr int kExitFound = 1;
-constexpr int kExitUsage = 2;
 // Runs a reduction may spend on one failure.
 constexpr int kReductionRuns = 12;
 
@@ -273,7 +271,7 @@ int FuzzCommand(int argc, char** argv) {
     auto kinds = ParseFaultKinds(faults);
     if (!kinds.ok()) {
       std::fprintf(stderr, "meshlearn-launch fuzz: %s\n", kinds.status().message().c_str());
-      return kExitUsage;
+      return tools::kExitBadInput;
     }
     options.limits.kinds = *kinds;
   }
@@ -288,9 +286,9 @@ int FuzzCommand(int argc, char** argv) {
                 static_cast<unsigned long long>(*replay), r.violations.empty() ? "ok" : "FAILED",
                 r.real_seconds, DescribeScenario(s).c_str(), dir.c_str());
     PrintViolations(r);
-    return r.violations.empty() ? 0 : kExitFound;
+    return r.violations.empty() ? tools::kExitOk : tools::kExitFailed;
   }
-  return Fuzz(options).failed == 0 ? 0 : kExitFound;
+  return Fuzz(options).failed == 0 ? tools::kExitOk : tools::kExitFailed;
 }
 
 }  // namespace meshlearn::launch
