@@ -60,20 +60,20 @@ Result<std::vector<std::optional<node::SecuritySection>>> WriteMeshKeys(
   return sections;
 }
 
-// Builds every node's config for `method`: fresh loopback ports, every node knowing all others,
-// and with scenario.security their keys.
+// Builds every node's config for `method` in `world`: fresh loopback ports (fixed endpoints in a
+// simulation), every node knowing all others, and with scenario.security their keys.
 Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
                                                   const MethodSpec& method,
                                                   const Partition& partition,
                                                   const std::string& dir,
                                                   const std::string& log_level, int known_peers,
-                                                  bool simulate, bool http_ports) {
+                                                  NodeWorld world, bool http_ports) {
   std::vector<node::PeerAddress> addresses;
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     // A simulation binds nothing; its endpoints only name the nodes, and must not change between
     // runs: they travel in messages, whose sizes the byte counters report.
-    Result<uint16_t> port =
-        simulate ? static_cast<uint16_t>(20000 + i) : node::FindFreeTcpPort("127.0.0.1");
+    Result<uint16_t> port = world == NodeWorld::kSimulated ? static_cast<uint16_t>(20000 + i)
+                                                           : node::FindFreeTcpPort("127.0.0.1");
     if (!port.ok()) return port.status();
     addresses.push_back({partition.ids[i], "tcp://127.0.0.1:" + std::to_string(*port)});
   }
@@ -248,7 +248,7 @@ Result<MethodRun> RunMethod(const Scenario& scenario, const MethodSpec& method,
   std::error_code ec;
   bool http_ports = options.observer && runner.ServesStatusOverHttp();
   auto configs = NodeConfigs(scenario, method, partition, run.dir, options.log_level,
-                             options.known_peers, !runner.BindsPorts(), http_ports);
+                             options.known_peers, runner.World(), http_ports);
   if (!configs.ok()) return configs.status();
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     NodeRun n;

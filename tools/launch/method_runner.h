@@ -7,8 +7,8 @@
 //   "mpirun"      runner_engine.cc      Open MPI's mpirun starts the ranks
 // Runners() maps these names to factories; it is the only place runner names meet runner types,
 // and both --engine and the mode flags (--in-process, --simulate) pick from it. What differs
-// between runners past that choice is asked of the runner (Mode(), BindsPorts(), ReportRun(),
-// ...), never read from its name.
+// between runners past that choice is asked of the runner (Mode(), World(), ReportRun(), ...),
+// never read from its name.
 //
 // Rules:
 // - RunMethod (experiment.h) does what every runner needs: the node configs, the method folder
@@ -35,6 +35,13 @@ namespace meshlearn::launch {
 
 enum class Engine;  // engine_run.h
 
+// The world a runner's nodes run in (node/host/world.h).
+enum class NodeWorld {
+  kReal,       // processes or threads of this or other machines, on real sockets and ports
+  kSimulated,  // the simulator (sim/simulation.h): a virtual clock and the scenario's [network]
+               // model; nothing is bound, and the endpoints only name the nodes
+};
+
 // What a runner is asked to run: one method's nodes.
 struct MethodJob {
   const Scenario& scenario;
@@ -52,9 +59,10 @@ class MethodRunner {
   virtual std::string Mode() const = 0;
   // True when the nodes run on this machine, where the live dashboard can watch them.
   virtual bool OnThisMachine() const { return true; }
-  // True when the nodes listen on real ports (false: a simulation, whose endpoints only name
-  // the nodes and must not change between runs).
-  virtual bool BindsPorts() const { return true; }
+  // The world the nodes run in: what decides whether the scenario's [network] model and its
+  // exchange schedule apply, and whether the nodes get free ports or fixed endpoints (a
+  // simulation's must not change between runs: they travel in messages, whose sizes count).
+  virtual NodeWorld World() const { return NodeWorld::kReal; }
   // True when the dashboard reads each node's /status on its own HTTP port.
   virtual bool ServesStatusOverHttp() const { return false; }
   // True when the nodes are threads of this one process, whose peak memory a method reports

@@ -156,8 +156,8 @@ std::optional<int> Launch::Prepare() {
   runner_ = std::move(*runner);
   if (options_.out_dir.empty()) options_.out_dir = "runs/" + Slug(scenario_->name);
   mode_ = runner_->Mode();
-  if (scenario_->schedule != sim::ExchangeSchedule::kSynchronous && runner_->BindsPorts() &&
-      !request_.partition_only) {
+  if (scenario_->schedule != sim::ExchangeSchedule::kSynchronous &&
+      runner_->World() != NodeWorld::kSimulated && !request_.partition_only) {
     PrintError(Status::InvalidArgument(
         scenario_->file + ": [network] schedule = \"" +
         std::string(NameOf(sim::ExchangeScheduleNames(), scenario_->schedule)) +
@@ -197,7 +197,7 @@ bool Launch::ClaimFolder() {
   }
   folder_ = std::move(*folder);
   for (const std::string& note : notes) std::printf("meshlearn-launch: %s\n", note.c_str());
-  if (scenario_->has_network && runner_->BindsPorts()) {
+  if (scenario_->has_network && runner_->World() != NodeWorld::kSimulated) {
     std::printf(
         "meshlearn-launch: note: the scenario's [network] model applies to --simulate "
         "only; real runs use the real network\n");

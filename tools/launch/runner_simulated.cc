@@ -50,7 +50,7 @@ double PeakRssMib() { return ProcSizeMib("/proc/self/status", "VmHWM:"); }
 class SimulatedRunner : public MethodRunner {
  public:
   std::string Mode() const override { return "simulated"; }
-  bool BindsPorts() const override { return false; }
+  NodeWorld World() const override { return NodeWorld::kSimulated; }
   // The run's simulation.csv, and one line per simulated method.
   void ReportRun(const std::string& out_dir, const std::vector<MethodRun>& runs) const override {
     const std::string path = PathIn(out_dir, kSimulationFile);
