@@ -13,6 +13,7 @@
 #include "base/number_text.h"
 #include "tools/cli/cli_exit.h"
 #include "tools/fuzz/fuzz_invariants.h"
+#include "tools/layout/run_layout.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -20,9 +21,9 @@ namespace {
 // Runs a reduction may spend on one failure.
 constexpr int kReductionRuns = 12;
 
-std::string SeedDir(const FuzzOptions& options, uint64_t seed, const char* suffix = "") {
-  return (std::filesystem::path(options.out_dir) / ("seed-" + std::to_string(seed) + suffix))
-      .string();
+std::string SeedDir(const FuzzOptions& options, uint64_t seed,
+                    FuzzSeedRun run = FuzzSeedRun::kFirst) {
+  return FuzzSeedDir(options.out_dir, seed, run);
 }
 
 SeedRunOptions RunOptionsOf(const FuzzOptions& options, bool hash_outputs = false) {
@@ -38,7 +39,7 @@ bool Fails(const SeedResult& r, const std::string& invariant) {
 
 // Runs `seed` a second time and compares the outputs' hash with `first`'s.
 void CheckDeterminism(const FuzzScenario& s, const FuzzOptions& options, SeedResult& first) {
-  const std::string again = SeedDir(options, s.seed, "-again");
+  const std::string again = SeedDir(options, s.seed, FuzzSeedRun::kAgain);
   SeedResult second = RunSeed(s, again, RunOptionsOf(options, /*hash_outputs=*/true));
   first.real_seconds += second.real_seconds;
   if (!second.violations.empty()) {
@@ -69,7 +70,8 @@ void Reduce(const FuzzFailure& failure, const FuzzOptions& options) {
     if (runs >= kReductionRuns) return false;
     ++runs;
     FuzzScenario s = DrawScenario(failure.seed, limits);
-    SeedResult r = RunSeed(s, SeedDir(options, failure.seed, "-reduced"), RunOptionsOf(options));
+    SeedResult r =
+        RunSeed(s, SeedDir(options, failure.seed, FuzzSeedRun::kReduced), RunOptionsOf(options));
     if (!Fails(r, failure.violation.invariant)) return false;
     best = s;
     return true;
@@ -96,7 +98,7 @@ void Reduce(const FuzzFailure& failure, const FuzzOptions& options) {
     }
   }
   std::error_code ec;
-  std::filesystem::remove_all(SeedDir(options, failure.seed, "-reduced"), ec);
+  std::filesystem::remove_all(SeedDir(options, failure.seed, FuzzSeedRun::kReduced), ec);
   smaller.limits.nodes = best.nodes;
   smaller.limits.rounds = best.rounds;
   smaller.limits.kinds = best.kinds;
@@ -160,8 +162,7 @@ Status WriteSummaryCsv(const FuzzSummary& s, const FuzzOptions& options) {
   for (const auto& [invariant, n] : s.failures) row("failed_" + invariant, std::to_string(n));
   std::error_code ec;
   std::filesystem::create_directories(options.out_dir, ec);
-  return WriteFileAtomically((std::filesystem::path(options.out_dir) / "fuzz.csv").string(),
-                             csv.str());
+  return WriteFileAtomically(PathIn(options.out_dir, kFuzzSummaryFile), csv.str());
 }
 
 }  // namespace

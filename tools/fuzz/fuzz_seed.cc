@@ -17,13 +17,10 @@
 #include "tools/launch/experiment.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/node_processes.h"
+#include "tools/layout/run_layout.h"
 
 namespace meshlearn::launch {
 namespace {
-
-constexpr char kScenarioFile[] = "scenario.toml";
-constexpr char kReportFile[] = "fuzz-report.toml";
-constexpr char kRunLog[] = "run.log";
 
 // Keeps each node's last status, read when the nodes stopped (the refusals by code).
 class LastStatuses : public RunObserver {
@@ -44,7 +41,7 @@ class LastStatuses : public RunObserver {
 FuzzRunReport RunInChild(const FuzzScenario& s, const std::string& dir) {
   FuzzRunReport report;
   const double start_rss_mib = ProcSizeMib("/proc/self/status", "VmRSS:");
-  const std::string path = (std::filesystem::path(dir) / kScenarioFile).string();
+  const std::string path = PathIn(dir, kFuzzScenarioFile);
   if (Status written = WriteFileAtomically(path, ScenarioToml(s)); !written.ok()) {
     report.error = written.ToString();
     return report;
@@ -94,7 +91,7 @@ FuzzRunReport RunInChild(const FuzzScenario& s, const std::string& dir) {
 
 // In the child: sends stdout and stderr to `dir`/run.log, runs, writes the report, exits.
 [[noreturn]] void ChildMain(const FuzzScenario& s, const std::string& dir, bool canary) {
-  const std::string log = (std::filesystem::path(dir) / kRunLog).string();
+  const std::string log = PathIn(dir, kFuzzRunLogFile);
   int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd >= 0) {
     ::dup2(fd, STDOUT_FILENO);
@@ -103,7 +100,7 @@ FuzzRunReport RunInChild(const FuzzScenario& s, const std::string& dir) {
   }
   if (canary) ::setenv("MESHLEARN_FUZZ_CANARY", "1", 1);
   FuzzRunReport report = RunInChild(s, dir);
-  Status written = WriteRunReport((std::filesystem::path(dir) / kReportFile).string(), report);
+  Status written = WriteRunReport(PathIn(dir, kFuzzReportFile), report);
   std::fflush(stdout);
   std::fflush(stderr);
   ::_exit(written.ok() ? 0 : 1);
@@ -151,16 +148,16 @@ SeedResult RunSeed(const FuzzScenario& scenario, const std::string& dir,
   result.real_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (ended == "timeout") {
-    result.violations.push_back({kLiveness, "the run did not end within " +
-                                                std::to_string(options.timeout_s) +
-                                                " real seconds (killed; see " + kRunLog + ")"});
+    result.violations.push_back(
+        {kLiveness, "the run did not end within " + std::to_string(options.timeout_s) +
+                        " real seconds (killed; see " + kFuzzRunLogFile + ")"});
     return result;
   }
   if (!ended.empty()) {
-    result.violations.push_back({kNoCrash, "the run " + ended + " (see " + kRunLog + ")"});
+    result.violations.push_back({kNoCrash, "the run " + ended + " (see " + kFuzzRunLogFile + ")"});
     return result;
   }
-  auto report = ReadRunReport((std::filesystem::path(dir) / kReportFile).string());
+  auto report = ReadRunReport(PathIn(dir, kFuzzReportFile));
   if (!report.ok()) {
     result.violations.push_back({kNoCrash, report.status().ToString()});
     return result;

@@ -38,6 +38,13 @@ std::vector<std::string> Components(const std::string& relative) {
 
 std::string PathIn(const std::string& folder, const char* name) { return folder + "/" + name; }
 
+std::string FuzzSeedDir(const std::string& out_dir, uint64_t seed, FuzzSeedRun run) {
+  const char* suffix = run == FuzzSeedRun::kAgain     ? "-again"
+                       : run == FuzzSeedRun::kReduced ? "-reduced"
+                                                      : "";
+  return (fs::path(out_dir) / ("seed-" + std::to_string(seed) + suffix)).string();
+}
+
 std::string MethodDir(const std::string& out_dir, const std::string& method) {
   return out_dir + "/" + Slug(method);
 }

@@ -17,8 +17,13 @@
 //
 //   <bytes-to-target --out>/bytes_to_target.csv bytes_to_target_mean.csv
 //
+//   <fuzz --out>/fuzz.csv
+//   <fuzz --out>/seed-<n>/scenario.toml fuzz-report.toml run.log, and the seed's run folder
+//   <fuzz --out>/seed-<n>-again/ ... seed-<n>-reduced/ ...      (same files)
+//
 // Each file may also appear as "<name>.tmp" while it is written (base/atomic_file.h).
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -77,6 +82,23 @@ using node::kSignatureFile;
 // (tools/report/bytes_to_target.h).
 inline constexpr const char kBytesToTargetFile[] = "bytes_to_target.csv";
 inline constexpr const char kBytesToTargetMeanFile[] = "bytes_to_target_mean.csv";
+// What `meshlearn-launch fuzz` writes into its --out folder (tools/fuzz/fuzz.h): the summary, and
+// in each seed's folder the drawn scenario, the child's report and its log.
+inline constexpr const char kFuzzSummaryFile[] = "fuzz.csv";
+inline constexpr const char kFuzzScenarioFile[] = "scenario.toml";
+inline constexpr const char kFuzzReportFile[] = "fuzz-report.toml";
+inline constexpr const char kFuzzRunLogFile[] = "run.log";
+
+// Which run of a fuzz seed a seed folder holds.
+enum class FuzzSeedRun {
+  kFirst,    // "seed-<n>": the seed's run
+  kAgain,    // "seed-<n>-again": the determinism check's second run
+  kReduced,  // "seed-<n>-reduced": a reduction's runs of a failed seed
+};
+
+// "<out_dir>/seed-<seed>[-again|-reduced]": the folder of `run` of fuzz seed `seed`.
+std::string FuzzSeedDir(const std::string& out_dir, uint64_t seed,
+                        FuzzSeedRun run = FuzzSeedRun::kFirst);
 
 // "<folder>/<name>": a file or folder inside `folder`.
 std::string PathIn(const std::string& folder, const char* name);
