@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/tools/plot_test_support.h"
+#include "tests/tools/plot/plot_test_support.h"
 
 namespace meshlearn::plot {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/tools/plot_test_support.h"
+#include "tests/tools/plot/plot_test_support.h"
 #include "tools/plot/matrix_csv.h"
 
 namespace meshlearn::plot {
