@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace meshlearn::topology {
 
@@ -86,43 +87,88 @@ void DacSampler::Reweight(std::vector<PeerRecord>& records, int64_t round) const
   for (size_t k = 0; k < records.size(); ++k) records[k].probability = p[k];
 }
 
-void DacSampler::AfterDirectScores(std::vector<PeerRecord>& records,
-                                   std::span<const PeerObservation* const> observations) const {
-  if (options_.two_hop == TwoHopRule::kOff) return;
-  // Per record: the s_ij of the chosen witness j and its s_jk.
-  struct Witness {
-    double s_ij;
-    double s_jk;
-  };
-  std::vector<std::optional<Witness>> chosen(records.size());
+namespace {
+
+// The witness chosen for one peer: i's score of it (s_ij), its score of the peer (s_jk), its id.
+struct Witness {
+  double s_ij;
+  double s_jk;
+  const std::string* id;
+};
+
+// Runs the two-hop choice of the specification over `observations` (sorted by peer id) for every
+// row entry whose peer `slot` maps to a place (nullptr: not a target), leaving there the chosen
+// witness. Observations are sorted by peer id and only a strictly better witness replaces the
+// current one, so ties go to the smaller peer id.
+template <class Slot>
+void ChooseWitnesses(const DacOptions& options,
+                     std::span<const PeerObservation* const> observations, Slot slot) {
   const auto better = [&](double candidate, double current) {
-    return options_.two_hop == TwoHopRule::kLargest ? candidate > current : candidate < current;
+    return options.two_hop == TwoHopRule::kLargest ? candidate > current : candidate < current;
   };
   const bool capped =
-      options_.two_hop == TwoHopRule::kLargest && options_.two_hop_cap == TwoHopCap::kWitness;
+      options.two_hop == TwoHopRule::kLargest && options.two_hop_cap == TwoHopCap::kWitness;
   // What a witness is ranked by: s_ij, or with the cap the estimate it gives (the widest path).
   const auto rank = [&](const Witness& w) { return capped ? std::min(w.s_ij, w.s_jk) : w.s_ij; };
-  // Observations are sorted by peer id and only a strictly better witness replaces the current
-  // one, so ties go to the smaller peer id.
   for (const PeerObservation* witness : observations) {
     for (const ScoreEntry& entry : witness->row) {
       // The paper code's rule (kSmallest) takes every entry; ours only positive evidence.
-      if (!(entry.score > 0) && options_.two_hop != TwoHopRule::kSmallest) continue;
-      const auto it =
-          std::lower_bound(records.begin(), records.end(), entry.peer,
-                           [](const PeerRecord& r, const std::string& id) { return r.peer < id; });
-      if (it == records.end() || it->peer != entry.peer || it->sampled_directly) continue;
-      std::optional<Witness>& best = chosen[it - records.begin()];
-      const Witness candidate{witness->score, entry.score};
+      if (!(entry.score > 0) && options.two_hop != TwoHopRule::kSmallest) continue;
+      std::optional<Witness>* best = slot(entry.peer);
+      if (!best) continue;
+      const Witness candidate{witness->score, entry.score, &witness->peer};
       // With the cap, a witness i does not find similar (s_ij <= 0) vouches for nobody.
       if (capped && !(rank(candidate) > 0)) continue;
-      if (!best || better(rank(candidate), rank(*best))) best = candidate;
+      if (!*best || better(rank(candidate), rank(**best))) *best = candidate;
     }
   }
+}
+
+// The record of `peer` in `records` (ordered by peer id), or nullptr.
+const PeerRecord* RecordOf(const std::vector<PeerRecord>& records, const std::string& peer) {
+  const auto it =
+      std::lower_bound(records.begin(), records.end(), peer,
+                       [](const PeerRecord& r, const std::string& id) { return r.peer < id; });
+  return it == records.end() || it->peer != peer ? nullptr : &*it;
+}
+
+// The estimate s_ik a chosen witness gives (see the specification).
+double EstimateOf(const DacOptions& options, const Witness& w) {
+  const bool capped =
+      options.two_hop == TwoHopRule::kLargest && options.two_hop_cap == TwoHopCap::kWitness;
+  return capped ? std::min(w.s_ij, w.s_jk) : w.s_jk;
+}
+
+}  // namespace
+
+void DacSampler::AfterDirectScores(std::vector<PeerRecord>& records,
+                                   std::span<const PeerObservation* const> observations) const {
+  if (options_.two_hop == TwoHopRule::kOff) return;
+  std::vector<std::optional<Witness>> chosen(records.size());
+  ChooseWitnesses(options_, observations, [&](const std::string& peer) -> std::optional<Witness>* {
+    const PeerRecord* record = RecordOf(records, peer);
+    if (!record || record->sampled_directly) return nullptr;
+    return &chosen[record - records.data()];
+  });
   for (size_t k = 0; k < records.size(); ++k) {
-    if (!chosen[k]) continue;
-    records[k].score = capped ? std::min(chosen[k]->s_ij, chosen[k]->s_jk) : chosen[k]->s_jk;
+    if (chosen[k]) records[k].score = EstimateOf(options_, *chosen[k]);
   }
+}
+
+std::vector<OutsideEstimate> DacSampler::OutsideEstimates(
+    const std::vector<PeerRecord>& records,
+    std::span<const PeerObservation* const> observations) const {
+  if (options_.two_hop == TwoHopRule::kOff) return {};
+  std::map<std::string, std::optional<Witness>, std::less<>> chosen;
+  ChooseWitnesses(options_, observations, [&](const std::string& peer) -> std::optional<Witness>* {
+    if (peer == self()) return nullptr;
+    return RecordOf(records, peer) ? nullptr : &chosen[peer];
+  });
+  std::vector<OutsideEstimate> out;
+  for (const auto& [peer, witness] : chosen) {
+    if (witness) out.push_back({peer, EstimateOf(options_, *witness), *witness->id});
+  }
+  return out;
 }
 
 ScoreRow DacSampler::WitnessRow() const {

@@ -156,6 +156,10 @@ class DacSampler final : public PeerSampler {
   void Reweight(std::vector<PeerRecord>& records, int64_t round) const override;
   void AfterDirectScores(std::vector<PeerRecord>& records,
                          std::span<const PeerObservation* const> observations) const override;
+  // The two-hop rule of the specification, for the peers without a record.
+  std::vector<OutsideEstimate> OutsideEstimates(
+      const std::vector<PeerRecord>& records,
+      std::span<const PeerObservation* const> observations) const override;
 
  private:
   DacSampler(std::string self, const DacOptions& options);

@@ -86,6 +86,22 @@ std::optional<std::string> PeerTable::Replaceable(Clock::time_point now) const {
   return dead;
 }
 
+void PeerTable::SetSource(std::string_view id, std::string source) {
+  auto it = peers_.find(id);
+  if (it != peers_.end()) it->second.source = std::move(source);
+}
+
+void PeerTable::AgeView() {
+  for (auto& [id, e] : peers_) {
+    if (e.active) ++e.view_age;
+  }
+}
+
+void PeerTable::ResetViewAge(std::string_view id) {
+  auto it = peers_.find(id);
+  if (it != peers_.end()) it->second.view_age = 0;
+}
+
 void PeerTable::RecordSuccess(std::string_view id) {
   auto it = peers_.find(id);
   if (it == peers_.end()) return;

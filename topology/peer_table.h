@@ -20,6 +20,9 @@
 // - A dead peer whose backoff has passed is live again "on probation": it can be sampled; one more
 //   failure makes it dead again with twice the backoff, one success revives it fully.
 // - Time is passed in; the table owns no clock and no thread.
+// - For a bounded view (topology/peer_view.h) each entry also carries the source that told the
+//   node of it (SetSource; empty for the config, a checkpoint or the peer's own Hello) and its
+//   view age (AgeView, ResetViewAge); the table only keeps them.
 
 #include <chrono>
 #include <cstdint>
@@ -47,6 +50,8 @@ struct PeerEntry {
   Clock::time_point dead_until{};  // meaningful while consecutive_failures >= threshold
   uint64_t failures_total = 0;
   uint64_t successes_total = 0;
+  std::string source;  // the peer whose PeerList told us of it; empty: none
+  int view_age = 0;    // a verified peer's shuffles since it joined or was last shuffled with
 };
 
 // The liveness state of a peer, for /status and logs.
@@ -78,6 +83,12 @@ class PeerTable {
   void MarkLeft(std::string_view id);
   // Forgets `id` (e.g. refused at Hello). No-op if unknown.
   void Forget(std::string_view id);
+  // Records that `source` told us of `id`. No-op if unknown.
+  void SetSource(std::string_view id, std::string source);
+  // Adds one to the view age of every verified peer.
+  void AgeView();
+  // Sets the view age of `id` to 0. No-op if unknown.
+  void ResetViewAge(std::string_view id);
   // Records a successful request to `id`; revives a dead peer. No-op if unknown.
   void RecordSuccess(std::string_view id);
   // Records a failed request to `id` at `now`. Returns true when this failure made it dead.

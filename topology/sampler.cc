@@ -25,11 +25,44 @@ Status CheckObservations(const std::string& self, std::span<const PeerObservatio
 
 }  // namespace
 
+RowRank RankOfScore(const std::optional<double>& score) {
+  if (!score) return {};
+  return {*score > 0 ? RowRank::kPositive : RowRank::kNotAlike, *score};
+}
+
 PeerSampler::PeerSampler(std::string self) : self_(std::move(self)) {}
 
 void PeerSampler::AfterDirectScores(
     std::vector<PeerRecord>& /*records*/,
     std::span<const PeerObservation* const> /*observations*/) const {}
+
+std::vector<OutsideEstimate> PeerSampler::OutsideEstimates(
+    const std::vector<PeerRecord>& /*records*/,
+    std::span<const PeerObservation* const> /*observations*/) const {
+  return {};
+}
+
+RowRank PeerSampler::RankOf(std::string_view peer) const {
+  const PeerRecord* record = Find(peer);
+  return record ? RankOfScore(record->score) : RowRank{};
+}
+
+RowRank PeerSampler::NewcomerRank(std::string_view peer) const {
+  for (const OutsideEstimate& e : outside_) {
+    if (e.peer == peer) return RankOfScore(e.score);
+  }
+  return {};
+}
+
+void PeerSampler::KeepOutsideEstimates(std::vector<OutsideEstimate> estimates) {
+  std::erase_if(estimates, [](const OutsideEstimate& e) { return !(e.score > 0); });
+  std::sort(estimates.begin(), estimates.end(),
+            [](const OutsideEstimate& a, const OutsideEstimate& b) {
+              return a.score != b.score ? a.score > b.score : a.peer < b.peer;
+            });
+  if (estimates.size() > kMaxOutsideEstimates) estimates.resize(kMaxOutsideEstimates);
+  outside_ = std::move(estimates);
+}
 
 bool PeerSampler::SetCluster(std::optional<std::vector<std::string>> /*mates*/) { return false; }
 
@@ -50,8 +83,18 @@ Status PeerSampler::AddPeer(std::string_view peer) {
   if (peer.empty()) return Status::InvalidArgument("sampler: empty peer id");
   if (peer == self_) return Status::InvalidArgument("sampler: a node is not its own peer");
   if (HasPeer(peer)) return Status::Ok();
+  if (capacity_ > 0 && records_.size() >= capacity_) {
+    return Status::TooMany("sampler: the row holds its " + std::to_string(capacity_) + " peers; " +
+                           std::string(peer) + " is not added");
+  }
   PeerRecord joined;
   joined.peer = std::string(peer);
+  for (auto e = outside_.begin(); e != outside_.end(); ++e) {
+    if (e->peer != peer) continue;
+    joined.score = e->score;
+    outside_.erase(e);
+    break;
+  }
   records_.insert(records_.begin() + LowerBound(peer), std::move(joined));
   Reweight(records_, round_);
   return Status::Ok();
@@ -112,6 +155,11 @@ Status PeerSampler::Update(int64_t round, std::span<const PeerObservation> obser
   }
   round_ = round;
   AfterDirectScores(records_, known);
+  if (capacity_ > 0 && records_.size() >= capacity_) {
+    KeepOutsideEstimates(OutsideEstimates(records_, known));
+  } else {
+    outside_.clear();
+  }
   Reweight(records_, round_);
   return Status::Ok();
 }
@@ -150,6 +198,7 @@ Status PeerSampler::Restore(const SamplerState& state) {
   }
   round_ = state.round;
   records_ = state.peers;
+  outside_.clear();
   return Status::Ok();
 }
 

@@ -35,6 +35,29 @@
 //   match no rule. A peer may leave between being sampled and the update.
 // - Snapshot()/Restore() round-trip the whole state as plain data, for checkpoints (DESIGN.md
 //   "Reliability"). Serialisation is the node's job.
+// - A bounded row (SetCapacity(B), B >= 1; the bounded view of node/logic/membership.h): the
+//   sampler holds at most B records, and AddPeer beyond B is refused (kTooMany). Each
+//   record has a rank (RankOf): tier kPositive (a direct score or an estimate > 0, ordered by the
+//   score) above tier kUnscored, above tier kNotAlike (a score <= 0). Whom a newcomer replaces
+//   is decided by its rank against theirs (topology/peer_view.h, Evictee); membership removes
+//   that peer before adding the newcomer.
+//   Rationale: DAC draws in proportion to exp(τ s) over the positive scores, and gives every
+//   other peer the floor 1e-6 (topology/dac_sampler.h), so beyond the best-scored peers an
+//   entry matters only as a peer an estimate may yet score. An unscored peer may still be
+//   vouched for; a peer scored <= 0 is known not to be alike, so it goes first.
+// - Outside estimates (a bounded row that is full): Update() also runs the two-hop rule
+//   (OutsideEstimates) for the peers that this round's rows name and that have no record, and
+//   keeps the kMaxOutsideEstimates highest positive estimates (ties: the smaller id), each with
+//   the witness whose row gave it, until the next update (an update of a row with room clears
+//   them). NewcomerRank(peer) is such a peer's
+//   estimate (else kUnscored), and AddPeer(peer) gives its record that estimate as its score
+//   (not a direct one).
+//   Rationale: a row names the witness's best peers, which a bounded view may not hold; an
+//   estimate lets a peer of the node's own cluster take the place of a worse one, which is how
+//   a bounded view keeps finding its cluster (the node greets it first, node/logic/
+//   membership.h). Only the latest round's estimates are kept: they come from the newest rows,
+//   and an old estimate of a peer never greeted would only hold memory. A row with room takes
+//   every verified peer anyway, and then joins happen as in an unbounded row (unscored).
 
 #include <cstdint>
 #include <functional>
@@ -75,6 +98,35 @@ struct PeerObservation {
   double score = 0;
   // j's own score row (s_jk), from its reply; may be empty.
   ScoreRow row;
+};
+
+// The most outside estimates a bounded row keeps (see the specification).
+// Rationale: membership greets a few peers per tick and shuffles once a round, so more than a
+// shuffle's worth of wanted peers would wait for rounds while newer rows replace them.
+inline constexpr size_t kMaxOutsideEstimates = 16;
+
+// Where a peer stands in a bounded row (see the specification): tiers first, then the score
+// within kPositive.
+struct RowRank {
+  enum Tier { kNotAlike = 0, kUnscored = 1, kPositive = 2 };
+  Tier tier = kUnscored;
+  double score = 0;  // kPositive and kNotAlike: the score; kUnscored: 0
+  // True when this rank is below `other`'s.
+  bool operator<(const RowRank& other) const {
+    if (tier != other.tier) return tier < other.tier;
+    return tier != kUnscored && score < other.score;
+  }
+};
+
+// The rank a score gives (see the specification).
+RowRank RankOfScore(const std::optional<double>& score);
+
+// A two-hop estimate of a peer without a record (see the specification), with the witness whose
+// row gave it.
+struct OutsideEstimate {
+  std::string peer;
+  double score = 0;
+  std::string witness;
 };
 
 // A peer drawn by Sample(), with its probability p_ij at the time of the draw.
@@ -120,8 +172,9 @@ class PeerSampler {
   // Node i's own id.
   const std::string& self() const { return self_; }
 
-  // Adds `peer` as unscored and recomputes the probabilities. Adding a known peer is a no-op.
-  // Returns kInvalidArgument for an empty id or for self.
+  // Adds `peer` as unscored (with a bounded row: with its outside estimate, if it has one) and
+  // recomputes the probabilities. Adding a known peer is a no-op. Returns kInvalidArgument for
+  // an empty id or for self, and kTooMany when a bounded row is full.
   Status AddPeer(std::string_view peer);
   // Forgets `peer` (score, probability) and recomputes the probabilities. Returns kNotFound if the
   // peer is not known.
@@ -140,6 +193,19 @@ class PeerSampler {
   // recomputes the probabilities; returns true. A sampler that does not sample within clusters
   // ignores it and returns false.
   virtual bool SetCluster(std::optional<std::vector<std::string>> mates);
+
+  // Bounds the row at `capacity` records (0: unbounded, the default; see the specification).
+  // Records beyond it are kept (membership removes them); only AddPeer is refused.
+  void SetCapacity(size_t capacity) { capacity_ = capacity; }
+  // The bound of SetCapacity (0: unbounded).
+  size_t capacity() const { return capacity_; }
+  // The rank of `peer`'s record (kUnscored for an unknown peer).
+  RowRank RankOf(std::string_view peer) const;
+  // The rank `peer` would join with: its outside estimate's, else kUnscored.
+  RowRank NewcomerRank(std::string_view peer) const;
+  // The last update's outside estimates, highest first (ties: the smaller id); empty with an
+  // unbounded row.
+  const std::vector<OutsideEstimate>& outside_estimates() const { return outside_; }
 
   // Every known peer's record, ordered by peer id.
   const std::vector<PeerRecord>& Records() const { return records_; }
@@ -169,13 +235,23 @@ class PeerSampler {
   // keep the scores for the outputs but ignore them).
   virtual void AfterDirectScores(std::vector<PeerRecord>& records,
                                  std::span<const PeerObservation* const> observations) const;
+  // Called by Update() of a bounded row after AfterDirectScores(): the two-hop estimates of the
+  // peers that `observations` (valid, of known peers, sorted by peer id) name and that have no
+  // record, by the sampler's own rule, in any order; the caller keeps the best. The default
+  // gives none (baselines draw without scores).
+  virtual std::vector<OutsideEstimate> OutsideEstimates(
+      const std::vector<PeerRecord>& records,
+      std::span<const PeerObservation* const> observations) const;
 
  private:
   size_t LowerBound(std::string_view peer) const;
+  void KeepOutsideEstimates(std::vector<OutsideEstimate> estimates);
 
   std::string self_;
   int64_t round_ = 0;
   std::vector<PeerRecord> records_;
+  size_t capacity_ = 0;
+  std::vector<OutsideEstimate> outside_;
 };
 
 }  // namespace meshlearn::topology

@@ -72,7 +72,8 @@ enum class Need { kOptional, kRequired };
 enum class EndpointUse { kListen, kPeer, kAdvertise };
 // Whether the writer writes a key or section always, or only when it differs from its default.
 // The writer knows a section's default (a default-constructed one) but not a key's: an integer
-// written kUnlessDefault is left out when it is 0, which must therefore be its default.
+// written kUnlessDefault is left out when it holds the value its description names as unwritten
+// (0 unless it names another), which must therefore be its default.
 enum class Written { kAlways, kUnlessDefault };
 // Whether a number's lower bound is allowed itself.
 enum class Bound { kClosed, kOpen };
@@ -223,6 +224,10 @@ struct LearningSection {
 // The config names of what a resting node does ([round] resting).
 NameTable<RestingRule> RestingRuleNames();
 
+// The default of [round] shuffle_length (node/logic/membership.h); unwritten when it holds it,
+// so that a config renders as before the key existed.
+inline constexpr int64_t kDefaultShuffleLength = 8;
+
 // [round]
 struct RoundSection {
   bool sync = true;
@@ -239,6 +244,11 @@ struct RoundSection {
   RestingRule resting = RestingRule::kSilent;
   // Candidates kept from one source's PeerLists (node/logic/membership.h).
   int64_t max_candidates_per_source = 64;
+  // The bounded view (node/logic/membership.h): at most this many verified peers; 0 (the
+  // default): full membership (up to 4096).
+  int64_t view_size = 0;
+  // Bounded view: the entries of a shuffle's PeerList and of its answer, the sender included.
+  int64_t shuffle_length = kDefaultShuffleLength;
 
   bool operator==(const RoundSection&) const = default;
   // The keys of [round].
@@ -249,6 +259,9 @@ struct RoundSection {
     keys.Number("round_deadline_s", s.round_deadline_s, 0, 86400, Bound::kOpen);
     keys.Integer("dead_after_failures", s.dead_after_failures, 1, 1000);
     keys.Integer("max_candidates_per_source", s.max_candidates_per_source, 1, 1024);
+    keys.Integer("view_size", s.view_size, 0, 4096, Written::kUnlessDefault);
+    keys.Integer("shuffle_length", s.shuffle_length, 2, 64, Written::kUnlessDefault,
+                 kDefaultShuffleLength);
     keys.Number("linger_s", s.linger_s, 0, 86400);
     keys.Number("min_round_s", s.min_round_s, 0, 86400);
     keys.Integer("max_message_bytes", s.max_message_bytes, 1024, int64_t{1} << 40);

@@ -71,7 +71,7 @@ class KeyReader {
   }
   template <class Int>
   void Integer(const char* key, Int& out, int64_t min, int64_t max,
-               Written /*unused*/ = Written::kAlways) {
+               Written /*unused*/ = Written::kAlways, int64_t /*unwritten*/ = 0) {
     Run([&] { return t_.Integer(key, &out, min, max); });
   }
   void Number(const char* key, double& out, double min, double max, Bound bound = Bound::kClosed) {
@@ -171,8 +171,11 @@ class KeyWriter {
   }
   template <class Int>
   void Integer(const char* key, Int value, int64_t /*min*/, int64_t /*max*/,
-               Written written = Written::kAlways) {
-    if (written == Written::kUnlessDefault && value == 0 && !write_defaults_) return;
+               Written written = Written::kAlways, int64_t unwritten = 0) {
+    if (written == Written::kUnlessDefault && static_cast<int64_t>(value) == unwritten &&
+        !write_defaults_) {
+      return;
+    }
     Line(key, value);
   }
   void Number(const char* key, double value, double /*min*/, double /*max*/,

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "base/stable_hash.h"
 #include "node/config/config.h"
 #include "node/logic/emd_exchange.h"
 
@@ -99,6 +100,9 @@ MembershipConfig NodeConfig::Membership(const Learner& learner, const NodeFacts&
   m.initial_peers = peers;
   m.mesh_size = mesh_size;
   m.max_candidates_per_source = static_cast<size_t>(round.max_candidates_per_source);
+  m.view_size = static_cast<size_t>(round.view_size);
+  m.shuffle_length = static_cast<size_t>(round.shuffle_length);
+  m.view_seed = StableHash(id, seed);
   if (attack.kind == AttackKind::kSybil) {
     m.sybils = SybilIdentities(id, facts.endpoint, attack.sybils, attack.sybil_address);
   }

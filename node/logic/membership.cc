@@ -38,6 +38,7 @@ Membership::Membership(MembershipConfig config, NodeServices node)
   for (const PeerAddress& p : config_.initial_peers) {
     LearnPeer(p.id, p.endpoint, p.public_key, /*pinned=*/true);
   }
+  if (config_.view_size > 0) node_.sampler.SetCapacity(config_.view_size);
 }
 
 void Membership::Restore(const std::vector<PeerAddress>& peers) {
@@ -72,8 +73,19 @@ bool Membership::HelloOutstanding() const {
 size_t Membership::AdmittedPeers() const { return peers_.verified(); }
 
 bool Membership::MeshIncomplete() const {
-  return config_.mesh_size > 0 && AdmittedPeers() + 1 < static_cast<size_t>(config_.mesh_size);
+  return config_.mesh_size > 0 && !ViewFull() &&
+         AdmittedPeers() + 1 < static_cast<size_t>(config_.mesh_size);
 }
+
+bool Membership::ViewFull() const {
+  return config_.view_size > 0 && peers_.verified() >= config_.view_size;
+}
+
+size_t Membership::CandidateLimit() const {
+  return ViewFull() ? std::min(config_.max_candidates, config_.view_size) : config_.max_candidates;
+}
+
+size_t Membership::ViewShare() const { return (config_.view_size + 3) / 4; }
 
 std::optional<uint64_t> Membership::NonceOf(const std::string& peer) const {
   auto it = hellos_of_.find(peer);
@@ -150,6 +162,7 @@ void Membership::OnHello(InboundId inbound, const Envelope& env, const Hello& he
     SendHello(greeting, now, out);  // it claims another endpoint: greet it there first
     return;
   }
+  if (!known && ViewFull() && !ViewEvictee(env.sender, "", now)) return;  // no room for it
   if (LearnPeer(env.sender, hello.listen_endpoint, hello.public_key, /*pinned=*/false) ||
       peers_.Find(env.sender)) {
     next_hello_at_[env.sender] = now;  // greeted back from OnTick, a few per tick
@@ -159,7 +172,16 @@ void Membership::OnHello(InboundId inbound, const Envelope& env, const Hello& he
 void Membership::OnPeerList(InboundId inbound, const Envelope& env, const PeerList& list,
                             TimePoint now, Actions& out) {
   Learn(list.peers, SourceOf(env.sender), now);
-  out.push_back(node_.requests.ReplyTo(inbound, env.request_id, PeerList{KnownPeers()}));
+  PeerList answer;
+  if (ViewFull()) {
+    const std::vector<topology::ViewMember> members = ViewMembers(now);
+    answer =
+        ViewList(topology::ShuffleAnswer(members, env.sender, config_.shuffle_length - 1,
+                                         topology::ViewDrawKey(config_.view_seed, view_draws_++)));
+  } else {
+    answer.peers = KnownPeers();
+  }
+  out.push_back(node_.requests.ReplyTo(inbound, env.request_id, answer));
 }
 
 void Membership::OnGoodbye(InboundId inbound, const Envelope& env, const Goodbye& goodbye,
@@ -217,7 +239,17 @@ void Membership::Verify(const Greeting& greeting, const Hello& hello, uint16_t p
   const topology::PeerEntry* entry = peers_.Find(peer);
   const bool was_verified = entry && entry->active;
   const bool was_left = was_verified && entry->left;
-  if (!was_verified && peers_.verified() >= config_.max_peers) {
+  if (!was_verified && config_.view_size > 0 && ViewFull()) {
+    std::optional<std::string> room =
+        ViewEvictee(peer, entry ? std::string_view(entry->source) : "", now);
+    if (!room) {
+      node_.log.debug("not admitting peer {}: it ranks below every member of the full view", peer);
+      Drop(peer);
+      return;
+    }
+    node_.log.debug("peer {} leaves the view for peer {}", *room, peer);
+    Drop(*room);
+  } else if (!was_verified && peers_.verified() >= config_.max_peers) {
     std::optional<std::string> room = peers_.Replaceable(now);
     if (!room) {
       node_.log.warn("not admitting peer {}: {} verified peers, all alive, is the limit", peer,
@@ -241,6 +273,7 @@ void Membership::Verify(const Greeting& greeting, const Hello& hello, uint16_t p
   next_hello_at_.erase(peer);
   hello_attempts_.erase(peer);
   ReleaseSource(peer);
+  if (!was_verified) peers_.ResetViewAge(peer);
   ++counters_.verifications;
   if (!node_.sampler.HasPeer(peer)) (void)node_.sampler.AddPeer(peer);
   if (!was_verified) {
@@ -288,6 +321,7 @@ void Membership::GreetingFailed(const Greeting& greeting, const Status& failure,
 }
 
 void Membership::Gossip(TimePoint now, topology::Rng& rng, Actions& out) {
+  if (ViewFull()) return Shuffle(now, out);
   std::vector<std::string> active;
   for (const topology::PeerEntry& p : peers_.Entries()) {
     if (peers_.IsSamplable(p.id, now)) active.push_back(p.id);
@@ -368,10 +402,10 @@ bool Membership::LearnPeer(const std::string& id, const std::string& endpoint,
                     endpoint, public_key);
     return false;
   }
-  if (!known && !pinned && peers_.size() - peers_.verified() >= config_.max_candidates) {
+  if (!known && !pinned && peers_.size() - peers_.verified() >= CandidateLimit()) {
     ++counters_.candidates_ignored;
     node_.log.debug("ignored peer {} at {}: {} candidates is the limit", id, endpoint,
-                    config_.max_candidates);
+                    CandidateLimit());
     return false;
   }
   return peers_.Learn(id, endpoint, public_key, pinned);
@@ -402,10 +436,13 @@ void Membership::Learn(const std::vector<PeerInfo>& peers, const std::string& so
       ++skipped;
       continue;
     }
+    // A full view learns only the candidates that could take a member's place.
+    if (ViewFull() && !ViewEvictee(p.id, source, now)) continue;
     if (LearnPeer(p.id, p.endpoint, p.public_key, /*pinned=*/false)) {
       node_.log.info("learned peer {} at {} by gossip", p.id, p.endpoint);
       next_hello_at_[p.id] = now;  // greeted from OnTick, a few per tick
       source_of_[p.id] = source;
+      peers_.SetSource(p.id, source);
       ++from_source_[source];
     }
   }

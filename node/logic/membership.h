@@ -33,6 +33,33 @@
 //     greeted.
 //   - at most max_peers verified peers: a newly verified peer takes the place of one that left,
 //     else of a dead one; when every verified peer is alive it is not admitted (logged).
+// - Bounded view (MembershipConfig::view_size = V > 0). The view is the verified peers: at most
+//   V of them (instead of max_peers), and the sampler's row is bounded at V too (topology/
+//   sampler.h, "A bounded row"), so what a node keeps about peers is O(V) whatever the mesh's
+//   size. While the view has room, membership is the full membership described here. Once it
+//   is full:
+//   - at most min(max_candidates, V) candidates are kept;
+//   - Shuffle (Cyclon, Voulgaris et al. 2005, with the node's own ages instead of ages on the
+//     wire): at each round start every verified peer's view age grows by one and the node
+//     sends its PeerList to one target: the witness of the sampler's highest outside estimate
+//     whose peer the node does not know and that would enter the view (topology/peer_view.h,
+//     Evictee), else the shuffle target of topology/peer_view.h (the oldest). The target's age
+//     becomes 0; the list holds the node itself and shuffle_length - 1 random members.
+//     Rationale: the oldest target reaches every member in turn (a dead one is found within
+//     V rounds). A witness whose row named a peer worth more than the view's lowest member
+//     knows that peer's address, and its answer lists the peers it ranks highest, so the
+//     two-hop estimate can bring the peer in (greeted, verified, then admitted below).
+//   - A PeerList is answered with the node itself and shuffle_length - 1 members chosen by
+//     topology/peer_view.h's ShuffleAnswer, not with the whole view.
+//   - A newly verified peer takes the place of topology/peer_view.h's Evictee (its rank: the
+//     sampler's NewcomerRank; its source: the peer whose list told us of it; the share:
+//     ceil(V / 4)), and is forgotten when there is none. The mesh is never incomplete then.
+//   - The view's random choices use keys from view_seed and a counter (topology/
+//     peer_view.h), never the sampling generator.
+//   Rationale for "while the view has room": in a mesh of at most V nodes no view fills, so it
+//   runs as full membership, byte for byte (the same PeerLists, the same draws). Full
+//   membership is therefore the default up to V nodes, and a larger mesh keeps each node's
+//   state and gossip O(V).
 // - A Hello that fails for another reason is retried with a doubling backoff (1 s up to 30 s).
 //   Only a configured peer's first greeting counts as outstanding for HelloOutstanding().
 //   Rationale: the round driver waits for first greetings so that the set of known peers at a
@@ -82,6 +109,7 @@
 #include "node/logic/peer_address.h"
 #include "node/logic/requests.h"
 #include "topology/peer_table.h"
+#include "topology/peer_view.h"
 #include "topology/sampler.h"
 
 namespace meshlearn::node {
@@ -107,6 +135,13 @@ struct MembershipConfig {
   size_t max_peers = 4096;                // verified peers kept (see the specification)
   size_t max_candidates = 1024;           // candidates kept
   size_t max_candidates_per_source = 64;  // candidates kept from one source's PeerLists
+  // The bounded view (see the specification): at most this many verified peers; 0: unbounded
+  // (max_peers).
+  size_t view_size = 0;
+  // Bounded view: the entries of a shuffle's PeerList and of its answer, the sender included.
+  size_t shuffle_length = 8;
+  // Bounded view: keys the view's random choices (topology/peer_view.h).
+  uint64_t view_seed = 0;
   // [attack] kind = "sybil": made-up identities announced in every PeerList after the real
   // peers (node/logic/sampler_attacks.h); empty for an honest node.
   std::vector<PeerInfo> sybils;
@@ -159,8 +194,11 @@ class Membership {
 
   // True while a first Hello to a configured peer is unanswered.
   bool HelloOutstanding() const;
-  // True while a mesh size is set and fewer than mesh size - 1 peers are admitted.
+  // True while a mesh size is set, the view is not full and fewer than mesh size - 1 peers are
+  // admitted.
   bool MeshIncomplete() const;
+  // True when the view is bounded and holds view_size verified peers (see the specification).
+  bool ViewFull() const;
   // Verified peers (those that answered our Hello), left ones included.
   size_t AdmittedPeers() const;
   // The configured mesh size (0: not known).
@@ -205,6 +243,16 @@ class Membership {
   void Drop(const std::string& peer);
   std::vector<PeerInfo> KnownPeers() const;
   Hello OwnHello() const;
+  // Bounded view: its members as topology/peer_view.h sees them (views into the peer table,
+  // valid until it changes), the evictee for `peer`, the shuffle's target and its lists.
+  std::vector<topology::ViewMember> ViewMembers(TimePoint now) const;
+  std::optional<std::string> ViewEvictee(const std::string& peer, std::string_view source,
+                                         TimePoint now) const;
+  std::optional<std::string> WantedWitness(TimePoint now) const;
+  void Shuffle(TimePoint now, Actions& out);
+  PeerList ViewList(const std::vector<std::string>& members) const;
+  size_t CandidateLimit() const;
+  size_t ViewShare() const;
 
   MembershipConfig config_;
   NodeServices node_;
@@ -221,6 +269,7 @@ class Membership {
   MembershipCounters counters_;
   std::map<uint64_t, std::string> mesh_asks_;  // PeerList requests while the mesh is incomplete
   TimePoint next_mesh_ask_at_{};
+  uint64_t view_draws_ = 0;  // bounded view: draws so far (each takes a fresh key)
 };
 
 }  // namespace meshlearn::node

@@ -580,6 +580,30 @@ TEST(Config, AnInvalidPeerAddressIsRefusedWithTheCause) {
   EXPECT_TRUE(with_address("tcp://[::1]:5555").ok());
 }
 
+// [round] view_size (issue 59): 0, full membership, by default, and a config that leaves the view
+// keys at their defaults renders without them (as before they existed); set, they read back.
+TEST(Config, FullMembershipIsTheDefaultAndAViewSizeReadsBack) {
+  auto c = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->round.view_size, 0);
+  EXPECT_EQ(c->round.shuffle_length, 8);
+  EXPECT_EQ(RenderNodeConfig(*c).find("view_size"), std::string::npos);
+  EXPECT_EQ(RenderNodeConfig(*c).find("shuffle_length"), std::string::npos);
+  auto view = ParseNodeConfig(
+      std::string(kMinimal) + "[round]\nview_size = 64\nshuffle_length = 4\n", "node.toml");
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  auto again = ParseNodeConfig(RenderNodeConfig(*view), "rendered.toml");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->round.view_size, 64);
+  EXPECT_EQ(again->round.shuffle_length, 4);
+  Status big = ParseError(std::string(kMinimal) + "[round]\nview_size = 5000\n");
+  EXPECT_NE(big.message().find("'round.view_size' = 5000 must be in [0, 4096]"), std::string::npos)
+      << big.message();
+  Status one = ParseError(std::string(kMinimal) + "[round]\nshuffle_length = 1\n");
+  EXPECT_NE(one.message().find("'round.shuffle_length' = 1 must be in [2, 64]"), std::string::npos)
+      << one.message();
+}
+
 TEST(Config, MissingFileIsNotFound) {
   auto c = LoadNodeConfig("/nonexistent/node.toml");
   ASSERT_FALSE(c.ok());
