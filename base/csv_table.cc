@@ -19,6 +19,12 @@ std::string TextCell::Write(const std::string& value) const {
 }
 
 Status TextCell::Read(std::string_view cell, const std::string&, std::string& out) const {
+  if (trimmed) {
+    const size_t begin = cell.find_first_not_of(" \t");
+    cell = begin == std::string_view::npos
+               ? std::string_view()
+               : cell.substr(begin, cell.find_last_not_of(" \t") - begin + 1);
+  }
   out = std::string(cell);
   return Status::Ok();
 }
@@ -108,12 +114,15 @@ std::vector<std::string> CsvLayout::Missing() const {
 
 std::string CsvLayout::Allowed() const {
   std::string allowed;
+  bool optional = false;
   for (const Entry& e : entries) {
     std::string name = e.group ? e.name + "0," + e.name + "1..." : e.name;
     if (e.presence != Presence::kAlways) name = "[" + name + "]";
+    optional |= e.presence != Presence::kAlways;
     if (!allowed.empty()) allowed += ',';
     allowed += name;
   }
+  if (!optional) return allowed;
   return allowed +
          " (a name in brackets: absent in files written before it existed or without "
          "its feature)";
@@ -125,6 +134,17 @@ void CsvLayout::SetGroupWidth(const std::string& prefix, size_t count) {
     e.header.clear();
     for (size_t i = 0; i < count; ++i) e.header.push_back(prefix + std::to_string(i));
   }
+}
+
+size_t CsvLayout::ColumnOf(const std::string& name) const {
+  size_t column = 0;
+  for (const Entry& e : entries) {
+    for (const std::string& n : e.header) {
+      ++column;
+      if (n == name) return column;
+    }
+  }
+  return 0;
 }
 
 namespace csv_table_internal {

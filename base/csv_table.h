@@ -61,9 +61,11 @@ enum class Presence { kAlways, kAddedLater, kWhenUsed };
 // "<file> line <l>, column <c> (<name>)"; Read's error is kMalformed "<where>: '<cell>' is not
 // ...; allowed: ...".
 
-// Any text, written by CsvField; `quoted`: always quoted (QuotedCsvField).
+// Any text, written by CsvField; `quoted`: always quoted (QuotedCsvField); `trimmed`: read
+// without the spaces and tabs around it (a file typed by hand).
 struct TextCell {
   bool quoted = false;
+  bool trimmed = false;
   std::string Write(const std::string& value) const;
   Status Read(std::string_view cell, const std::string& where, std::string& out) const;
 };
@@ -180,15 +182,18 @@ struct CsvLayout {
   std::string Allowed() const;
   // Sets the group `prefix` to `count` columns ("<prefix>0" ...); no effect when none has it.
   void SetGroupWidth(const std::string& prefix, size_t count);
+  // The 1-based column of the header name `name` in this file; 0 when it has none.
+  size_t ColumnOf(const std::string& name) const;
 
   bool operator==(const CsvLayout&) const = default;
 };
 
-// The rows of one file and the layout they were read in.
+// The rows of one file, the line each starts on, and the layout they were read in.
 template <class Row>
 struct CsvTable {
   CsvLayout layout;
   std::vector<Row> rows;
+  std::vector<size_t> lines;  // rows[i] starts on line lines[i]: for checks after reading
 };
 
 // The calls of a description; Derived implements Cell(name, value, kind, presence) and
@@ -415,6 +420,7 @@ Result<CsvTable<Row>> ReadCsv(std::string_view text, const std::string& name) {
     Row::Describe(reader, row = Row{});
     MESHLEARN_RETURN_IF_ERROR(reader.status());
     table.rows.push_back(std::move(row));
+    table.lines.push_back(record.line);
   }
   return table;
 }

@@ -18,7 +18,9 @@ constexpr const char kAdvice[] =
 
 }  // namespace
 
-std::string SnapshotText(const SimulationSnapshot& s) { return kHeader + RenderToml(s); }
+std::string SnapshotText(const SimulationSnapshot& s) {
+  return std::string(kHeader) + RenderToml(s);
+}
 
 Result<SimulationSnapshot> ParseSnapshot(const std::string& text, const std::string& path) {
   if (std::string_view(text).starts_with(kFormat1Magic)) {
