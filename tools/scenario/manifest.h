@@ -40,6 +40,22 @@ struct MethodRecord {
   double wall_seconds = 0;  // real seconds ("wall_s")
   // --simulate: the simulated seconds ("simulated_s", absent for methods run on real nodes).
   std::optional<double> simulated_seconds;
+
+  // The keys of one [[methods]] table (base/toml_table.h).
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& r) {
+    keys.String("name", r.name);
+    keys.String("status", r.status);
+    keys.String("started", r.started);
+    keys.String("ended", r.ended);
+    keys.Integer("rounds", r.rounds);
+    keys.Integer("first_node_round", r.first_node_round);
+    keys.Integer("last_node_round", r.last_node_round);
+    keys.Integer("nodes", r.nodes);
+    keys.Integer("nodes_failed", r.nodes_failed);
+    keys.Number("wall_s", r.wall_seconds);
+    keys.OptionalNumber("simulated_s", r.simulated_seconds);
+  }
 };
 
 // One meshlearn-launch that worked on the folder: the first one, then each --resume.
@@ -52,11 +68,28 @@ struct LaunchRecord {
   std::vector<std::pair<std::string, std::string>> host;       // HostFacts()
   std::string started, ended;
   std::string status = kRunning;
+
+  // The keys of one [[launches]] table.
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& l) {
+    keys.Strings("command", l.command);
+    keys.String("working_dir", l.working_dir);
+    keys.String("mode", l.mode);
+    keys.String("version", l.version);
+    keys.StringTable("libraries", l.libraries);
+    keys.StringTable("host", l.host);
+    keys.String("started", l.started);
+    keys.String("ended", l.ended);
+    keys.String("status", l.status);
+  }
 };
+
+// The manifest's own format; ParseManifest reads only this one.
+inline constexpr int kManifestFormat = 1;
 
 // The whole manifest.
 struct Manifest {
-  int format = 1;                 // the manifest's own format; ParseManifest reads only 1
+  int format = kManifestFormat;
   std::string status = kRunning;  // of the run: the latest launch's
   std::string started, ended;     // first launch's start, latest launch's end
   std::string scenario_name;      // [scenario] name
@@ -72,13 +105,33 @@ struct Manifest {
   const MethodRecord* Method(const std::string& name) const;
   // Adds `record`, or replaces the one of the same name.
   void SetMethod(const MethodRecord& record);
+
+  // The keys of the file, described once (base/toml_table.h): RenderManifest and ParseManifest
+  // run it.
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& m) {
+    keys.Format("format", m.format, kManifestFormat);
+    keys.String("status", m.status);
+    keys.String("started", m.started);
+    keys.String("ended", m.ended);
+    keys.Integer("seed", m.seed);
+    keys.Integer("nodes", m.nodes);
+    keys.Table("scenario", [&](auto& scenario) {
+      scenario.String("name", m.scenario_name);
+      scenario.String("file", m.scenario_file);
+      scenario.String("text", m.scenario_text);
+      scenario.String("resolved", m.resolved);
+    });
+    keys.Tables("launches", m.launches);
+    keys.Tables("methods", m.methods);
+  }
 };
 
-// Renders `manifest` as TOML (comments say what each part is).
+// Renders `manifest` as TOML, after a comment that says what the file is.
 std::string RenderManifest(const Manifest& manifest);
 // Parses text written by RenderManifest; `name` prefixes errors: kMalformed naming the line and
-// the dotted key of a missing, mistyped or unknown key (node/config/toml_reader.h's messages),
-// kUnsupportedVersion for another format.
+// the dotted key of a missing, mistyped or unknown key, or the value and what is allowed
+// (base/toml_table.h), kUnsupportedVersion for another format.
 Result<Manifest> ParseManifest(const std::string& text, const std::string& name);
 
 // The current time as ISO 8601 UTC with seconds ("2026-11-24T10:00:00Z").
