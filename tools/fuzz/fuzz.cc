@@ -8,8 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "base/atomic_file.h"
-#include "base/csv.h"
+#include "base/csv_table.h"
 #include "base/number_text.h"
 #include "tools/cli/cli_exit.h"
 #include "tools/fuzz/fuzz_invariants.h"
@@ -137,12 +136,20 @@ void PrintSummary(const FuzzSummary& s, const FuzzOptions& options) {
   }
 }
 
-// Writes `s` to "<out>/fuzz.csv" as `name,value` rows (the rules in fuzz.h).
+// Writes `s` to "<out>/fuzz.csv" (FuzzFigures).
 Status WriteSummaryCsv(const FuzzSummary& s, const FuzzOptions& options) {
-  std::ostringstream csv;
-  csv << "name,value\n";
+  std::error_code ec;
+  std::filesystem::create_directories(options.out_dir, ec);
+  return WriteCsvFile<FuzzFigure>(PathIn(options.out_dir, kFuzzSummaryFile),
+                                  FuzzFigures(s, options));
+}
+
+}  // namespace
+
+std::vector<FuzzFigure> FuzzFigures(const FuzzSummary& s, const FuzzOptions& options) {
+  std::vector<FuzzFigure> rows;
   auto row = [&](const std::string& name, const std::string& value) {
-    csv << CsvField(name) << ',' << CsvField(value) << '\n';
+    rows.push_back({name, value});
   };
   row("from", std::to_string(options.from));
   row("seeds", std::to_string(s.seeds));
@@ -160,12 +167,8 @@ Status WriteSummaryCsv(const FuzzSummary& s, const FuzzOptions& options) {
   for (const auto& [kind, n] : s.faults) row("injected_" + kind, std::to_string(n));
   for (const std::string& name : InvariantNames()) row("invariant_" + name, "checked");
   for (const auto& [invariant, n] : s.failures) row("failed_" + invariant, std::to_string(n));
-  std::error_code ec;
-  std::filesystem::create_directories(options.out_dir, ec);
-  return WriteFileAtomically(PathIn(options.out_dir, kFuzzSummaryFile), csv.str());
+  return rows;
 }
-
-}  // namespace
 
 std::string ReplayCommand(uint64_t seed, const FuzzOptions& options) {
   std::ostringstream line;

@@ -68,6 +68,25 @@ struct FuzzSummary {
   std::map<std::string, FuzzFailure> fastest;      // the fastest-failing seed per invariant
 };
 
+// One row of fuzz.csv: a figure's name and its value (the rules above), the file's description
+// (base/csv_table.h).
+struct FuzzFigure {
+  std::string name;
+  std::string value;
+
+  template <class Columns, class Self>
+  static void Describe(Columns& c, Self& f) {
+    c.Column("name", f.name);
+    c.Column("value", f.value);
+  }
+};
+
+// The rows of fuzz.csv for `summary`, of a fuzz run with `options`: from, seeds, real_s,
+// seeds_per_hour, mean_nodes, mean_rounds, failed, determinism_checks, invariant_checks,
+// max_memory_growth_mib, then seeds_with_<fault kind>, injected_<fault>, invariant_<name>
+// ("checked") and failed_<invariant>.
+std::vector<FuzzFigure> FuzzFigures(const FuzzSummary& summary, const FuzzOptions& options);
+
 // Runs seeds [from, from + seeds) (see the rules), printing one line per seed and a summary.
 FuzzSummary Fuzz(const FuzzOptions& options);
 

@@ -6,10 +6,9 @@
 #include <fstream>
 #include <sstream>
 
-#include <toml++/toml.h>
-
 #include "base/atomic_file.h"
 #include "base/stable_hash.h"
+#include "base/toml_table.h"
 #include "node/host/checkpoint.h"
 #include "node/host/node_files.h"
 #include "node/host/outputs.h"
@@ -33,21 +32,6 @@ class Violations {
 };
 
 std::string NodeText(const FuzzNodeEnd& n) { return "node " + n.id; }
-
-// The ledger's fields by name, for the report file and the balance.
-constexpr std::pair<const char*, uint64_t node::MessageLedger::*> kLedgerFields[] = {
-    {"sent", &node::MessageLedger::sent},
-    {"sent_bytes", &node::MessageLedger::sent_bytes},
-    {"lost", &node::MessageLedger::lost},
-    {"lost_bytes", &node::MessageLedger::lost_bytes},
-    {"dropped", &node::MessageLedger::dropped},
-    {"dropped_bytes", &node::MessageLedger::dropped_bytes},
-    {"refused", &node::MessageLedger::refused},
-    {"refused_bytes", &node::MessageLedger::refused_bytes},
-    {"received", &node::MessageLedger::received},
-    {"received_bytes", &node::MessageLedger::received_bytes},
-    {"duplicated", &node::MessageLedger::duplicated},
-};
 
 // A node that failed because its outputs could not be written (sim/simulation.h).
 bool FailedWriting(const FuzzNodeEnd& n) { return n.failure.starts_with("cannot write outputs"); }
@@ -148,72 +132,18 @@ const std::vector<std::string>& InvariantNames() {
 }
 
 Status WriteRunReport(const std::string& path, const FuzzRunReport& report) {
-  toml::array nodes;
-  for (const FuzzNodeEnd& n : report.nodes) {
-    toml::table refused;
-    for (const auto& [code, count] : n.refused_by_code) {
-      refused.insert(code, static_cast<int64_t>(count));
-    }
-    nodes.push_back(toml::table{{"id", n.id},
-                                {"dir", n.dir},
-                                {"failure", n.failure},
-                                {"refused_by_code", std::move(refused)}});
-  }
-  toml::table faults, ledger;
-  for (const auto& [kind, count] : report.faults) faults.insert(kind, static_cast<int64_t>(count));
-  for (const auto& [name, field] : kLedgerFields) {
-    ledger.insert(name, static_cast<int64_t>(report.ledger.*field));
-  }
-  toml::table root{{"error", report.error},
-                   {"simulated_seconds", report.simulated_seconds},
-                   {"interrupted", report.interrupted},
-                   {"memory_growth_mib", report.memory_growth_mib},
-                   {"nodes", std::move(nodes)},
-                   {"faults", std::move(faults)},
-                   {"ledger", std::move(ledger)}};
-  std::ostringstream text;
-  text << root << "\n";
-  return WriteFileAtomically(path, text.str());
+  return WriteFileAtomically(path, RenderToml(report));
 }
 
 Result<FuzzRunReport> ReadRunReport(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("no run report at " + path);
-  FuzzRunReport report;
-  try {
-    toml::table root = toml::parse(in, path);
-    report.error = root["error"].value_or(std::string());
-    report.simulated_seconds = root["simulated_seconds"].value_or(0.0);
-    report.interrupted = root["interrupted"].value_or(false);
-    report.memory_growth_mib = root["memory_growth_mib"].value_or(0.0);
-    if (const toml::table* faults = root["faults"].as_table()) {
-      for (const auto& [kind, count] : *faults) {
-        report.faults[std::string(kind.str())] = static_cast<uint64_t>(count.value_or(int64_t{0}));
-      }
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) {
+    if (text.status().code() == ErrorCode::kNotFound) {
+      return Status::NotFound("no run report at " + path);
     }
-    for (const auto& [name, field] : kLedgerFields) {
-      report.ledger.*field = static_cast<uint64_t>(root["ledger"][name].value_or(int64_t{0}));
-    }
-    if (const toml::array* nodes = root["nodes"].as_array()) {
-      for (const toml::node& item : *nodes) {
-        const toml::table& t = *item.as_table();
-        FuzzNodeEnd n;
-        n.id = t["id"].value_or(std::string());
-        n.dir = t["dir"].value_or(std::string());
-        n.failure = t["failure"].value_or(std::string());
-        if (const toml::table* refused = t["refused_by_code"].as_table()) {
-          for (const auto& [code, count] : *refused) {
-            n.refused_by_code[std::string(code.str())] =
-                static_cast<uint64_t>(count.value_or(int64_t{0}));
-          }
-        }
-        report.nodes.push_back(std::move(n));
-      }
-    }
-  } catch (const toml::parse_error& e) {
-    return Status::Malformed(path + ": " + std::string(e.description()));
+    return text.status();
   }
-  return report;
+  return ParseToml<FuzzRunReport>(*text, path);
 }
 
 std::vector<Violation> CheckRun(const FuzzScenario& scenario, const FuzzRunReport& report) {

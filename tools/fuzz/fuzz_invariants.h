@@ -66,7 +66,32 @@ struct FuzzNodeEnd {
   std::string dir;      // its output folder
   std::string failure;  // why it failed (SimulationReport::failures); empty: it did not
   std::map<std::string, uint64_t> refused_by_code;  // its last incarnation's refusals, by code
+
+  // The keys of one [[nodes]] table of the run report (base/toml_table.h).
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& n) {
+    keys.String("id", n.id);
+    keys.String("dir", n.dir);
+    keys.String("failure", n.failure);
+    keys.Counts("refused_by_code", n.refused_by_code);
+  }
 };
+
+// The keys of the run report's [ledger] table: the fates of the messages.
+template <class Keys, class Ledger>
+void DescribeLedger(Keys& keys, Ledger& l) {
+  keys.Integer("sent", l.sent);
+  keys.Integer("sent_bytes", l.sent_bytes);
+  keys.Integer("lost", l.lost);
+  keys.Integer("lost_bytes", l.lost_bytes);
+  keys.Integer("dropped", l.dropped);
+  keys.Integer("dropped_bytes", l.dropped_bytes);
+  keys.Integer("refused", l.refused);
+  keys.Integer("refused_bytes", l.refused_bytes);
+  keys.Integer("received", l.received);
+  keys.Integer("received_bytes", l.received_bytes);
+  keys.Integer("duplicated", l.duplicated);
+}
 
 // What a seed's run reported (written by the run into its folder, read back by the checker).
 struct FuzzRunReport {
@@ -78,11 +103,25 @@ struct FuzzRunReport {
   node::MessageLedger ledger;              // the fates of the messages
   // The run's peak resident memory minus its resident memory when it began, in MiB.
   double memory_growth_mib = 0;
+
+  // The keys of the run report, described once (base/toml_table.h): WriteRunReport and
+  // ReadRunReport run it.
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& r) {
+    keys.String("error", r.error);
+    keys.Number("simulated_seconds", r.simulated_seconds, {.min = 0});
+    keys.Bool("interrupted", r.interrupted);
+    keys.Number("memory_growth_mib", r.memory_growth_mib);
+    keys.Tables("nodes", r.nodes);
+    keys.Counts("faults", r.faults);
+    keys.Table("ledger", [&](auto& ledger) { DescribeLedger(ledger, r.ledger); });
+  }
 };
 
 // Writes `report` to `path` (TOML).
 Status WriteRunReport(const std::string& path, const FuzzRunReport& report);
-// Reads a report WriteRunReport wrote; kNotFound or kMalformed naming the file.
+// Reads a report WriteRunReport wrote, strictly: kNotFound when there is none; kMalformed naming
+// the file, the line and the key of a missing, mistyped or unknown key (base/toml_table.h).
 Result<FuzzRunReport> ReadRunReport(const std::string& path);
 
 // A broken invariant: its name and what broke it (the node, the round, the values).
