@@ -2,10 +2,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
-#include <sstream>
 
 #include "base/atomic_file.h"
-#include "base/csv.h"
+#include "base/csv_table.h"
 #include "sim/heterogeneity.h"
 #include "sim/simulation.h"
 #include "tools/launch/method_runner.h"
@@ -26,19 +25,17 @@ Status WriteNetworkCsv(const MethodRun& run, const std::vector<node::NodeConfig>
   auto profiles = sim::DrawProfiles(scenario.network, ids, scenario.seed);
   if (!profiles.ok()) return profiles.status();
   const sim::NetworkModel& mesh = scenario.network;
-  std::ostringstream csv;
-  csv << "node,compute_factor,latency_ms,bandwidth_mbit_s\n";
+  std::vector<NetworkRow> rows;
   bool differs = false;
   for (size_t i = 0; i < ids.size(); ++i) {
     const sim::NodeProfile& p = (*profiles)[i];
     differs = differs || p.compute_factor != 1 || p.latency_s != mesh.latency_s ||
               p.bandwidth_bytes_per_s != mesh.bandwidth_bytes_per_s;
-    csv << CsvField(ids[i]) << ',' << ExactNumber(p.compute_factor) << ','
-        << ExactNumber(p.latency_s * 1000) << ','
-        << (p.bandwidth_bytes_per_s > 0 ? ExactNumber(p.bandwidth_bytes_per_s * 8 / 1e6) : "")
-        << '\n';
+    std::optional<double> bandwidth;
+    if (p.bandwidth_bytes_per_s > 0) bandwidth = p.bandwidth_bytes_per_s * 8 / 1e6;
+    rows.push_back({ids[i], p.compute_factor, p.latency_s * 1000, bandwidth});
   }
-  return differs ? WriteFileAtomically(PathIn(run.dir, kNetworkFile), csv.str()) : Status::Ok();
+  return differs ? WriteCsvFile<NetworkRow>(PathIn(run.dir, kNetworkFile), rows) : Status::Ok();
 }
 
 // Peak resident memory of this process in MiB (0 when unavailable).

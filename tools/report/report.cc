@@ -10,6 +10,7 @@
 
 #include "base/atomic_file.h"
 #include "base/csv.h"
+#include "base/csv_table.h"
 #include "node/host/node.h"
 #include "similarity/clustering.h"
 #include "tools/layout/run_layout.h"
@@ -25,13 +26,6 @@ std::string Fixed(double value, int digits) {
   char text[64];
   std::snprintf(text, sizeof(text), "%.*f", digits, value);
   return text;
-}
-
-// "first-last" (or "r" for a single round) of an exchange's rounds.
-std::string ExchangeRounds(const std::pair<int64_t, int64_t>& rounds) {
-  return rounds.first == rounds.second
-             ? std::to_string(rounds.first)
-             : std::to_string(rounds.first) + "-" + std::to_string(rounds.second);
 }
 
 // The table of the methods' full-test figures ([data] test = "cluster"), or "" when none has any.
@@ -191,48 +185,6 @@ MethodRecord RecordOf(const MethodSummary& s) {
   return r;
 }
 
-Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
-                       int num_clusters) {
-  std::ostringstream csv;
-  csv << "method,metric";
-  for (int c = 0; c < num_clusters; ++c) csv << ",cluster_" << c;
-  csv << ",mean,in_cluster,wall_s,simulated_s,overhead,nodes,nodes_failed,nodes_halted,"
-         "peak_pss_mib_mean,peak_pss_mib_max,ari,cluster_round,attackers,status,rounds,"
-         "first_node_round,last_node_round,exchange_s,exchange_rounds,epsilon,"
-         "bytes_sent_per_node,target_acc,time_to_target_s,worst_node";
-  const bool full_test = std::any_of(summaries.begin(), summaries.end(),
-                                     [](const auto& s) { return s.full_test_mean.has_value(); });
-  if (full_test) {
-    for (int c = 0; c < num_clusters; ++c) csv << ",full_test_cluster_" << c;
-    csv << ",full_test_mean,full_test_worst_node";
-  }
-  csv << '\n';
-  for (const MethodSummary& s : summaries) {
-    csv << QuotedCsvField(s.name) << ',' << s.metric;
-    for (double v : s.per_cluster) csv << ',' << ExactNumber(v);
-    csv << ',' << ExactNumber(s.mean) << ',' << ExactNumber(s.in_cluster) << ','
-        << ExactNumber(s.wall_seconds) << ',' << ExactNumber(s.simulated_seconds) << ','
-        << ExactNumber(s.overhead) << ',' << s.nodes << ',' << s.nodes_failed << ','
-        << s.nodes_halted << ',' << ExactNumber(s.peak_pss_mib_mean) << ','
-        << ExactNumber(s.peak_pss_mib_max) << ',' << ExactNumber(s.ari) << ','
-        << ExactNumber(s.cluster_round) << ',' << s.attackers << ',' << s.status << ',' << s.rounds
-        << ',' << s.first_node_round << ',' << s.last_node_round << ','
-        << ExactNumber(s.exchange_seconds) << ',';
-    if (s.exchange_rounds) csv << ExchangeRounds(*s.exchange_rounds);
-    csv << ',' << ExactNumber(s.epsilon) << ',' << ExactNumber(s.bytes_sent_per_node) << ','
-        << ExactNumber(s.target_acc) << ',' << ExactNumber(s.time_to_target_s) << ','
-        << ExactNumber(s.worst_node);
-    if (full_test) {
-      for (int c = 0; c < num_clusters; ++c) {
-        csv << ',' << (s.full_test_mean ? ExactNumber(s.full_test_per_cluster[c]) : "");
-      }
-      csv << ',' << ExactNumber(s.full_test_mean) << ',' << ExactNumber(s.full_test_worst_node);
-    }
-    csv << '\n';
-  }
-  return WriteFileAtomically(path, csv.str());
-}
-
 std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clusters) {
   if (summaries.empty()) return "";
   bool accuracy = summaries.front().metric == "accuracy";
@@ -285,7 +237,7 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
     if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
     if (any_exchange) {
       out << pad(s.exchange_seconds ? Fixed(*s.exchange_seconds, 1) + "s rounds " +
-                                          ExchangeRounds(*s.exchange_rounds)
+                                          RoundRangeCell{}.Write(s.exchange_rounds)
                                     : "-",
                  18);
     }
@@ -482,47 +434,44 @@ double RealOverCompute(const sim::SimulationReport& r) {
   return per_thread > 0 ? r.real_seconds / per_thread : 0;
 }
 
+// The simulation.csv row of a simulated `run`.
+SimulationRow SimulationRowOf(const MethodRun& run) {
+  const sim::SimulationReport& r = *run.simulation;
+  const double nodes = static_cast<double>(std::max<size_t>(run.nodes.size(), 1));
+  return {.method = run.method.name,
+          .simulated_s = r.simulated_seconds,
+          .real_s = r.real_seconds,
+          .events = r.events,
+          .events_per_s = r.real_seconds > 0 ? r.events / r.real_seconds : 0,
+          .messages = r.messages,
+          .jobs = r.jobs,
+          .compute_s = r.compute_seconds,
+          .threads = r.threads,
+          .real_over_compute_per_thread = RealOverCompute(r),
+          .nodes = run.nodes.size(),
+          .peak_rss_mib = run.simulation_peak_rss_mib,
+          .peak_rss_mib_per_node = run.simulation_peak_rss_mib / nodes,
+          .exchange_compute_s = r.exchange_compute_seconds,
+          .earlier_real_s = r.earlier_real_seconds,
+          .earlier_compute_s = r.earlier_compute_seconds};
+}
+
 Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>& runs) {
-  std::ostringstream csv;
-  // The columns before earlier_real_s and earlier_compute_s existed; a file with only these gets
-  // them empty (not known).
-  const std::string columns_before =
-      "method,simulated_s,real_s,events,events_per_s,messages,jobs,compute_s,threads,"
-      "real_over_compute_per_thread,nodes,peak_rss_mib,peak_rss_mib_per_node,exchange_compute_s";
-  const std::string added = ",earlier_real_s,earlier_compute_s";
-  const std::string header = columns_before + added;
-  csv << header << '\n';
+  std::vector<SimulationRow> rows;
   // The rows an earlier launch of the run wrote for methods not simulated now stay.
-  auto old = ReadWholeFile(path);
-  const bool current = old.ok() && old->rfind(header + "\n", 0) == 0;
-  const bool before = old.ok() && !current && old->rfind(columns_before + "\n", 0) == 0;
-  if (current || before) {
-    std::istringstream lines(old->substr((current ? header : columns_before).size() + 1));
-    size_t number = 1;
-    for (std::string line; std::getline(lines, line);) {
-      auto cells = SplitCsvLine(line, path, ++number);
-      std::string name = cells.ok() ? cells->front() : std::string();
-      bool simulated_now = std::any_of(runs.begin(), runs.end(), [&](const MethodRun& run) {
-        return run.simulation && run.method.name == name;
-      });
-      if (!name.empty() && !simulated_now) csv << line << (before ? ",," : "") << '\n';
-    }
+  auto earlier = ReadCsvFile<SimulationRow>(path);
+  for (const SimulationRow& row : earlier.ok() ? earlier->rows : std::vector<SimulationRow>()) {
+    const bool simulated_now = std::any_of(runs.begin(), runs.end(), [&](const MethodRun& run) {
+      return run.simulation && run.method.name == row.method;
+    });
+    if (!row.method.empty() && !simulated_now) rows.push_back(row);
   }
   for (const MethodRun& run : runs) {
-    if (!run.simulation) continue;
-    const sim::SimulationReport& r = *run.simulation;
-    double nodes = static_cast<double>(std::max<size_t>(run.nodes.size(), 1));
-    csv << QuotedCsvField(run.method.name) << ',' << ExactNumber(r.simulated_seconds) << ','
-        << ExactNumber(r.real_seconds) << ',' << r.events << ','
-        << ExactNumber(r.real_seconds > 0 ? r.events / r.real_seconds : 0) << ',' << r.messages
-        << ',' << r.jobs << ',' << ExactNumber(r.compute_seconds) << ',' << r.threads << ','
-        << ExactNumber(RealOverCompute(r)) << ',' << run.nodes.size() << ','
-        << ExactNumber(run.simulation_peak_rss_mib) << ','
-        << ExactNumber(run.simulation_peak_rss_mib / nodes) << ','
-        << ExactNumber(r.exchange_compute_seconds) << ',' << ExactNumber(r.earlier_real_seconds)
-        << ',' << ExactNumber(r.earlier_compute_seconds) << '\n';
+    if (run.simulation) rows.push_back(SimulationRowOf(run));
   }
-  return WriteFileAtomically(path, csv.str());
+  MESHLEARN_RETURN_IF_ERROR(WriteCsvFile<SimulationRow>(path, rows));
+  if (earlier.ok() || earlier.status().code() == ErrorCode::kNotFound) return Status::Ok();
+  return earlier.status().WithContext("the earlier launches' rows are dropped");
 }
 
 std::string DescribeSimulation(const MethodRun& run) {

@@ -2,6 +2,7 @@
 // Results of a launcher run: the paper-style table (file 004, Tables 2/3), summary.csv, the
 // per-method heatmaps and the curves picture.
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,63 +13,9 @@
 #include "tools/plot/matrix_csv.h"
 #include "tools/scenario/manifest.h"
 #include "tools/scenario/run_types.h"
+#include "tools/scenario/summary_csv.h"
 
 namespace meshlearn::launch {
-
-// The figures of one method.
-struct MethodSummary {
-  std::string name;
-  std::string metric;               // "accuracy" (percent) or "mse"
-  std::vector<double> per_cluster;  // mean best-validation test metric of each cluster's nodes
-  double mean = 0;                  // over all nodes with at least one round
-  // The worst honest node's best-validation test metric: the lowest accuracy, or the highest MSE
-  // (NaN without one). Rationale: a mean can hide a cluster that a few nodes let down.
-  double worst_node = NAN;
-  double in_cluster = 0;    // share of samples whose peer is in the sampler's cluster
-  double wall_seconds = 0;  // real seconds the method took
-  std::optional<double> simulated_seconds;  // --simulate: the simulated seconds it took
-  // Mean over nodes of the share of a node's time (rounds.csv wall_s: real seconds, simulated
-  // seconds under --simulate) spent outside training and evaluation.
-  double overhead = 0;
-  int nodes = 0;
-  int nodes_failed = 0;
-  // Honest nodes whose learning halted on a failed round (training or evaluation failed, e.g. on
-  // overflowed weights: a row with `stopped` and no validation loss). They served their last model
-  // from then on, and their figure is their best round before it.
-  int nodes_halted = 0;
-  int nodes_alone = 0;           // nodes whose log ends saying they never reached a peer
-  int attackers = 0;             // nodes that served poisoned models; left out of the metrics
-  double peak_pss_mib_mean = 0;  // process mode: mean over nodes of their peak PSS
-  double peak_pss_mib_max = 0;   // process mode: largest node; in-process: the whole process
-  std::optional<double> ari;     // EMD exchange or clustering policy: ARI of the found clusters
-  std::optional<double> cluster_round;  // clustering policy: mean round the nodes last clustered
-  // kComplete, kInterrupted (Ctrl-C) or kFailed (some nodes failed), as in the manifest.
-  std::string status = kComplete;
-  int64_t rounds = 0;  // the configured last round
-  // The lowest and highest last round the nodes completed (-1: none completed round 0).
-  int64_t first_node_round = -1, last_node_round = -1;
-  // EMD exchange: the longest time a node took from the start of its exchange to its last
-  // measurement, and the first and last round in which measurements completed.
-  std::optional<double> exchange_seconds;
-  std::optional<std::pair<int64_t, int64_t>> exchange_rounds;
-  // [privacy]: the largest ε an honest node had spent at its last round; nullopt without DP.
-  std::optional<double> epsilon;
-  // Mean over the nodes with a round (attackers included: their bytes cost the network too) of
-  // the bytes each sent, as its last rounds.csv row counts them: the encoded frames (issue 31).
-  double bytes_sent_per_node = 0;
-  // Time to target (tools/report/bytes_to_target.h): the run's target (the lowest final accuracy
-  // of its methods less kRunTargetPoints, in percent) and the seconds (rounds.csv wall_s) until
-  // this method's honest nodes' mean test accuracy first reached it; nullopt for MSE, or never.
-  std::optional<double> target_acc;
-  std::optional<double> time_to_target_s;
-  // [data] test = "cluster": the mean per cluster and overall, over the honest nodes tested, of
-  // the test metric of each node's best model on its cluster's full test set (full_test.h);
-  // empty and nullopt otherwise.
-  std::vector<double> full_test_per_cluster;
-  std::optional<double> full_test_mean;
-  std::optional<double> full_test_worst_node;  // the worst honest node's full-test metric
-  int64_t full_test_images = 0;                // the largest cluster test set's size
-};
 
 // What the clustering policies (samplers louvain and temperature) found.
 struct PolicyClusters {
@@ -83,17 +30,6 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition);
 
 // The manifest record of a method summarized as `summary` (times are the caller's).
 MethodRecord RecordOf(const MethodSummary& summary);
-
-// Writes "<out>/summary.csv": one row per method with per-cluster and mean metric, in-cluster
-// rate, real seconds (wall_s) and simulated seconds (simulated_s, empty unless simulated),
-// overhead, peak memory, the method's status with the rounds its nodes reached, the largest ε a
-// node spent (empty without [privacy]), the bytes a node sent, and the run's target accuracy with
-// the method's time to it (empty when not known or never reached), and the worst node's metric.
-// When a method has full-test figures ([data] test = "cluster"), the columns
-// full_test_cluster_<c>..., full_test_mean and full_test_worst_node follow (empty for methods
-// without); otherwise the file is as before they existed.
-Status WriteSummaryCsv(const std::string& path, const std::vector<MethodSummary>& summaries,
-                       int num_clusters);
 
 // The table printed at the end of a run, one row per method; a method that did not complete
 // says so, with the rounds its nodes reached. When a method was simulated, the `wall` column
@@ -149,10 +85,67 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
 Status WriteCurves(const std::string& path, const std::vector<MethodRun>& runs,
                    const Partition& partition, const std::string& title);
 
-// Writes "<out>/simulation.csv" for a --simulate run: per method the simulated and real seconds,
-// events, events per second, messages, learner jobs and the launcher's peak resident memory in
-// MiB, in all and per node. Unlike the other outputs it depends on the machine. The rows of an
-// existing file for methods not simulated in `runs` (a resumed run's earlier launch) are kept.
+// One row of simulation.csv: how one method's simulation went (sim::SimulationReport), with the
+// launcher's peak resident memory in MiB, in all and per node.
+struct SimulationRow {
+  std::string method;
+  double simulated_s = 0, real_s = 0;
+  uint64_t events = 0;
+  double events_per_s = 0;
+  uint64_t messages = 0, jobs = 0;
+  double compute_s = 0;
+  int threads = 0;
+  double real_over_compute_per_thread = 0;
+  uint64_t nodes = 0;
+  double peak_rss_mib = 0, peak_rss_mib_per_node = 0, exchange_compute_s = 0;
+  // The real and compute seconds of the launches before this one, up to the snapshot it resumed
+  // from (0 without a resume, NaN when not known); columns added later.
+  double earlier_real_s = NAN, earlier_compute_s = NAN;
+
+  // The columns of simulation.csv (base/csv_table.h).
+  template <class Columns, class Self>
+  static void Describe(Columns& c, Self& r) {
+    c.Column("method", r.method, TextCell{.quoted = true});
+    c.Column("simulated_s", r.simulated_s);
+    c.Column("real_s", r.real_s);
+    c.Column("events", r.events);
+    c.Column("events_per_s", r.events_per_s);
+    c.Column("messages", r.messages);
+    c.Column("jobs", r.jobs);
+    c.Column("compute_s", r.compute_s);
+    c.Column("threads", r.threads);
+    c.Column("real_over_compute_per_thread", r.real_over_compute_per_thread);
+    c.Column("nodes", r.nodes);
+    c.Column("peak_rss_mib", r.peak_rss_mib);
+    c.Column("peak_rss_mib_per_node", r.peak_rss_mib_per_node);
+    c.Column("exchange_compute_s", r.exchange_compute_s);
+    c.Column("earlier_real_s", r.earlier_real_s, Presence::kAddedLater);
+    c.Column("earlier_compute_s", r.earlier_compute_s, Presence::kAddedLater);
+  }
+};
+
+// One row of network.csv, a simulated method of a heterogeneous mesh: a node's compute factor and
+// access link (sim/heterogeneity.h, NodeProfile), bandwidth empty for an infinite one.
+struct NetworkRow {
+  std::string node;
+  double compute_factor = 1;
+  double latency_ms = 0;
+  std::optional<double> bandwidth_mbit_s;
+
+  // The columns of network.csv (base/csv_table.h).
+  template <class Columns, class Self>
+  static void Describe(Columns& c, Self& r) {
+    c.Column("node", r.node);
+    c.Column("compute_factor", r.compute_factor);
+    c.Column("latency_ms", r.latency_ms);
+    c.Column("bandwidth_mbit_s", r.bandwidth_mbit_s);
+  }
+};
+
+// Writes "<out>/simulation.csv" for a --simulate run: one SimulationRow per simulated method.
+// Unlike the other outputs it depends on the machine. The rows of an existing file for methods
+// not simulated in `runs` (a resumed run's earlier launch) are kept; when that file does not read
+// (ReadCsv), the new file has this launch's rows only and its error is returned.
 Status WriteSimulationCsv(const std::string& path, const std::vector<MethodRun>& runs);
 
 // One line on how `run`'s simulation went: simulated against real time, events per second,

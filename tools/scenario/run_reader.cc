@@ -16,6 +16,7 @@
 #include "tools/scenario/full_test_csv.h"
 #include "tools/scenario/manifest.h"
 #include "tools/scenario/scenario.h"
+#include "tools/scenario/summary_csv.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -33,14 +34,13 @@ std::vector<std::string> NodeFolderIds(const fs::path& dir) {
   return ids;
 }
 
-// The method names of summary.csv's rows (first column), in order; none without the file.
+// The method names of summary.csv's rows, in order; none without the file.
 Result<std::vector<std::string>> SummaryMethodNames(const std::string& path) {
   std::vector<std::string> names;
-  auto text = ReadWholeFile(path);
-  if (!text.ok()) return names;
-  auto records = ParseCsv(*text, path);
-  if (!records.ok()) return records.status();
-  for (size_t r = 1; r < records->size(); ++r) names.push_back((*records)[r].fields.front());
+  auto summary = ReadSummaryCsv(path);
+  if (summary.status().code() == ErrorCode::kNotFound) return names;
+  if (!summary.ok()) return summary.status();
+  for (const MethodSummary& s : summary->rows) names.push_back(s.name);
   return names;
 }
 

@@ -14,6 +14,7 @@
 #include "tools/report/report.h"
 #include "tools/scenario/manifest.h"
 #include "tools/scenario/run_reader.h"
+#include "tools/scenario/summary_csv.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -131,7 +132,11 @@ TEST(RunReader, SeveralFoldersOfOneScenarioReadAsOneTable) {
 // The same folder after the report wrote summary.csv in another order: both follow it.
 TEST(RunReader, SummaryCsvGivesTheMethodOrder) {
   std::string dir = ThreeMethodFolder();
-  std::ofstream(PathIn(dir, kSummaryFile)) << "method,metric\n\"stopped\",mse\n\"complete\",mse\n";
+  MethodSummary stopped, complete;
+  stopped.name = "stopped";
+  complete.name = "complete";
+  stopped.metric = complete.metric = "mse";
+  ASSERT_TRUE(WriteSummaryCsv(PathIn(dir, kSummaryFile), {stopped, complete}, 1).ok());
   auto folder = ReadRunFolder(dir);
   ASSERT_TRUE(folder.ok()) << folder.status().ToString();
   std::vector<std::string> names;
