@@ -205,18 +205,20 @@ std::string DescribeCosts(const std::vector<DashboardCost>& costs) {
 }
 
 Status WriteCostsCsv(const std::string& path, const std::vector<DashboardCost>& costs) {
-  std::ostringstream csv;
-  csv << "method,wall_s,run_cpu_s,dashboard_cpu_s,cpu_share,polling_cpu_s,serving_cpu_s,"
-         "nodes_http_cpu_s,polls,mean_poll_ms\n";
+  std::vector<DashboardCostRow> rows;
   for (const DashboardCost& c : costs) {
-    csv << QuotedCsvField(c.method) << "," << ExactNumber(c.wall_s) << ','
-        << ExactNumber(c.run_cpu_s) << ','
-        << ExactNumber(c.polling_cpu_s + c.serving_cpu_s + c.nodes_http_cpu_s) << ','
-        << ExactNumber(c.cpu_share()) << ',' << ExactNumber(c.polling_cpu_s) << ','
-        << ExactNumber(c.serving_cpu_s) << ',' << ExactNumber(c.nodes_http_cpu_s) << ',' << c.polls
-        << ',' << ExactNumber(c.mean_poll_ms) << '\n';
+    rows.push_back({.method = c.method,
+                    .wall_s = c.wall_s,
+                    .run_cpu_s = c.run_cpu_s,
+                    .dashboard_cpu_s = c.polling_cpu_s + c.serving_cpu_s + c.nodes_http_cpu_s,
+                    .cpu_share = c.cpu_share(),
+                    .polling_cpu_s = c.polling_cpu_s,
+                    .serving_cpu_s = c.serving_cpu_s,
+                    .nodes_http_cpu_s = c.nodes_http_cpu_s,
+                    .polls = c.polls,
+                    .mean_poll_ms = c.mean_poll_ms});
   }
-  return WriteFileAtomically(path, csv.str());
+  return WriteCsvFile<DashboardCostRow>(path, rows);
 }
 
 RunInfo RunInfoOf(const launch::RunFolder& folder, const std::string& run_dir) {

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/csv_table.h"
 #include "base/status.h"
 #include "process/http_server.h"
 #include "tools/dashboard/dashboard_model.h"
@@ -94,7 +95,32 @@ class LiveDashboard : public launch::RunWatcher {
 // One line per method on what the dashboard cost the run.
 std::string DescribeCosts(const std::vector<DashboardCost>& costs);
 
-// Writes "dashboard.csv": one row per method with the figures of DashboardCost.
+// One row of dashboard.csv: a method's DashboardCost, with the dashboard's CPU seconds
+// (polling + serving + nodes' HTTP) and their share of the run's.
+struct DashboardCostRow {
+  std::string method;
+  double wall_s = 0, run_cpu_s = 0, dashboard_cpu_s = 0, cpu_share = 0, polling_cpu_s = 0,
+         serving_cpu_s = 0, nodes_http_cpu_s = 0;
+  uint64_t polls = 0;
+  double mean_poll_ms = 0;
+
+  // The columns of dashboard.csv (base/csv_table.h).
+  template <class Columns, class Self>
+  static void Describe(Columns& c, Self& r) {
+    c.Column("method", r.method, TextCell{.quoted = true});
+    c.Column("wall_s", r.wall_s);
+    c.Column("run_cpu_s", r.run_cpu_s);
+    c.Column("dashboard_cpu_s", r.dashboard_cpu_s);
+    c.Column("cpu_share", r.cpu_share);
+    c.Column("polling_cpu_s", r.polling_cpu_s);
+    c.Column("serving_cpu_s", r.serving_cpu_s);
+    c.Column("nodes_http_cpu_s", r.nodes_http_cpu_s);
+    c.Column("polls", r.polls);
+    c.Column("mean_poll_ms", r.mean_poll_ms);
+  }
+};
+
+// Writes "dashboard.csv": one DashboardCostRow per method.
 Status WriteCostsCsv(const std::string& path, const std::vector<DashboardCost>& costs);
 
 // The page's description of the finished run folder `run_dir`, read by launch::ReadRunFolder

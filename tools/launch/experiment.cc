@@ -14,6 +14,7 @@
 #include "tools/launch/full_test.h"
 #include "tools/launch/node_processes.h"
 #include "tools/layout/run_layout.h"
+#include "tools/plot/matrix_csv.h"
 #include "training/readers.h"
 #include "training/shard_file.h"
 
@@ -221,7 +222,7 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
   if (!shards.ok()) return shards.status().WithContext(scenario.file + ": [data]");
 
   Partition partition;
-  std::string clusters_csv = "node,cluster\n";
+  std::vector<plot::ClusterRow> clusters;
   int max_cluster = -1;
   for (const training::ClientShard& shard : *shards) {
     std::string id = std::to_string(shard.client_id);
@@ -232,10 +233,11 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
     partition.shard_paths.push_back(path);
     partition.classification = shard.train.task == training::Task::kClassification;
     max_cluster = std::max(max_cluster, shard.cluster_id);
-    clusters_csv += id + "," + std::to_string(shard.cluster_id) + "\n";
+    clusters.push_back({id, shard.cluster_id});
   }
   partition.num_clusters = max_cluster + 1;
-  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(PathIn(out_dir, kClustersFile), clusters_csv));
+  MESHLEARN_RETURN_IF_ERROR(
+      WriteCsvFile<plot::ClusterRow>(PathIn(out_dir, kClustersFile), clusters));
   return partition;
 }
 

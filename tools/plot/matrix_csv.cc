@@ -327,36 +327,26 @@ Result<LabeledMatrix> MergeCommCounts(const std::string& run_dir,
 }
 
 Result<std::map<std::string, int>> ReadClusterCsv(const std::string& path) {
-  Result<std::vector<CsvRecord>> parsed = ReadCsv(path);
-  if (!parsed.ok()) return parsed.status();
-  MESHLEARN_RETURN_IF_ERROR(CheckHeader(path, *parsed, {"node", "cluster"}, true));
+  auto table = ReadCsvFile<ClusterRow>(path);
+  if (!table.ok()) return table.status();
   std::map<std::string, int> clusters;
-  for (size_t r = 1; r < parsed->size(); ++r) {
-    const CsvRecord& row = (*parsed)[r];
-    if (row.fields.size() != 2) {
-      return Status::Malformed(Where(path, row.line) + ": row has " +
-                               std::to_string(row.fields.size()) +
-                               " cells; expected 2: a node id and its cluster number");
+  for (size_t r = 0; r < table->rows.size(); ++r) {
+    const ClusterRow& row = table->rows[r];
+    if (row.node.empty() || !clusters.emplace(row.node, row.cluster).second) {
+      return Status::Malformed(CsvWhere(path, table->lines[r], 1) + " (node): '" + row.node +
+                               "' is " + (row.node.empty() ? "empty" : "repeated") +
+                               "; allowed: each node once");
     }
-    const std::string node = Trim(row.fields[0]);
-    if (node.empty() || clusters.count(node) != 0) {
-      return Status::Malformed(CsvWhere(path, row.line, 1) + ": node id '" + node + "' is " +
-                               (node.empty() ? "empty" : "repeated") + "; allowed: each node once");
-    }
-    const Result<int> cluster = CsvNumber<int>(path, row, 1, "cluster", kTyped);
-    if (!cluster.ok()) return cluster.status();
-    clusters[node] = *cluster;
   }
   return clusters;
 }
 
 Status WriteClusterCsv(const std::string& path, const std::map<std::string, int>& clusters) {
-  std::vector<std::string> ids;
-  for (const auto& [id, cluster] : clusters) ids.push_back(id);
-  std::sort(ids.begin(), ids.end(), NaturalLess);
-  std::string text = "node,cluster\n";
-  for (const auto& id : ids) text += CsvField(id) + "," + std::to_string(clusters.at(id)) + "\n";
-  return WriteText(path, text);
+  std::vector<ClusterRow> rows;
+  for (const auto& [id, cluster] : clusters) rows.push_back({id, cluster});
+  std::sort(rows.begin(), rows.end(),
+            [](const ClusterRow& a, const ClusterRow& b) { return NaturalLess(a.node, b.node); });
+  return WriteCsvFile<ClusterRow>(path, rows);
 }
 
 LabeledMatrix OrderByClusters(const LabeledMatrix& m, const std::map<std::string, int>& clusters) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/csv_table.h"
 #include "base/status.h"
 
 namespace meshlearn::plot {
@@ -70,10 +71,24 @@ Status WriteMatrixCsv(const std::string& path, const LabeledMatrix& m);
 Result<LabeledMatrix> MergeCommCounts(const std::string& run_dir,
                                       const std::vector<std::string>& order = {});
 
-// Reads a cluster file: CSV with header `node,cluster` and one row per node, the cluster an
-// integer. Returns id -> cluster; kNotFound for a missing file, kMalformed (file, line, column)
-// for a wrong header, a non-integer cluster, an empty or repeated node id or a row with other
-// than two cells.
+// One row of a cluster file (clusters.csv, and the --clusters file of meshlearn-heatmap): a node
+// and its cluster, an integer; blanks around either are allowed (a file typed by hand).
+struct ClusterRow {
+  std::string node;
+  int cluster = 0;
+
+  // The columns of a cluster file (base/csv_table.h).
+  template <class Columns, class Self>
+  static void Describe(Columns& c, Self& r) {
+    c.Column("node", r.node, TextCell{.trimmed = true});
+    c.Column("cluster", r.cluster, WholeCell{.form = {.padded = true}});
+  }
+};
+
+// Reads a cluster file: CSV with header `node,cluster` and one row per node (ClusterRow).
+// Returns id -> cluster; kNotFound for a missing file, kMalformed (file, line, column) for a
+// wrong header, a non-integer cluster, an empty or repeated node id or a row with other than two
+// cells.
 Result<std::map<std::string, int>> ReadClusterCsv(const std::string& path);
 
 // Writes `clusters` as a cluster file (rows in natural id order). Returns kIoError when the file

@@ -12,6 +12,7 @@
 
 #include "base/atomic_file.h"
 #include "base/csv.h"
+#include "base/csv_table.h"
 #include "tools/cli/cli_exit.h"
 #include "tools/layout/run_layout.h"
 #include "tools/scenario/run_reader.h"
@@ -115,11 +116,7 @@ int Failed(const Status& status) {
 }
 
 // The seeds as one cell: "1;2;3".
-std::string Seeds(const std::vector<uint64_t>& seeds) {
-  std::string text;
-  for (uint64_t s : seeds) text += (text.empty() ? "" : ";") + std::to_string(s);
-  return text;
-}
+std::string Seeds(const std::vector<uint64_t>& seeds) { return SeedsCell{}.Write(seeds); }
 
 }  // namespace
 
@@ -318,43 +315,20 @@ std::string CodecText(const node::CompressionSection& c) {
 }
 
 Result<std::vector<NodeRound>> ReadNodeRounds(const std::string& path) {
-  Result<std::string> text = ReadWholeFile(path);
-  if (!text.ok()) return text.status();
-  Result<std::vector<CsvRecord>> records = ParseCsv(*text, path);
-  if (!records.ok()) return records.status();
-  if (records->empty()) return Status::Malformed(path + ": empty file, no header");
-  const CsvRecord& header = records->front();
-  size_t columns[4];
-  const char* names[4] = {"round", "test_acc", "bytes_out", "wall_s"};
-  for (int c = 0; c < 4; ++c) {
-    auto it = std::find(header.fields.begin(), header.fields.end(), names[c]);
-    if (it == header.fields.end()) {
-      return Status::Malformed(CsvWhere(path, header.line, 1) + ": the header has no column '" +
-                               names[c] + "'");
-    }
-    columns[c] = static_cast<size_t>(it - header.fields.begin());
-  }
+  auto table = ReadCsvFile<node::RoundRow>(path);
+  if (!table.ok()) return table.status();
   std::vector<NodeRound> rows;
-  for (size_t r = 1; r < records->size(); ++r) {
-    const CsvRecord& record = (*records)[r];
-    if (record.fields.size() != header.fields.size()) {
-      return Status::Malformed(path + " line " + std::to_string(record.line) + ": " +
-                               std::to_string(record.fields.size()) + " cells, the header has " +
-                               std::to_string(header.fields.size()));
+  for (size_t i = 0; i < table->rows.size(); ++i) {
+    const node::RoundRow& r = table->rows[i];
+    for (const auto& [name, value] : {std::pair("test_acc", r.test_acc), {"wall_s", r.wall_s}}) {
+      if (std::isfinite(value)) continue;
+      return Status::Malformed(CsvWhere(path, table->lines[i], table->layout.ColumnOf(name)) +
+                               " (" + name + "): '" + ExactNumber(value) +
+                               "' is not a finite number; allowed: " + AllowedNumbers<double>() +
+                               " (bytes to target needs the test accuracy of a classification "
+                               "run, and the time of every round)");
     }
-    auto round = CsvNumber<int64_t>(path, record, columns[0], names[0]);
-    if (!round.ok()) return round.status();
-    auto test_acc = CsvNumber<double>(path, record, columns[1], names[1]);
-    if (!test_acc.ok()) {
-      return Status::Malformed(
-          test_acc.status().message() +
-          " (bytes to target needs the test accuracy of a classification run)");
-    }
-    auto bytes_out = CsvNumber<uint64_t>(path, record, columns[2], names[2]);
-    if (!bytes_out.ok()) return bytes_out.status();
-    auto wall_s = CsvNumber<double>(path, record, columns[3], names[3]);
-    if (!wall_s.ok()) return wall_s.status();
-    rows.push_back({*round, *test_acc, *bytes_out, *wall_s});
+    rows.push_back({r.round, r.test_acc, r.bytes_out, r.wall_s});
   }
   return rows;
 }
@@ -381,34 +355,54 @@ Result<RunCurves> ReadRunCurves(const std::string& dir) {
   return curves;
 }
 
-Status WriteBytesToTargetCsv(const std::string& path, const std::vector<BytesToTargetRow>& rows) {
-  std::ostringstream csv;
-  csv << "run,method,codec,seed,baseline,final_acc,target_acc,target_round,bytes_to_target,"
-         "bytes_total,ratio,time_to_target_s\n";
-  for (const BytesToTargetRow& r : rows) {
-    csv << QuotedCsvField(r.run) << ',' << QuotedCsvField(r.method) << ','
-        << QuotedCsvField(r.codec) << ',' << (r.seed ? std::to_string(*r.seed) : "") << ','
-        << QuotedCsvField(r.baseline) << ',' << ExactNumber(r.final_accuracy) << ','
-        << ExactNumber(r.target) << ',' << (r.reached ? std::to_string(r.reached->round) : "")
-        << ',' << (r.reached ? ExactNumber(r.reached->bytes_per_node) : "") << ','
-        << ExactNumber(r.bytes_total) << ',' << ExactNumber(r.ratio) << ','
-        << ExactNumber(r.time_to_target_s) << '\n';
+std::string ReachedCell::Write(const std::optional<CurvePoint>& reached) const {
+  if (!reached) return "";
+  return round ? std::to_string(reached->round) : ExactNumber(reached->bytes_per_node);
+}
+
+Status ReachedCell::Read(std::string_view cell, const std::string& where,
+                         std::optional<CurvePoint>& reached) const {
+  if (cell.empty()) return Status::Ok();
+  if (!reached) reached.emplace();
+  if (round) {
+    auto value = ParseNumber<int64_t>(cell, where, {.min = 0});
+    if (value.ok()) reached->round = *value;
+    return value.status();
   }
-  return WriteFileAtomically(path, csv.str());
+  auto value = ParseNumber<double>(cell, where, {.min = 0});
+  if (value.ok()) reached->bytes_per_node = *value;
+  return value.status();
+}
+
+std::string SeedsCell::Write(const std::vector<uint64_t>& seeds) const {
+  std::string text;
+  for (uint64_t s : seeds) {
+    if (!text.empty()) text += ';';
+    text += std::to_string(s);
+  }
+  return text;
+}
+
+Status SeedsCell::Read(std::string_view cell, const std::string& where,
+                       std::vector<uint64_t>& seeds) const {
+  std::vector<std::string> texts;
+  MESHLEARN_RETURN_IF_ERROR(ListCell{}.Read(cell, where, texts));
+  seeds.clear();
+  for (const std::string& text : texts) {
+    auto seed = ParseNumber<uint64_t>(text, where + ", a seed", {});
+    if (!seed.ok()) return seed.status();
+    seeds.push_back(*seed);
+  }
+  return Status::Ok();
+}
+
+Status WriteBytesToTargetCsv(const std::string& path, const std::vector<BytesToTargetRow>& rows) {
+  return WriteCsvFile<BytesToTargetRow>(path, rows);
 }
 
 Status WriteBytesToTargetMeanCsv(const std::string& path,
                                  const std::vector<BytesToTargetMean>& means) {
-  std::ostringstream csv;
-  csv << "method,codec,runs,seeds,final_acc,reached,bytes_to_target,bytes_total,ratio,"
-         "time_to_target_s\n";
-  for (const BytesToTargetMean& m : means) {
-    csv << QuotedCsvField(m.method) << ',' << QuotedCsvField(m.codec) << ',' << m.runs << ','
-        << Seeds(m.seeds) << ',' << ExactNumber(m.final_accuracy) << ',' << m.reached << ','
-        << ExactNumber(m.bytes_to_target) << ',' << ExactNumber(m.bytes_total) << ','
-        << ExactNumber(m.ratio) << ',' << ExactNumber(m.time_to_target_s) << '\n';
-  }
-  return WriteFileAtomically(path, csv.str());
+  return WriteCsvFile<BytesToTargetMean>(path, means);
 }
 
 std::string FormatBytesToTarget(const std::vector<BytesToTargetMean>& means, double points) {

@@ -42,8 +42,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/csv_table.h"
 #include "base/status.h"
 #include "node/config/config.h"
 #include "tools/scenario/run_types.h"
@@ -91,6 +93,21 @@ struct CurvePoint {
   double bytes_per_node = 0;  // mean over the nodes of bytes_out
 };
 
+// The cells of the point where a row reached its target (bytes_to_target.csv): target_round
+// (`round`) or bytes_to_target; both empty when it never did.
+struct ReachedCell {
+  bool round = true;
+  std::string Write(const std::optional<CurvePoint>& reached) const;
+  Status Read(std::string_view cell, const std::string& where,
+              std::optional<CurvePoint>& reached) const;
+};
+
+// Seeds separated by ';' in one cell (bytes_to_target_mean.csv); empty for none.
+struct SeedsCell {
+  std::string Write(const std::vector<uint64_t>& seeds) const;
+  Status Read(std::string_view cell, const std::string& where, std::vector<uint64_t>& seeds) const;
+};
+
 // The curve of a method whose nodes reported `nodes` (one list of rows per node): a point for
 // every round that every node reported, in round order (specification above). Empty when there is
 // no node, or no round that all of them reported.
@@ -127,6 +144,25 @@ struct BytesToTargetRow {
   double bytes_total = 0;                  // the curve's bytes at its last round
   std::optional<double> ratio;             // the baseline's bytes to target over this row's
   std::optional<double> time_to_target_s;  // TimeToTarget of its over_time; nullopt: never
+
+  // The columns of bytes_to_target.csv (base/csv_table.h): accuracies in percent, bytes per
+  // node, empty cells where not known or never reached; time_to_target_s came later.
+  template <class Columns, class Self>
+  static void Describe(Columns& c, Self& r) {
+    constexpr TextCell kQuoted{.quoted = true};
+    c.Column("run", r.run, kQuoted);
+    c.Column("method", r.method, kQuoted);
+    c.Column("codec", r.codec, kQuoted);
+    c.Column("seed", r.seed);
+    c.Column("baseline", r.baseline, kQuoted);
+    c.Column("final_acc", r.final_accuracy);
+    c.Column("target_acc", r.target);
+    c.Column("target_round", r.reached, ReachedCell{.round = true});
+    c.Column("bytes_to_target", r.reached, ReachedCell{.round = false});
+    c.Column("bytes_total", r.bytes_total);
+    c.Column("ratio", r.ratio);
+    c.Column("time_to_target_s", r.time_to_target_s, Presence::kAddedLater);
+  }
 };
 
 // The rows of every method of `runs`, in order, with targets from `baselines` (at least one) set
@@ -150,6 +186,22 @@ struct BytesToTargetMean {
   double bytes_total = 0;                  // mean over its rows
   std::optional<double> ratio;             // mean over the rows with a ratio; nullopt: none has
   std::optional<double> time_to_target_s;  // mean over the rows with one; nullopt: none has
+
+  // The columns of bytes_to_target_mean.csv (base/csv_table.h); seeds ';'-separated;
+  // time_to_target_s came later.
+  template <class Columns, class Self>
+  static void Describe(Columns& c, Self& m) {
+    c.Column("method", m.method, TextCell{.quoted = true});
+    c.Column("codec", m.codec, TextCell{.quoted = true});
+    c.Column("runs", m.runs, WholeCell{.form = {.min = 0}});
+    c.Column("seeds", m.seeds, SeedsCell{});
+    c.Column("final_acc", m.final_accuracy);
+    c.Column("reached", m.reached, WholeCell{.form = {.min = 0}});
+    c.Column("bytes_to_target", m.bytes_to_target);
+    c.Column("bytes_total", m.bytes_total);
+    c.Column("ratio", m.ratio);
+    c.Column("time_to_target_s", m.time_to_target_s, Presence::kAddedLater);
+  }
 };
 
 // Groups `rows` by method and codec, in order of first appearance, and averages each group.
@@ -160,13 +212,12 @@ std::vector<BytesToTargetMean> MeanOverSeeds(const std::vector<BytesToTargetRow>
 // "topk (0.05, int8, step 1)" (top-k always names its fraction and values).
 std::string CodecText(const node::CompressionSection& compression);
 
-// Reads the round, test_acc, bytes_out and wall_s cells of the rounds.csv at `path`, found by their
-// header names. kNotFound for a missing file; kMalformed naming the file, line and column for a
-// missing column, a row with another number of cells than the header, or a cell that is not a
-// whole number (round, bytes_out) or a finite number (test_acc, wall_s; an empty test_acc, as a
-// regression run writes, included).
-// Rationale: node::ReadRoundsCsv reads such a cell as 0, which here would move a target or a
-// byte count without a word.
+// Reads the round, test_acc, bytes_out and wall_s cells of the rounds.csv at `path`
+// (node::RoundRow's description). kNotFound for a missing file; kMalformed naming the file, line
+// and column for what the description refuses, or a test_acc or wall_s that is not a finite
+// number (an empty test_acc, as a regression run writes, included).
+// Rationale: rounds.csv reads such a cell as NaN (not known), which here would move a target or
+// a time without a word.
 Result<std::vector<NodeRound>> ReadNodeRounds(const std::string& path);
 
 // Reads the run folder `dir` (ReadRunFolder) and every node's rounds.csv (ReadNodeRounds) into

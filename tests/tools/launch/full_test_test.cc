@@ -212,9 +212,12 @@ TEST(FullTestCsv, AWrongHeaderOrShortRowIsRefusedWithItsLine) {
   const std::string path = PathIn(dir, kFullTestFile);
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"node,cluster,round,images,test_loss\n0,0,1,10,0.5\n",
-       path + ":1: header is not 'node,cluster,round,images,test_loss,test_acc'"},
+       path + " line 1, column 6: the header's end where the column 'test_acc' belongs; allowed: "
+              "the header node,cluster,round,images,test_loss,test_acc"},
       {"node,cluster,round,images,test_loss,test_acc\n0,0,1,10,0.5\n",
-       path + ":2: expected node,cluster,round,images,test_loss,test_acc"}};
+       path + " line 2: 5 cells; allowed: 6, one per column of the header"},
+      {"node,cluster,round,images,test_loss,test_acc\n0,0,1,-10,0.5,0.9\n",
+       path + " line 2, column 4 (images): '-10' is out of range; allowed: a whole number >= 0"}};
   for (const auto& [text, message] : cases) {
     std::ofstream(path) << text;
     const Status status = ReadFullTestCsv(run);

@@ -251,11 +251,11 @@ TEST(ClusterCsvTest, RoundTripInNaturalOrder) {
 TEST(ClusterCsvTest, RejectsBadFilesWithPlace) {
   const std::string path = TempDir() + "/clusters.csv";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"node,group\n1,0\n", "line 1: header must be exactly `node,cluster`"},
+      {"node,group\n1,0\n", "line 1, column 2: the column 'group' where the column 'cluster'"},
       {"node,cluster\n1,0\n2,one\n", "line 3, column 2"},
       {"node,cluster\n1,0\n1,1\n", "line 3, column 1"},
-      {"node,cluster\n1,0,5\n", "line 2: row has 3 cells"},
-      {"", "empty file"},
+      {"node,cluster\n1,0,5\n", "line 2: 3 cells; allowed: 2"},
+      {"", ": empty; allowed: the header node,cluster"},
   };
   for (const auto& [text, expected] : cases) {
     WriteFile(path, text);
