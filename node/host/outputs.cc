@@ -188,12 +188,9 @@ Status NodeOutputs::Replace(const std::string& name, std::string_view bytes) {
 
 Status NodeOutputs::WriteCluster(const std::vector<std::pair<std::string, int>>& partition,
                                  int64_t round) {
-  std::ostringstream csv;
-  csv << "node,label,round\n";
-  for (const auto& [node, label] : partition) {
-    csv << JoinPeers({node}) << ',' << label << ',' << round << '\n';
-  }
-  return Replace(kClusterFile, csv.str());
+  std::vector<ClusterLabelRow> rows;
+  for (const auto& [node, label] : partition) rows.push_back({node, label, round});
+  return Replace(kClusterFile, RenderCsv<ClusterLabelRow>(rows));
 }
 
 Status NodeOutputs::WriteEmd(const std::vector<EmdRow>& rows) {

@@ -68,6 +68,22 @@ struct RoundRow {
   }
 };
 
+// One row of cluster.csv: a node of the clustering policy's latest partition, the label of its
+// cluster, and the round the partition was computed in (the same on every row).
+struct ClusterLabelRow {
+  std::string node;
+  int label = 0;
+  int64_t round = 0;
+
+  // The columns of cluster.csv (base/csv_table.h).
+  template <class Columns, class Self>
+  static void Describe(Columns& c, Self& r) {
+    c.Column("node", r.node);
+    c.Column("label", r.label);
+    c.Column("round", r.round);
+  }
+};
+
 // The header of rounds.csv as a node writes it.
 std::string RoundsCsvHeader();
 
@@ -127,8 +143,8 @@ class NodeOutputs {
   // Replaces comm.csv and scores.csv.
   Status WriteCommAndScores(const std::vector<topology::CommRow>& comm,
                             const std::vector<topology::PeerRecord>& scores);
-  // Replaces cluster.csv with the clustering policy's latest partition, `node,label,round` (one
-  // line per clustered node; round: when it was computed).
+  // Replaces cluster.csv with the clustering policy's latest partition: one ClusterLabelRow per
+  // clustered node, all of round `round`.
   Status WriteCluster(const std::vector<std::pair<std::string, int>>& partition, int64_t round);
   // Replaces emd.csv:
   // `peer,emd,ref,accepted,peer_accepted,mutual,witness,threshold,measured_round,measured_s` (empty

@@ -12,6 +12,7 @@
 #include "base/csv.h"
 #include "base/csv_table.h"
 #include "node/host/node.h"
+#include "node/host/outputs.h"
 #include "similarity/clustering.h"
 #include "tools/layout/run_layout.h"
 #include "tools/plot/matrix_csv.h"
@@ -364,22 +365,13 @@ Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,
     std::string path = PathIn(run.nodes[i].dir, kClusterFile);
     auto text = ReadWholeFile(path);
     if (!text.ok()) continue;
-    auto records = ParseCsv(*text, path);  // node,label,round
-    if (!records.ok()) return records.status();
+    auto table = ReadCsv<node::ClusterLabelRow>(*text, path);
+    if (!table.ok()) return table.status();
     std::map<std::string, int> label;
     int64_t round = 0;
-    for (size_t r = 1; r < records->size(); ++r) {
-      const CsvRecord& record = (*records)[r];
-      if (record.fields.size() != 3) {
-        return Status::Malformed(path + ":" + std::to_string(record.line) +
-                                 ": expected node,label,round");
-      }
-      auto cell_label = CsvNumber<int>(path, record, 1, "label");
-      if (!cell_label.ok()) return cell_label.status();
-      auto cell_round = CsvNumber<int64_t>(path, record, 2, "round");
-      if (!cell_round.ok()) return cell_round.status();
-      label[record.fields[0]] = *cell_label;
-      round = *cell_round;
+    for (const node::ClusterLabelRow& row : table->rows) {
+      label[row.node] = row.label;
+      round = row.round;
     }
     if (!label.count(partition.ids[i])) continue;
     // This node's view: its labels of the nodes it clustered against their true clusters.

@@ -10,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "node/host/node.h"
+#include "node/host/outputs.h"
 #include "tests/fresh_dir.h"
 
 namespace meshlearn::launch {
@@ -172,6 +174,40 @@ TEST(Report, HonestNodesHaltedOnAFailedRoundAreCounted) {
   const auto [header, row] = SummaryHeaderAndRow(dir);
   EXPECT_NE(header.find(",nodes,nodes_failed,nodes_halted,"), std::string::npos) << header;
   EXPECT_NE(row.find(",3,0,1,"), std::string::npos) << row;
+}
+
+// cluster.csv is described once (node::ClusterLabelRow): what a node writes, the report reads; a
+// row the description does not read is an error naming the file, the line and the column.
+TEST(Report, PolicyClustersReadTheClusterCsvNodesWrite) {
+  const std::string dir = ::testing::TempDir() + "/report_policy_clusters";
+  std::filesystem::remove_all(dir);
+  MethodRun run;
+  const Partition partition = NodesIn({0, 0, 1}, 2, true);
+  for (const std::string& id : partition.ids) {
+    run.nodes.push_back({.id = id, .dir = dir + "/node-" + id});
+    auto outputs = node::NodeOutputs::Open(run.nodes.back().dir, -1);
+    ASSERT_TRUE(outputs.ok()) << outputs.status().ToString();
+    // Nodes 0 and 1 find the true clusters at round 4; node 2 puts node 1 with itself at round 6.
+    const int64_t round = id == "2" ? 6 : 4;
+    const int other = id == "2" ? 1 : 0;
+    ASSERT_TRUE(outputs->WriteCluster({{"0", 0}, {"1", other}, {"2", 1}}, round).ok());
+  }
+  EXPECT_EQ(ReadWholeFile(dir + "/node-0/cluster.csv").value(),
+            "node,label,round\n0,0,4\n1,0,4\n2,1,4\n");
+  auto found = ReadPolicyClusters(run, partition);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->clustered_nodes, 3);
+  EXPECT_DOUBLE_EQ((*found)->mean_round, 14.0 / 3);
+  EXPECT_LT((*found)->ari, 1.0);  // node 2's partition is not the truth
+
+  ASSERT_TRUE(
+      WriteFileAtomically(dir + "/node-1/cluster.csv", "node,label,round\n0,0,4\n1,x,4\n").ok());
+  auto bad = ReadPolicyClusters(run, partition);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("node-1/cluster.csv line 3, column 2 (label)"),
+            std::string::npos)
+      << bad.status().ToString();
 }
 
 }  // namespace
