@@ -22,7 +22,8 @@
 // - Metrics are stateless and const: one instance may score many peers from several threads.
 //
 // A metric is chosen by its MetricKind; MetricKindNames() (similarity/metric_factory.cc) is the
-// only place where config strings meet metric types.
+// only place where config strings meet metric types. A metric may also come from a user's
+// TorchScript file (kTorchScript, plugins/script_metric.h), behind the same interface.
 
 #include <functional>
 #include <memory>
@@ -39,16 +40,20 @@ namespace meshlearn::similarity {
 
 // The similarity metrics (DESIGN.md "Similarity metrics").
 enum class MetricKind {
-  kInvLoss,     // "inv_loss"
-  kCosWeights,  // "cos_weights"
-  kCosGrad,     // "cos_grad"
-  kInvL2,       // "inv_l2"
-  kEmd,         // "emd": from the EMD embedding exchange
-  kCentroid,    // "centroid": from FLT's data signatures
+  kInvLoss,      // "inv_loss"
+  kCosWeights,   // "cos_weights"
+  kCosGrad,      // "cos_grad"
+  kInvL2,        // "inv_l2"
+  kEmd,          // "emd": from the EMD embedding exchange
+  kCentroid,     // "centroid": from FLT's data signatures
+  kTorchScript,  // "torchscript": a user's module from a file (plugins/script_metric.h)
 };
 
 // The config name of every MetricKind, in documentation order.
 NameTable<MetricKind> MetricKindNames();
+
+// The names of the built-in metrics: every kind but kTorchScript, in documentation order.
+NameTable<MetricKind> BuiltInMetricKindNames();
 
 // "Mean training loss of these weights on my data": evaluates `weights` (a flat parameter vector
 // with the local model's layout) on node i's own training set. Provided by the training library;
@@ -100,7 +105,8 @@ class SimilarityMetric {
   virtual Result<double> Score(const MetricInput& input) const = 0;
 };
 
-// Builds the metric of `kind`.
+// Builds the built-in metric of `kind`; null for kTorchScript, whose metric comes from a file
+// (plugins::LoadScriptMetric, made by the node's learner from [learning] metric_path).
 std::unique_ptr<SimilarityMetric> MakeSimilarityMetric(MetricKind kind);
 
 }  // namespace meshlearn::similarity

@@ -32,9 +32,11 @@ constexpr MetricEntry kMetricTable[] = {
     {{"centroid", MetricKind::kCentroid}, &Make<CentroidMetric>},
 };
 
+// The built-in metrics, then the one a file brings.
 constexpr auto kMetricNames = [] {
-  std::array<NamedValue<MetricKind>, std::size(kMetricTable)> names{};
-  for (size_t i = 0; i < names.size(); ++i) names[i] = kMetricTable[i].named;
+  std::array<NamedValue<MetricKind>, std::size(kMetricTable) + 1> names{};
+  for (size_t i = 0; i < std::size(kMetricTable); ++i) names[i] = kMetricTable[i].named;
+  names.back() = {"torchscript", MetricKind::kTorchScript};
   return names;
 }();
 
@@ -42,11 +44,15 @@ constexpr auto kMetricNames = [] {
 
 NameTable<MetricKind> MetricKindNames() { return kMetricNames; }
 
+NameTable<MetricKind> BuiltInMetricKindNames() {
+  return NameTable<MetricKind>(kMetricNames).first(std::size(kMetricTable));
+}
+
 std::unique_ptr<SimilarityMetric> MakeSimilarityMetric(MetricKind kind) {
   for (const MetricEntry& entry : kMetricTable) {
     if (entry.named.value == kind) return entry.make();
   }
-  return nullptr;  // unreachable: the table covers every kind
+  return nullptr;  // kTorchScript: a file's metric
 }
 
 }  // namespace meshlearn::similarity

@@ -12,6 +12,8 @@
 //   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
 //   meshlearn-launch fuzz --seeds N [--from S] [--out DIR] [--replay S] [--canary] ...
 //                    (tools/fuzz/fuzz.h)
+//   meshlearn-launch check-plugin FILE [--floats N] [--trials T] [--seed S]
+//                    (tools/check_plugin_command.h)
 //
 // The command line becomes a launch::RunRequest, which launch::Run::Execute runs
 // (tools/launch/run.h). The run folder (--out) is never reused silently: see
@@ -29,6 +31,7 @@
 
 #include "node/config/logging.h"
 #include "process/process_limits.h"
+#include "tools/check_plugin_command.h"
 #include "tools/cli/cli_exit.h"
 #include "tools/dashboard/live_dashboard.h"
 #include "tools/fuzz/fuzz.h"
@@ -231,6 +234,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "bytes-to-target")
     return launch::BytesToTargetCommand(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "fuzz") return launch::FuzzCommand(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "check-plugin") {
+    return tools::CheckPluginCommand(argc - 1, argv + 1);
+  }
   if (argc >= 2 && std::string(argv[1]) == "serve") {
     return dashboard::ServeCommand(argc - 1, argv + 1);
   }

@@ -15,7 +15,6 @@ namespace meshlearn::training {
 namespace {
 
 using internal::AsTorch;
-using internal::FirstLine;
 
 // Keeps a zero gradient's clipping factor finite (dp_sgd.h, "Clipping").
 constexpr double kNormFloor = 1e-6;

@@ -17,7 +17,6 @@
 namespace meshlearn::training {
 namespace {
 
-using internal::FirstLine;
 using internal::IsChannelsLast;
 using internal::LayoutOf;
 using internal::PoolRelu;
@@ -460,9 +459,9 @@ Status TorchModel::LoadParameters(std::span<const float> flat) {
   return Status::Ok();
 }
 
-namespace internal {
-
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+namespace internal {
 
 ParamLayout LayoutOf(const std::vector<std::pair<std::string, torch::Tensor>>& named) {
   std::vector<std::pair<std::string, std::vector<int64_t>>> specs;

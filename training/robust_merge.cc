@@ -20,7 +20,8 @@ constexpr NamedValue<RobustKind> kRobustNames[] = {{"none", RobustKind::kNone},
                                                    {"median", RobustKind::kMedian},
                                                    {"krum", RobustKind::kKrum},
                                                    {"multi_krum", RobustKind::kMultiKrum},
-                                                   {"distance_gate", RobustKind::kDistanceGate}};
+                                                   {"distance_gate", RobustKind::kDistanceGate},
+                                                   {"torchscript", RobustKind::kTorchScript}};
 
 // Floats per model in one chunk of SquaredDistances: a few models' chunks stay in L2 while every
 // pair of them is measured, so each model is read from memory once.
@@ -224,6 +225,10 @@ Status CoordinateWise(const MergeInput& own, std::span<const MergeInput> peers, 
 
 NameTable<RobustKind> RobustKindNames() { return kRobustNames; }
 
+NameTable<RobustKind> BuiltInRobustKindNames() {
+  return NameTable<RobustKind>(kRobustNames).first(std::size(kRobustNames) - 1);
+}
+
 std::vector<double> SquaredDistances(std::span<const std::span<const float>> models, size_t rows) {
   const size_t n = models.size();
   std::vector<double> d2(n * n, 0.0);
@@ -391,8 +396,10 @@ std::unique_ptr<MergeRule> CreateMergeRule(const MergeWeights& weights,
     case RobustKind::kMultiKrum:
     case RobustKind::kDistanceGate:
       return std::make_unique<SelectingRule>(weights, robust);
+    case RobustKind::kTorchScript:
+      break;
   }
-  return nullptr;  // unreachable: every kind is above
+  return nullptr;  // kTorchScript: a file's rule
 }
 
 }  // namespace meshlearn::training

@@ -62,10 +62,14 @@ enum class RobustKind {
   kKrum,          // "krum"
   kMultiKrum,     // "multi_krum"
   kDistanceGate,  // "distance_gate"
+  kTorchScript,   // "torchscript": a user's rule from a file (plugins/script_merge.h)
 };
 
 // The config names of every RobustKind, in documentation order.
 NameTable<RobustKind> RobustKindNames();
+
+// The names of the built-in rules: every kind but kTorchScript, in documentation order.
+NameTable<RobustKind> BuiltInRobustKindNames();
 
 // A robust rule and its parameters (the [learning] keys of the same names).
 struct RobustOptions {
@@ -79,7 +83,9 @@ struct RobustOptions {
   bool operator==(const RobustOptions&) const = default;
 };
 
-// The merge rule of `robust` over `weights` (see the specification above).
+// The built-in merge rule of `robust` over `weights` (see the specification above); null for
+// kTorchScript, whose rule comes from a file (plugins::LoadScriptMergeRule, made by the node's
+// learner from [learning] merge_path).
 std::unique_ptr<MergeRule> CreateMergeRule(const MergeWeights& weights,
                                            const RobustOptions& robust);
 

@@ -11,13 +11,11 @@
 #include <vector>
 
 #include "training/model.h"
+#include "training/torchscript_file.h"
 
 namespace meshlearn::training {
 
 namespace internal {
-
-// The first line of `text` (torch's messages carry a C++ backtrace after it).
-std::string FirstLine(const std::string& text);
 
 // The layout of the parameters `named` (name and tensor), in that order.
 ParamLayout LayoutOf(const std::vector<std::pair<std::string, torch::Tensor>>& named);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "training/torch_model.h"
+#include "training/torchscript_file.h"
 
 namespace meshlearn::training::internal {
 namespace {
@@ -57,9 +58,11 @@ std::string ShapeText(at::IntArrayRef sizes) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> MakeTorchScript(const ModelSpec& spec) {
-  const std::string& path = spec.torchscript_path;
-  if (path.empty()) return Status::InvalidArgument("model 'torchscript' needs torchscript_path");
+}  // namespace meshlearn::training::internal
+
+namespace meshlearn::training {
+
+Result<torch::jit::Module> LoadTorchScriptFile(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return Status::NotFound(path + ": no such TorchScript file");
@@ -73,10 +76,23 @@ Result<std::unique_ptr<Model>> MakeTorchScript(const ModelSpec& spec) {
                              "torch.jit.script(model).save(path)): " +
                              FirstLine(e.what()));
   }
-  const std::string where = path + ": ";
   if (!module.find_method("forward")) {
-    return Status::InvalidArgument(where + "the module has no forward method");
+    return Status::InvalidArgument(path + ": the module has no forward method");
   }
+  return module;
+}
+
+}  // namespace meshlearn::training
+
+namespace meshlearn::training::internal {
+
+Result<std::unique_ptr<Model>> MakeTorchScript(const ModelSpec& spec) {
+  const std::string& path = spec.torchscript_path;
+  if (path.empty()) return Status::InvalidArgument("model 'torchscript' needs torchscript_path");
+  Result<torch::jit::Module> loaded = LoadTorchScriptFile(path);
+  if (!loaded.ok()) return loaded.status();
+  torch::jit::Module module = std::move(*loaded);
+  const std::string where = path + ": ";
   int64_t params = 0;
   for (const auto& p : module.parameters(/*recurse=*/true)) {
     if (p.scalar_type() != torch::kFloat32) {

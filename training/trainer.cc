@@ -17,7 +17,6 @@ namespace {
 using internal::AsTorch;
 using internal::CheckCompatible;
 using internal::DataTensors;
-using internal::FirstLine;
 using internal::Loss;
 using internal::MakeOptimizer;
 using internal::OptimizerPtr;

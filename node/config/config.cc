@@ -28,7 +28,8 @@ constexpr NamedValue<AttackKind> kAttackKinds[] = {{"none", AttackKind::kNone},
                                                    {"free_rider", AttackKind::kFreeRider},
                                                    {"mimic", AttackKind::kMimic},
                                                    {"score_lie", AttackKind::kScoreLie},
-                                                   {"sybil", AttackKind::kSybil}};
+                                                   {"sybil", AttackKind::kSybil},
+                                                   {"torchscript", AttackKind::kTorchScript}};
 
 constexpr const char* kPublicKeyRule =
     "must be a CURVE public key: 40 Z85 characters, as in a .pub file of meshlearn-keygen";
@@ -57,6 +58,31 @@ Status CheckPrivacy(const NodeConfig& c, const std::string& name) {
                                      "FLT signatures")) +
         " computed from the training data without noise; turn that off, or set [privacy] "
         "allow_data_exchanges = true to accept it (docs/privacy.md)");
+  }
+  return Status::Ok();
+}
+
+// Every "torchscript" choice needs its file: the model's, and each plug-in point's
+// (docs/plugins.md). Rationale: a path without its choice is not refused, because the launcher
+// gives every node a scenario's keys and a method may choose a built-in kind over them.
+Status CheckTorchScriptFiles(const NodeConfig& c, const std::string& name) {
+  const struct {
+    bool chosen;
+    const std::string& path;
+    const char* choice;
+    const char* key;
+  } files[] = {{c.model.architecture == training::Architecture::kTorchScript,
+                c.model.torchscript_path, "[model] architecture", "model.torchscript_path"},
+               {c.learning.metric == similarity::MetricKind::kTorchScript, c.learning.metric_path,
+                "[learning] metric", "learning.metric_path"},
+               {c.learning.robust.kind == training::RobustKind::kTorchScript, c.learning.merge_path,
+                "[learning] robust", "learning.merge_path"},
+               {c.attack.kind == AttackKind::kTorchScript, c.attack.attack_path, "[attack] kind",
+                "attack.attack_path"}};
+  for (const auto& file : files) {
+    if (!file.chosen || !file.path.empty()) continue;
+    return Status::InvalidArgument(name + ": " + file.choice + " = \"torchscript\" needs '" +
+                                   file.key + "' (a file saved by torch.jit.script(...).save)");
   }
   return Status::Ok();
 }
@@ -99,12 +125,7 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
         "\" needs protocol version " + std::to_string(version) +
         ", but [round] max_protocol_version = " + std::to_string(c.round.max_protocol_version));
   }
-  if (c.model.architecture == training::Architecture::kTorchScript &&
-      c.model.torchscript_path.empty()) {
-    return Status::InvalidArgument(name +
-                                   ": [model] architecture = \"torchscript\" needs "
-                                   "'model.torchscript_path'");
-  }
+  MESHLEARN_RETURN_IF_ERROR(CheckTorchScriptFiles(c, name));
   if (c.learning.sampler == topology::SamplerKind::kOracle && c.learning.clusters.empty()) {
     return Status::InvalidArgument(name +
                                    ": [learning] sampler = \"oracle\" needs the "

@@ -146,6 +146,7 @@ struct TrainingSection {
 // [learning]
 struct LearningSection {
   similarity::MetricKind metric = similarity::MetricKind::kCosWeights;
+  std::string metric_path;  // metric torchscript: the module's file (plugins/script_metric.h)
   topology::SamplerKind sampler = topology::SamplerKind::kDac;
   double tau = 30;
   topology::TauSchedule tau_schedule = topology::TauSchedule::kConstant;
@@ -161,6 +162,7 @@ struct LearningSection {
   // The robust merge ([learning] robust and its parameters; training/robust_merge.h, whose
   // RobustOptions owns their defaults). clip_tau "auto" (adaptive) is an empty clip_tau.
   training::RobustOptions robust;
+  std::string merge_path;  // robust torchscript: the module's file (plugins/script_merge.h)
   // Staleness-aware merge weights ([learning] staleness and its parameters; training/staleness.h,
   // whose StalenessOptions owns the parameters' defaults). On by default, polynomial:
   // docs/results.md "Stragglers and churn" (every async run gained).
@@ -174,6 +176,7 @@ struct LearningSection {
   template <class Keys, class Self>
   static void Describe(Keys& keys, Self& s) {
     keys.Choice("metric", s.metric, similarity::MetricKindNames());
+    keys.String("metric_path", s.metric_path, Need::kOptional, Written::kUnlessDefault);
     keys.Choice("sampler", s.sampler, topology::SamplerKindNames());
     keys.Number("tau", s.tau, 0, 1e6);
     keys.Choice("tau_schedule", s.tau_schedule, topology::TauScheduleNames());
@@ -193,6 +196,7 @@ struct LearningSection {
     keys.Integer("krum_f", s.robust.krum_f, 0, 100000);
     keys.Integer("krum_m", s.robust.krum_m, 0, 100000);
     keys.Number("gate_gamma", s.robust.gate_gamma, 0, 1e6);
+    keys.String("merge_path", s.merge_path, Need::kOptional, Written::kUnlessDefault);
     keys.Choice("staleness", s.staleness.kind, training::StalenessKindNames());
     keys.Number("staleness_a", s.staleness.a, 0, 100);
     keys.Number("staleness_b", s.staleness.b, 0, 1e6);
@@ -359,18 +363,19 @@ struct EmdSection {
 // [attack] kind: robustness experiments only (node/learner/poisoned_learner.h; configs/README.md
 // "[attack]" says what each needs).
 enum class AttackKind {
-  kNone,       // "none": an honest node
-  kSignFlip,   // "sign_flip": serves -w
-  kNoise,      // "noise": serves Gaussian values with w's root mean square
-  kLabelFlip,  // "label_flip": trains honestly on flipped labels, serves what it trained
-  kScaling,    // "scaling": serves scale * w
-  kAlie,       // "alie": serves mu - z * sigma of the models it fetched and its own
-  kIpm,        // "ipm": serves -epsilon * their mean
-  kDissensus,  // "dissensus": serves w + epsilon * (w - the fetched models' mean)
-  kFreeRider,  // "free_rider": never trains, serves a stale model
-  kMimic,      // "mimic": serves a copy of one honest peer's model
-  kScoreLie,   // "score_lie": gossips score rows that promote its allies, demote the others
-  kSybil,      // "sybil": announces made-up identities in its PeerLists
+  kNone,         // "none": an honest node
+  kSignFlip,     // "sign_flip": serves -w
+  kNoise,        // "noise": serves Gaussian values with w's root mean square
+  kLabelFlip,    // "label_flip": trains honestly on flipped labels, serves what it trained
+  kScaling,      // "scaling": serves scale * w
+  kAlie,         // "alie": serves mu - z * sigma of the models it fetched and its own
+  kIpm,          // "ipm": serves -epsilon * their mean
+  kDissensus,    // "dissensus": serves w + epsilon * (w - the fetched models' mean)
+  kFreeRider,    // "free_rider": never trains, serves a stale model
+  kMimic,        // "mimic": serves a copy of one honest peer's model
+  kScoreLie,     // "score_lie": gossips score rows that promote its allies, demote the others
+  kSybil,        // "sybil": announces made-up identities in its PeerLists
+  kTorchScript,  // "torchscript": serves what a user's module returns (plugins/script_attack.h)
 };
 
 // The config names of the attack kinds, in documentation order.
@@ -400,6 +405,7 @@ struct AttackSection {
   std::vector<std::string> allies;  // score_lie: the ids it promotes (the launcher's attackers)
   int sybils = 100;                 // sybil: made-up identities it announces
   SybilAddress sybil_address = SybilAddress::kSelf;  // sybil: where they listen
+  std::string attack_path;  // torchscript: the module's file (plugins/script_attack.h)
 
   bool operator==(const AttackSection&) const = default;
   // True for the attacks that serve poisoned models (node/learner/poisoned_learner.h); false
@@ -420,6 +426,7 @@ struct AttackSection {
     keys.NodeIdList("allies", s.allies);
     keys.Integer("sybils", s.sybils, 0, 4000);
     keys.Choice("sybil_address", s.sybil_address, SybilAddressNames());
+    keys.String("attack_path", s.attack_path, Need::kOptional, Written::kUnlessDefault);
   }
 };
 

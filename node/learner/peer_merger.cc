@@ -8,13 +8,12 @@
 
 namespace meshlearn::node {
 
-Result<std::unique_ptr<PeerMerger>> PeerMerger::Create(training::Model& model,
-                                                       const training::Dataset& train,
-                                                       similarity::MetricKind metric,
-                                                       std::unique_ptr<training::MergeRule> rule,
-                                                       std::optional<double> merge_min_score) {
+Result<std::unique_ptr<PeerMerger>> PeerMerger::Create(
+    training::Model& model, const training::Dataset& train,
+    std::unique_ptr<similarity::SimilarityMetric> metric, std::unique_ptr<training::MergeRule> rule,
+    std::optional<double> merge_min_score) {
   std::unique_ptr<PeerMerger> merger(new PeerMerger(model, train.size(), merge_min_score));
-  merger->metric_ = similarity::MakeSimilarityMetric(metric);
+  merger->metric_ = std::move(metric);
   merger->rule_ = std::move(rule);
   merger->initial_ = model.Parameters();
   if (merger->metric_->Needs().own_data_loss) {
@@ -71,7 +70,14 @@ Status PeerMerger::Merge(const RoundJob& job, RoundOutcome& out, std::vector<flo
   if (peers.empty()) return Status::Ok();
   training::MergeInput self{own, train_size_, 0};
   training::MergeReport report;
-  MESHLEARN_RETURN_IF_ERROR(rule_->Merge(self, peers, own, &report).WithContext("merge"));
+  std::vector<float> result(own.size());
+  const Status status = rule_->Merge(self, peers, result, &report);
+  if (!status.ok()) {
+    out.round_errors.push_back(
+        status.WithContext("merge left out, the node keeps its model this round"));
+    return Status::Ok();
+  }
+  own.swap(result);
   for (size_t j = 0; j < merged.size(); ++j) merged[j]->merged = report.kept[j];
   return model_.LoadParameters(own);
 }

@@ -15,6 +15,11 @@
 // - Each peer goes to the rule with its staleness ([learning] staleness, training/staleness.h):
 //   a peer whose model is of round r_j, merged in round t, is max(0, t − 1 − r_j) rounds behind
 //   (0 when its round is unknown).
+// - A merge that fails (a plug-in's fault, a result that would hold NaN or Inf) leaves the model
+//   as it was: no peer is marked merged, the round trains on, and the failure is one of the
+//   round's errors (RoundOutcome::round_errors, logged by the node).
+//   Rationale: a merge is one part of a round; a user's rule that fails on one round's inputs
+//   should cost that round's merge, not the node's learning.
 // - With no peer to merge, the model is left untouched.
 
 #include <memory>
@@ -34,20 +39,21 @@ class PeerMerger {
  public:
   // Scores with `metric` and merges with `rule` into `model` (which outlives the merger and holds
   // the shared initial weights now, for metrics that need them); `train` is the node's training
-  // data (its size is n_i for FedAvg; inv_loss scores on it). `merge_min_score`: [learning]
-  // merge_min_score, off when empty.
-  static Result<std::unique_ptr<PeerMerger>> Create(training::Model& model,
-                                                    const training::Dataset& train,
-                                                    similarity::MetricKind metric,
-                                                    std::unique_ptr<training::MergeRule> rule,
-                                                    std::optional<double> merge_min_score);
+  // data (its size is n_i for FedAvg; a metric that needs the own-data loss scores on it).
+  // `merge_min_score`: [learning] merge_min_score, off when empty.
+  static Result<std::unique_ptr<PeerMerger>> Create(
+      training::Model& model, const training::Dataset& train,
+      std::unique_ptr<similarity::SimilarityMetric> metric,
+      std::unique_ptr<training::MergeRule> rule, std::optional<double> merge_min_score);
 
   // Scores every peer of `job` against `own` (the node's current weights) into out.scores, in
   // the order of job.peers.
   void Score(const RoundJob& job, const std::vector<float>& own, RoundOutcome& out) const;
 
   // Merges the peers that Score() scored (and that pass merge_min_score) with `own` into `own`
-  // and loads the result into the model; marks them merged in out.scores.
+  // and loads the result into the model; marks them merged in out.scores. A failed merge is one
+  // of out.round_errors (see the specification); an error is returned only when the model cannot
+  // load the merged weights.
   Status Merge(const RoundJob& job, RoundOutcome& out, std::vector<float>& own);
 
  private:

@@ -74,8 +74,9 @@ const PeerModel* SmallestId(const RoundJob& job) {
 
 class PoisonedLearner final : public Learner {
  public:
-  PoisonedLearner(std::unique_ptr<Learner> honest, const AttackSection& attack, uint64_t seed)
-      : honest_(std::move(honest)), attack_(attack), seed_(seed) {
+  PoisonedLearner(std::unique_ptr<Learner> honest, const AttackSection& attack, uint64_t seed,
+                  std::unique_ptr<plugins::ScriptAttack> script)
+      : honest_(std::move(honest)), attack_(attack), seed_(seed), script_(std::move(script)) {
     stale_ = honest_->Snapshot().weights;
     mimicked_ = attack_.target;
   }
@@ -107,21 +108,37 @@ class PoisonedLearner final : public Learner {
     auto out = honest_->RunRound(job);
     if (!out.ok() || attack_.kind == AttackKind::kLabelFlip) return out;
     if (!out->merged_weights.view().empty()) {  // a turn of the sequential schedule serves it
-      out->merged_weights = FloatArray::Own(Served(job, out->merged_weights.view()));
+      Result<Floats> merged = Served(job, out->merged_weights.view());
+      if (merged.ok()) {
+        out->merged_weights = FloatArray::Own(std::move(*merged));
+      } else {
+        out->round_errors.push_back(merged.status().WithContext(kServesHonestly));
+      }
     }
     const std::span<const float> w = out->published_weights.view();
-    Floats served = Served(job, w);
+    Result<Floats> served = Served(job, w);
+    if (!served.ok()) {
+      out->round_errors.push_back(served.status().WithContext(kServesHonestly));
+      return out;
+    }
     if (out->published_update) {
       const std::span<const float> delta = out->published_update->view();
-      out->published_update = FloatArray::Own(ServedUpdate(job, w, delta, served));
+      out->published_update = FloatArray::Own(ServedUpdate(job, w, delta, *served));
     }
-    out->published_weights = FloatArray::Own(std::move(served));
+    out->published_weights = FloatArray::Own(std::move(*served));
     return out;
   }
 
  private:
-  // The model served this round, from the honest model `w` and the models of `job`.
-  Floats Served(const RoundJob& job, std::span<const float> w) {
+  // The context of an attack that failed this round.
+  static constexpr const char* kServesHonestly =
+      "[attack] failed, the honest model is served this round";
+
+  // The model served this round, from the honest model `w` and the models of `job`; only the
+  // plug-in of kTorchScript can fail.
+  Result<Floats> Served(const RoundJob& job, std::span<const float> w) {
+    std::vector<std::span<const float>> fetched;
+    for (const PeerModel& p : job.peers) fetched.push_back(p.weights.view());
     switch (attack_.kind) {
       case AttackKind::kSignFlip:
         return SignFlipped(w);
@@ -131,11 +148,12 @@ class PoisonedLearner final : public Learner {
         return Scaled(w, attack_.scale);
       case AttackKind::kMimic:
         return Mimicked(job, w);
-      default: {  // alie, ipm, dissensus
-        std::vector<std::span<const float>> fetched;
-        for (const PeerModel& p : job.peers) fetched.push_back(p.weights.view());
+      case AttackKind::kTorchScript:
+        if (!script_)
+          return Status::InvalidArgument("[attack] kind = torchscript without a module");
+        return script_->Served(w, fetched);
+      default:  // alie, ipm, dissensus
         return FromStatistics(attack_, w, fetched);
-      }
     }
   }
 
@@ -175,16 +193,18 @@ class PoisonedLearner final : public Learner {
   std::unique_ptr<Learner> honest_;
   AttackSection attack_;
   uint64_t seed_;
-  Floats stale_;          // free_rider: what it serves
-  std::string mimicked_;  // mimic: the peer it copies (empty until chosen)
-  Floats copy_;           // mimic: the latest copy of that peer's model
+  Floats stale_;                                   // free_rider: what it serves
+  std::string mimicked_;                           // mimic: the peer it copies (empty until chosen)
+  Floats copy_;                                    // mimic: the latest copy of that peer's model
+  std::unique_ptr<plugins::ScriptAttack> script_;  // torchscript: the module
 };
 
 }  // namespace
 
 std::unique_ptr<Learner> MakePoisonedLearner(std::unique_ptr<Learner> honest,
-                                             const AttackSection& attack, uint64_t seed) {
-  return std::make_unique<PoisonedLearner>(std::move(honest), attack, seed);
+                                             const AttackSection& attack, uint64_t seed,
+                                             std::unique_ptr<plugins::ScriptAttack> script) {
+  return std::make_unique<PoisonedLearner>(std::move(honest), attack, seed, std::move(script));
 }
 
 void PoisonData(const AttackSection& attack, training::ClientShard& shard) {

@@ -34,6 +34,9 @@
 //     It serves the shared initial model ([attack] stale = "initial"), or a copy of the last model
 //     it fetched ("fetched": of this round's fetched models, the one of the smallest peer id; the
 //     initial model until it has fetched one). It serves no update.
+//   - kTorchScript serves what the module of [attack] attack_path returns for w and F
+//     (plugins/script_attack.h). A round in which the module fails serves w, the honest model,
+//     and the failure is one of the round's errors (RoundOutcome::round_errors).
 //   - kMimic serves a copy of one peer's model (Karimireddy, He, Jaggi 2022, "mimic"): the peer
 //     [attack] target, or, when that is empty, the first peer it fetches (the smallest id of that
 //     round), kept for the rest of the run. It serves the latest copy it holds (its own w until
@@ -46,6 +49,7 @@
 
 #include "node/config/config.h"
 #include "node/logic/learner.h"
+#include "plugins/script_attack.h"
 #include "training/dataset.h"
 #include "training/shard_file.h"
 
@@ -58,10 +62,12 @@ namespace meshlearn::node {
 void PoisonData(const AttackSection& attack, training::ClientShard& shard);
 
 // Wraps `honest` so that it serves models poisoned by `attack` (attack.PoisonsModels()); `seed` is
-// the node's own seed (NodeTrainingSeed). The honest learner's current weights are taken as the
-// initial model (a free rider's "initial").
+// the node's own seed (NodeTrainingSeed); `script` is the loaded module of kTorchScript
+// (node/learner/pluggable_parts.h), null for the other kinds. The honest learner's current
+// weights are taken as the initial model (a free rider's "initial").
 std::unique_ptr<Learner> MakePoisonedLearner(std::unique_ptr<Learner> honest,
-                                             const AttackSection& attack, uint64_t seed);
+                                             const AttackSection& attack, uint64_t seed,
+                                             std::unique_ptr<plugins::ScriptAttack> script = {});
 
 // The label-flip attack's data: a classification label y becomes C − 1 − y (C classes; the
 // ClippedGossip code's 9 − y for 10), a regression target y becomes −y.

@@ -1,6 +1,7 @@
 // The training learner: the Learner facade (node/logic/learner.h) over its parts, each with one
 // job and its own header:
-// - PeerMerger (peer_merger.h): scores the round's peer models and merges them;
+// - PeerMerger (peer_merger.h): scores the round's peer models and merges them, with the metric
+//   and the merge rule of pluggable_parts.h;
 // - LocalTrainer (local_trainer.h): local training, evaluation, early stopping, and the
 //   PrivacyBudget (privacy_budget.h) of DP-SGD;
 // - ClusterObserver (cluster_observer.h): the update directions of FLIC / OCFL;
@@ -22,10 +23,10 @@
 #include "node/learner/emd_measurer.h"
 #include "node/learner/local_trainer.h"
 #include "node/learner/peer_merger.h"
+#include "node/learner/pluggable_parts.h"
 #include "node/learner/poisoned_learner.h"
 #include "node/learner/privacy_budget.h"
 #include "training/model.h"
-#include "training/robust_merge.h"
 #include "training/shard_file.h"
 #include "training/trainer.h"
 
@@ -58,11 +59,13 @@ class TrainingLearner final : public Learner {
     learner->model_ = std::move(*model);
     training::Model& m = *learner->model_;
 
-    const LearningSection& learning = config.learning;
-    auto merger = PeerMerger::Create(
-        m, train, learning.metric,
-        training::CreateMergeRule({learning.aggregation, learning.staleness}, learning.robust),
-        learning.merge_min_score);
+    const size_t floats = m.Layout().total_floats();
+    auto metric = MakeMetric(config.learning, floats);
+    if (!metric.ok()) return metric.status();
+    auto rule = MakeMergeRule(config.learning, floats);
+    if (!rule.ok()) return rule.status();
+    auto merger = PeerMerger::Create(m, train, std::move(*metric), std::move(*rule),
+                                     config.learning.merge_min_score);
     if (!merger.ok()) return merger.status();
     learner->merger_ = std::move(*merger);
     learner->architecture_id_ = ArchitectureIdOf(spec, m.Layout());
@@ -208,7 +211,10 @@ Result<std::unique_ptr<Learner>> CreateLearner(const NodeConfig& config) {
   PoisonData(config.attack, *shard);
   auto honest = TrainingLearner::Create(config, std::move(*shard));
   if (!honest.ok() || !config.attack.PoisonsModels()) return honest;
-  return MakePoisonedLearner(std::move(*honest), config.attack, NodeTrainingSeed(config));
+  auto script = MakeScriptAttack(config.attack, (*honest)->Layout().total_floats());
+  if (!script.ok()) return script.status();
+  return MakePoisonedLearner(std::move(*honest), config.attack, NodeTrainingSeed(config),
+                             std::move(*script));
 }
 
 }  // namespace meshlearn::node

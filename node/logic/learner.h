@@ -84,6 +84,9 @@ struct RoundOutcome {
   // weights after this round's merge, served with the model to peers that ask for it
   // (GetModel.with_update). Empty when the node did not train this round.
   std::optional<FloatArray> published_update;
+  // What went wrong in this round without failing it, each costing the round one part (a merge
+  // left out, an attack's plug-in that failed): the node logs one error line for each.
+  std::vector<Status> round_errors;
 
   // The outcome of round `round` in which nothing was measured (a failed round, a free rider
   // that never trains): every loss and accuracy NaN, which rounds.csv leaves empty, so no summary

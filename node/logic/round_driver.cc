@@ -290,6 +290,9 @@ void RoundDriver::OnComputeDone(const Result<RoundOutcome>& result, TimePoint no
 
 void RoundDriver::UpdateSampler(const RoundOutcome& outcome) {
   const int64_t round = fetch_.round;
+  for (const Status& error : outcome.round_errors) {
+    node_.log.error("round {}: {}", round, error.ToString());
+  }
   std::vector<topology::PeerObservation> observations;
   for (const PeerScoreOutcome& s : outcome.scores) {
     if (!s.score) {

@@ -195,7 +195,7 @@ TEST(MergeRules, EveryRuleIgnoresThePeersOrderAndMayWriteOverTheOwnModel) {
     }
   }
   const std::vector<float> own(w[0].begin(), w[0].end());
-  for (const auto& [name, kind] : RobustKindNames()) {
+  for (const auto& [name, kind] : BuiltInRobustKindNames()) {
     std::vector<MergeInput> peers;
     for (size_t k = 1; k < w.size(); ++k) peers.push_back({w[k], 10 + k, 0.1 * k});
     const std::vector<float> first = Merge(Options(kind), own, peers);
@@ -206,6 +206,17 @@ TEST(MergeRules, EveryRuleIgnoresThePeersOrderAndMayWriteOverTheOwnModel) {
     ASSERT_TRUE(CreateMergeRule({}, Options(kind))->Merge({in_place, 10, 0}, peers, in_place).ok());
     EXPECT_EQ(in_place, first) << name;
   }
+}
+
+TEST(MergeRules, EveryBuiltInKindHasItsRuleAndAFilesRuleIsNotBuiltIn) {
+  std::vector<std::string> names = NamesOf(RobustKindNames());
+  EXPECT_EQ(names.back(), "torchscript");
+  names.pop_back();
+  EXPECT_EQ(NamesOf(BuiltInRobustKindNames()), names);
+  for (const auto& [name, kind] : BuiltInRobustKindNames()) {
+    EXPECT_EQ(CreateMergeRule({}, Options(kind))->Name(), name);
+  }
+  EXPECT_EQ(CreateMergeRule({}, Options(RobustKind::kTorchScript)), nullptr);
 }
 
 TEST(MergeRules, ReportsALayoutMismatch) {

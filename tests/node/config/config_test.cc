@@ -475,6 +475,43 @@ TEST(Config, PrivacyNeedsExactlyOneNoiseSettingAndSaneValues) {
   EXPECT_NE(script.message().find("per-sample gradients"), std::string::npos) << script.message();
 }
 
+// The plug-in points (docs/plugins.md): each "torchscript" choice needs its file's key; a path
+// without its choice is kept (a method may choose a built-in over a scenario's path); the keys
+// are written only when set, so a default node.toml is unchanged.
+TEST(Config, EachTorchScriptPlugInNeedsItsFileAndItsKeyIsWrittenOnlyWhenSet) {
+  const std::pair<std::string, std::string> choices[] = {
+      {"[learning]\nmetric = \"torchscript\"\n", "'learning.metric_path'"},
+      {"[learning]\nrobust = \"torchscript\"\n", "'learning.merge_path'"},
+      {"[attack]\nkind = \"torchscript\"\n", "'attack.attack_path'"}};
+  for (const auto& [choice, key] : choices) {
+    Status refused = ParseError(std::string(kMinimal) + choice);
+    EXPECT_EQ(refused.code(), ErrorCode::kInvalidArgument) << choice;
+    EXPECT_NE(refused.message().find("= \"torchscript\" needs " + key), std::string::npos)
+        << refused.message();
+  }
+  auto chosen = ParseNodeConfig(std::string(kMinimal) +
+                                    "[learning]\nmetric = \"torchscript\"\nmetric_path = \"m.pt\"\n"
+                                    "robust = \"torchscript\"\nmerge_path = \"r.pt\"\n"
+                                    "[attack]\nkind = \"torchscript\"\nattack_path = \"a.pt\"\n",
+                                "node.toml");
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->learning.metric, similarity::MetricKind::kTorchScript);
+  EXPECT_EQ(chosen->learning.robust.kind, training::RobustKind::kTorchScript);
+  EXPECT_EQ(chosen->attack.kind, AttackKind::kTorchScript);
+  auto again = ParseNodeConfig(RenderNodeConfig(*chosen), "rendered.toml");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->learning.metric_path, "m.pt");
+  EXPECT_EQ(again->learning.merge_path, "r.pt");
+  EXPECT_EQ(again->attack.attack_path, "a.pt");
+  EXPECT_TRUE(ParseError(std::string(kMinimal) + "[learning]\nmetric_path = \"m.pt\"\n").ok());
+  auto plain = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(plain.ok());
+  const std::string rendered = RenderNodeConfig(*plain);
+  for (const char* key : {"metric_path", "merge_path", "attack_path"}) {
+    EXPECT_EQ(rendered.find(key), std::string::npos) << key << " written though not set";
+  }
+}
+
 TEST(Config, PrivacyWithEmdOrFltSignaturesIsRefusedWithoutTheOverride) {
   const std::string privacy = "[privacy]\nenabled = true\nnoise_multiplier = 1\n";
   const std::string emd = std::string(kMinimal) + "[emd]\nenabled = true\n" + privacy;
