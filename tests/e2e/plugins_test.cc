@@ -2,12 +2,13 @@
 // one plug-in of each kind (the worked examples' cos_weights metric and FedAvg merge, and a
 // min-max attacker), over compressed and uncompressed links; plug-ins that fail on every third
 // call, which cost rounds and peers error lines but never the node; and a file that breaks its
-// contract, refused at start-up.
+// contract, refused at start-up. Through meshlearn-launch, in threads and simulated: the
+// cos_weights example summed in the built-in's order gives the built-in's run byte for byte.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "tests/e2e/e2e_support.h"
+#include "tests/e2e/launcher_support.h"
 
 namespace meshlearn::e2e {
 namespace {
@@ -131,6 +132,48 @@ TEST(PlugIns, AFileThatBreaksItsContractIsRefusedAtStartNamingTheFile) {
                          "Tensor, peers: List[Tensor], coefficients: Tensor) -> Tensor"),
             std::string::npos)
       << run.log;
+}
+
+// Runs the 6-node synthetic scenario of launcher_support.h, 5 rounds, with one method "dac"
+// whose learning table is `learning`, in `mode`; returns the run folder.
+std::string LaunchDac(const std::string& name, const std::string& learning,
+                      const std::string& mode) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  const std::string scenario = WriteScenario(dir, 5, 0);
+  Finished run = RunToEnd({MESHLEARN_LAUNCH_BIN, scenario, "--out", dir + "/out", mode, "--set",
+                           "methods=[{name = \"dac\", learning = {" + learning + "}}]"},
+                          dir + "/launch.log", seconds(600));
+  EXPECT_TRUE(ExitedWith(run.status, 0)) << run.log;
+  return dir + "/out";
+}
+
+TEST(PlugIns, TheCosWeightsExampleInTheBuiltInsOrderGivesTheBuiltInsRunInEveryMode) {
+  for (const std::string mode : {"--in-process", "--simulate"}) {
+    const std::string builtin =
+        LaunchDac("e2e_plugins_builtin" + mode, "metric = \"cos_weights\", tau = 140", mode);
+    const std::string plugin = LaunchDac("e2e_plugins_script" + mode,
+                                         "metric = \"torchscript\", metric_path = \"" +
+                                             Example("cos_weights_builtin_order") + "\", tau = 140",
+                                         mode);
+    // A sync run samples the same peers in every round of every node, and reaches the same
+    // losses (as launcher_test.cc's simulated and deployed runs); simulated, every byte is the
+    // seed's.
+    for (int i = 0; i < 6; ++i) {
+      const std::string node = "/dac/node-" + std::to_string(i);
+      const auto expected = Rounds(builtin + node), got = Rounds(plugin + node);
+      ASSERT_EQ(expected.size(), 6u) << mode << node;
+      ASSERT_EQ(got.size(), expected.size()) << mode << node;
+      for (size_t r = 0; r < got.size(); ++r) {
+        EXPECT_EQ(got[r].peers, expected[r].peers) << mode << node << " round " << r;
+        EXPECT_NEAR(got[r].test_loss, expected[r].test_loss, 1e-6 * expected[r].test_loss)
+            << mode << node << " round " << r;
+      }
+    }
+    if (mode == "--simulate") ExpectIdenticalMethodFiles(builtin, plugin, "dac", 6);
+    EXPECT_NE(ReadText(plugin + "/dac/node-0/node.log").find("plug-in [learning] metric"),
+              std::string::npos);
+  }
 }
 
 }  // namespace
