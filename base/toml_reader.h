@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -26,8 +27,16 @@ namespace meshlearn {
 // default (unless required); present keys must have the right type and range.
 class TableReader {
  public:
-  TableReader(const toml::table& table, std::string file, std::string section)
-      : table_(table), file_(std::move(file)), section_(std::move(section)) {}
+  // Where the nodes of a table built from several sources were written ("<file>:<line>", "--set
+  // <assignment>"), by node: toml++ copies a node without its line, so a reader of such a table
+  // is told each node's origin instead.
+  using Origins = std::map<const toml::node*, std::string>;
+
+  // `origins` (when given) must outlive the reader; an error about a node it holds starts with
+  // that node's origin instead of `file` and the node's line.
+  TableReader(const toml::table& table, std::string file, std::string section,
+              const Origins* origins = nullptr)
+      : table_(table), file_(std::move(file)), section_(std::move(section)), origins_(origins) {}
 
   // Reads string `key` into `out`; kInvalidArgument when absent but `required`.
   Status String(const char* key, std::string* out, bool required = false) {
@@ -116,7 +125,7 @@ class TableReader {
   Status Table(const char* key, const std::function<Status(TableReader&)>& read) {
     return Read(key, false, [&](const toml::node& n) -> Status {
       if (!n.is_table()) return Fail(key, n, "must be a table [" + Qualified(key) + "]");
-      TableReader sub(*n.as_table(), file_, Qualified(key));
+      TableReader sub(*n.as_table(), file_, Qualified(key), origins_);
       MESHLEARN_RETURN_IF_ERROR(read(sub));
       return sub.RejectUnknown();
     });
@@ -131,7 +140,7 @@ class TableReader {
       }
       for (size_t i = 0; i < array->size(); ++i) {
         TableReader sub(*array->get(i)->as_table(), file_,
-                        Qualified(key) + "[" + std::to_string(i) + "]");
+                        Qualified(key) + "[" + std::to_string(i) + "]", origins_);
         MESHLEARN_RETURN_IF_ERROR(read(sub));
         MESHLEARN_RETURN_IF_ERROR(sub.RejectUnknown());
       }
@@ -186,8 +195,12 @@ class TableReader {
     return f(*n);
   }
 
-  // "<file>:<line>: " of `n` (just "<file>: " when the line is unknown).
+  // "<file>:<line>: " of `n` (just "<file>: " when the line is unknown), or "<origin>: " when the
+  // reader was given the origin of `n`.
   std::string Where(const toml::node& n) const {
+    if (origins_) {
+      if (auto it = origins_->find(&n); it != origins_->end()) return it->second + ": ";
+    }
     const auto& src = n.source();
     if (src.begin.line == 0) return file_ + ": ";
     return file_ + ":" + std::to_string(src.begin.line) + ": ";
@@ -208,6 +221,7 @@ class TableReader {
   const toml::table& table_;
   std::string file_;
   std::string section_;
+  const Origins* origins_;
   std::set<std::string> read_;
 };
 

@@ -483,8 +483,9 @@ Result<NodeConfig> ParseNodeConfigTable(const toml::table& root, const std::stri
   return config;
 }
 
-Status ReadNodeConfigKeys(const toml::table& root, const std::string& name, NodeConfig& config) {
-  TableReader top(root, name, "");
+Status ReadNodeConfigKeys(const toml::table& root, const std::string& name, NodeConfig& config,
+                          const TableReader::Origins* origins) {
+  TableReader top(root, name, "", origins);
   KeyReader keys(top, Reading::kPresentKeysOnly);
   NodeConfig::Describe(keys, config);
   MESHLEARN_RETURN_IF_ERROR(keys.status());

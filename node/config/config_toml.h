@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "base/status.h"
+#include "base/toml_reader.h"
 #include "node/config/config.h"
 
 namespace meshlearn::node {
@@ -23,7 +24,9 @@ Result<NodeConfig> ParseNodeConfigTable(const toml::table& root, const std::stri
 // Reads the keys `root` holds onto `config`, by the descriptions ParseNodeConfigTable() reads
 // with, and leaves every other key as it is: no key is required and no rule between keys is
 // checked (CheckNodeConfig() checks the config once it is complete). Errors as
-// ParseNodeConfig()'s, prefixed with `name` (and the line, for nodes that have one).
-Status ReadNodeConfigKeys(const toml::table& root, const std::string& name, NodeConfig& config);
+// ParseNodeConfig()'s, prefixed with `name` (and the line, for nodes that have one), or with the
+// origin `origins` gives a node of `root` (a table merged from several sources).
+Status ReadNodeConfigKeys(const toml::table& root, const std::string& name, NodeConfig& config,
+                          const TableReader::Origins* origins = nullptr);
 
 }  // namespace meshlearn::node

@@ -8,9 +8,14 @@
 #include <toml++/toml.h>
 
 #include "base/stable_hash.h"
+#include "tools/scenario/node_keys.h"
 
 namespace meshlearn::launch {
 namespace {
+
+using similarity::MetricKind;
+using topology::SamplerKind;
+using training::AggregationKind;
 
 constexpr double kLingerSeconds = 1;
 
@@ -48,13 +53,16 @@ void DrawSize(FuzzScenario& s, const FuzzLimits& limits) {
 
 void DrawMethod(FuzzScenario& s) {
   Draws d("method", s.seed);
-  s.sampler =
-      d.Pick<std::string>({"dac", "dac", "dac", "random", "oracle", "louvain", "temperature"});
-  s.metric = d.Pick<std::string>({"cos_weights", "cos_grad", "inv_l2", "inv_loss"});
-  s.aggregation = d.Coin() ? "fedavg" : "fedsim";
+  s.sampler = d.Pick<SamplerKind>({SamplerKind::kDac, SamplerKind::kDac, SamplerKind::kDac,
+                                   SamplerKind::kRandom, SamplerKind::kOracle,
+                                   SamplerKind::kLouvain, SamplerKind::kTemperature});
+  s.metric = d.Pick<MetricKind>(
+      {MetricKind::kCosWeights, MetricKind::kCosGrad, MetricKind::kInvL2, MetricKind::kInvLoss});
+  s.aggregation = d.Coin() ? AggregationKind::kFedAvg : AggregationKind::kFedSim;
   s.peers_per_round = static_cast<int>(d.Int(1, std::min(4, s.nodes - 1)));
   s.sync = d.Coin(0.7);
-  s.codec = d.Pick<std::string>({"none", "none", "fp16", "int8"});
+  s.codec = d.Pick<CompressionCodec>({CompressionCodec::kNone, CompressionCodec::kNone,
+                                      CompressionCodec::kFp16, CompressionCodec::kInt8});
   s.privacy = d.Coin(0.15);
   s.security = d.Coin(0.2);
   s.known_peers = d.Coin(0.2) ? static_cast<int>(d.Int(1, std::max(1, s.nodes / 2))) : 0;
@@ -65,25 +73,30 @@ void DrawMethod(FuzzScenario& s) {
   // had before they were added.
   Draws data("data-method", s.seed);
   if (data.Coin(0.25)) {
-    const std::string method =
-        data.Pick<std::string>({"emd_cluster", "emd", "centroid_cluster", "centroid"});
-    if (method == "emd" || method == "centroid") {
-      s.sampler = "dac";
-      s.metric = method;
-    } else {
-      s.sampler = method;
-    }
+    // A sampler of its own, or DAC with a metric of this kind.
+    struct DataMethod {
+      SamplerKind sampler;
+      std::optional<MetricKind> metric;
+    };
+    const DataMethod method = data.Pick<DataMethod>({{SamplerKind::kEmdCluster, std::nullopt},
+                                                     {SamplerKind::kDac, MetricKind::kEmd},
+                                                     {SamplerKind::kCentroidCluster, std::nullopt},
+                                                     {SamplerKind::kDac, MetricKind::kCentroid}});
+    s.sampler = method.sampler;
+    if (method.metric) s.metric = *method.metric;
   }
   Draws topk("topk", s.seed);
-  if (topk.Coin(0.1)) s.codec = "topk";
+  if (topk.Coin(0.1)) s.codec = CompressionCodec::kTopK;
 }
 
 // Whether the scenario's method runs the EMD exchange, and whether it uses FLT's signatures.
 bool RunsEmdExchange(const FuzzScenario& s) {
-  return s.sampler == "emd_cluster" || (s.sampler == "dac" && s.metric == "emd");
+  return s.sampler == SamplerKind::kEmdCluster ||
+         (s.sampler == SamplerKind::kDac && s.metric == MetricKind::kEmd);
 }
 bool UsesSignatures(const FuzzScenario& s) {
-  return s.sampler == "centroid_cluster" || (s.sampler == "dac" && s.metric == "centroid");
+  return s.sampler == SamplerKind::kCentroidCluster ||
+         (s.sampler == SamplerKind::kDac && s.metric == MetricKind::kCentroid);
 }
 
 bool Wanted(FaultKind kind, const FuzzLimits& limits, Draws& d) {
@@ -168,43 +181,6 @@ toml::array IdArray(const std::vector<int>& ids) {
   return a;
 }
 
-toml::table NodeSections(const FuzzScenario& s) {
-  toml::table learning{{"sampler", s.sampler},
-                       {"metric", s.metric},
-                       {"aggregation", s.aggregation},
-                       {"peers_per_round", s.peers_per_round},
-                       {"tau", 30}};
-  const bool emd = RunsEmdExchange(s), signatures = UsesSignatures(s);
-  if (s.sampler == "dac" && (emd || signatures)) {
-    // Their scores are never > 0 (configs/README.md [learning] metric).
-    learning.insert("unscored", "zero");
-    learning.insert("normalize", "minmax");
-  }
-  toml::table round{
-      {"sync", s.sync}, {"round_deadline_s", s.round_deadline_s}, {"linger_s", kLingerSeconds}};
-  toml::table node{
-      {"model", toml::table{{"architecture", emd || signatures ? "mlp" : "linear"}}},
-      {"training", toml::table{{"optimizer", "sgd"},
-                               // The MLP diverges at the linear model's rate on the
-                               // regression within its first round (seeds 25, 27 and 46).
-                               {"learning_rate", emd || signatures ? 0.0003 : 0.003},
-                               {"batch_size", 8},
-                               {"rounds", s.rounds},
-                               {"patience", s.rounds + 1}}},
-      {"learning", std::move(learning)},
-      {"round", std::move(round)},
-      {"compression", toml::table{{"codec", s.codec}}},
-  };
-  if (emd) node.insert("emd", toml::table{{"enabled", true}});
-  if (signatures) node.insert("signature", toml::table{{"k", 1}});
-  if (s.privacy) {
-    node.insert("privacy", toml::table{{"enabled", true},
-                                       {"noise_multiplier", 0.5},
-                                       {"allow_data_exchanges", emd || signatures}});
-  }
-  return node;
-}
-
 toml::table NetworkSection(const FuzzScenario& s) {
   toml::table network{{"round_compute_s", s.round_compute_s}};
   if (s.loss > 0) network.insert("loss", s.loss);
@@ -248,6 +224,42 @@ toml::table NetworkSection(const FuzzScenario& s) {
 
 }  // namespace
 
+node::NodeConfig NodeSettings(const FuzzScenario& s) {
+  node::NodeConfig c;
+  const bool emd = RunsEmdExchange(s), signatures = UsesSignatures(s);
+  c.model.architecture =
+      emd || signatures ? training::Architecture::kMlp : training::Architecture::kLinear;
+  c.training.optimizer = training::OptimizerKind::kSgd;
+  // The MLP diverges at the linear model's rate on the regression within its first round (seeds
+  // 25, 27 and 46).
+  c.training.learning_rate = emd || signatures ? 0.0003 : 0.003;
+  c.training.batch_size = 8;
+  c.training.rounds = s.rounds;
+  c.training.patience = s.rounds + 1;
+  c.learning.sampler = s.sampler;
+  c.learning.metric = s.metric;
+  c.learning.aggregation = s.aggregation;
+  c.learning.peers_per_round = s.peers_per_round;
+  c.learning.tau = 30;
+  if (s.sampler == SamplerKind::kDac && (emd || signatures)) {
+    // Their scores are never > 0 (configs/README.md [learning] metric).
+    c.learning.unscored = topology::UnscoredRule::kZero;
+    c.learning.normalize = topology::ScoreNormalization::kMinMax;
+  }
+  c.round.sync = s.sync;
+  c.round.round_deadline_s = s.round_deadline_s;
+  c.round.linger_s = kLingerSeconds;
+  c.compression.codec = s.codec;
+  c.emd.enabled = emd;
+  if (signatures) c.signature.k = 1;
+  if (s.privacy) {
+    c.privacy.enabled = true;
+    c.privacy.noise_multiplier = 0.5;
+    c.privacy.allow_data_exchanges = emd || signatures;
+  }
+  return c;
+}
+
 NameTable<FaultKind> FaultKindNames() {
   static constexpr NamedValue<FaultKind> kNames[] = {
       {"loss", FaultKind::kLoss},           {"corrupt", FaultKind::kCorrupt},
@@ -273,10 +285,11 @@ FuzzScenario DrawScenario(uint64_t seed, const FuzzLimits& limits) {
 std::string DescribeScenario(const FuzzScenario& s) {
   std::ostringstream out;
   out << s.nodes << " nodes, " << s.rounds << " rounds, " << s.clusters << " clusters, "
-      << s.sampler;
-  if (s.sampler == "dac") out << '/' << s.metric;
-  out << ' ' << s.aggregation << (s.sync ? " sync" : " async");
-  if (s.codec != "none") out << ' ' << s.codec;
+      << NameOf(topology::SamplerKindNames(), s.sampler);
+  if (s.sampler == SamplerKind::kDac) out << '/' << NameOf(similarity::MetricKindNames(), s.metric);
+  out << ' ' << NameOf(training::AggregationKindNames(), s.aggregation)
+      << (s.sync ? " sync" : " async");
+  if (s.codec != CompressionCodec::kNone) out << ' ' << NameOf(CompressionCodecNames(), s.codec);
   if (s.privacy) out << " dp";
   if (s.security) out << " curve";
   if (s.known_peers > 0) out << " known-peers=" << s.known_peers;
@@ -307,7 +320,7 @@ std::string ScenarioToml(const FuzzScenario& s) {
                            {"train_per_client", 50},
                            {"validation_per_client", 50},
                            {"test_per_client", 50}}},
-      {"node", NodeSections(s)},
+      {"node", ChangedNodeKeys(node::NodeConfig{}, NodeSettings(s))},
       {"network", NetworkSection(s)},
   };
   std::ostringstream out;

@@ -37,6 +37,11 @@
 
 #include "base/named_value.h"
 #include "base/status.h"
+#include "node/config/config.h"
+#include "protocol/compression.h"
+#include "similarity/metric.h"
+#include "topology/sampler_factory.h"
+#include "training/aggregation.h"
 
 namespace meshlearn::launch {
 
@@ -91,12 +96,12 @@ struct FuzzScenario {
   // Method.
   // dac, random, oracle, louvain (FLIC), temperature (OCFL), emd_cluster (the EMD exchange) or
   // centroid_cluster (FLT); dac's metric may also be emd or centroid.
-  std::string sampler = "dac";
-  std::string metric = "cos_weights";
-  std::string aggregation = "fedavg";
+  topology::SamplerKind sampler = topology::SamplerKind::kDac;
+  similarity::MetricKind metric = similarity::MetricKind::kCosWeights;
+  training::AggregationKind aggregation = training::AggregationKind::kFedAvg;
   int peers_per_round = 1;
   bool sync = true;
-  std::string codec = "none";
+  CompressionCodec codec = CompressionCodec::kNone;
   bool privacy = false;
   bool security = false;
   int known_peers = 0;  // 0: every node knows every other
@@ -119,7 +124,12 @@ FuzzScenario DrawScenario(uint64_t seed, const FuzzLimits& limits = {});
 // One line describing `s`: nodes, rounds, method and the faults with their rates.
 std::string DescribeScenario(const FuzzScenario& s);
 
-// The scenario file of `s` (TOML, configs/README.md "Scenario"), with [network] for --simulate.
+// The node settings every node of `s` runs with (the scenario's [node] template), as a value.
+node::NodeConfig NodeSettings(const FuzzScenario& s);
+
+// The scenario file of `s` (TOML, configs/README.md "Scenario"), with [network] for --simulate;
+// its [node] template holds the keys in which NodeSettings(s) differs from the defaults, written
+// by the node's own key writer.
 std::string ScenarioToml(const FuzzScenario& s);
 
 // Parses a --faults list ("loss,death" or "none") into fault kinds; kInvalidArgument naming the

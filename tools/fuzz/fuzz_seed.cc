@@ -18,6 +18,7 @@
 #include "tools/launch/method_runner.h"
 #include "tools/launch/node_processes.h"
 #include "tools/layout/run_layout.h"
+#include "tools/scenario/scenario_file.h"
 
 namespace meshlearn::launch {
 namespace {

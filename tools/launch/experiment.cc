@@ -86,14 +86,13 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
   }
   // Attackers: in each cluster its first round(fraction * size) nodes, so that every cluster
   // loses the same share of honest nodes.
-  auto fraction = AttackFraction(scenario, method);
-  if (!fraction.ok()) return fraction.status();
   std::map<int, int> size, attackers_so_far;
   for (int c : partition.clusters) ++size[c];
   std::vector<node::NodeConfig> configs;
   for (size_t i = 0; i < partition.ids.size(); ++i) {
     int c = partition.clusters[i];
-    bool attacker = attackers_so_far[c] < static_cast<int>(std::lround(*fraction * size[c]));
+    bool attacker =
+        attackers_so_far[c] < static_cast<int>(std::lround(method.attack_fraction * size[c]));
     attackers_so_far[c] += attacker;
     std::vector<node::PeerAddress> peers;
     size_t n = addresses.size();

@@ -15,7 +15,7 @@
 
 #include "tools/scenario/run_folder.h"
 #include "tools/scenario/run_types.h"
-#include "tools/scenario/scenario.h"
+#include "tools/scenario/scenario_file.h"
 
 namespace meshlearn::launch {
 

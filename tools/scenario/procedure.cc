@@ -5,43 +5,53 @@
 
 #include "base/number_text.h"
 #include "node/config/config.h"
+#include "tools/scenario/node_keys.h"
 #include "tools/scenario/scenario.h"
 
 namespace meshlearn::launch {
 namespace {
 
-constexpr NamedValue<Procedure> kProcedureNames[] = {{"meshlearn", Procedure::kMeshlearn},
-                                                     {"paper-code", Procedure::kPaperCode}};
-
 // File 004's code: tomhagander/decentralized_deep_learning; paths are in that repository.
 constexpr PresetKey kPaperCodeKeys[] = {
-    // The least similar sampled peer is the witness; its entry is copied as it is.
-    {"node.learning.two_hop", "smallest", "utils/training_utils.py:186-205"},
-    // A witness passes on only the peers it sampled itself, with their direct scores.
-    {"node.learning.two_hop_row", "direct", "utils/training_utils.py:188"},
-    // A stopped client neither samples, merges nor trains.
-    {"node.round.resting", "silent", "utils/training_utils.py:60, 107"},
     // A random order per round, merging in place, then all train (also
     // utils/training_utils.py:100-103, 260); --simulate only.
     {"network.schedule", "sequential", "run_experiment.py:455-596"},
     // Every client's best model on its cluster's whole test set.
     {"data.test", "cluster", "utils/testing_utils.py:420-456", /*needs_test_pool=*/true},
+};
+
+const PresetNodeSetting kPaperCodeNodeSettings[] = {
+    // The least similar sampled peer is the witness; its entry is copied as it is.
+    {[](node::NodeConfig& c) { c.learning.two_hop = topology::TwoHopRule::kSmallest; },
+     "utils/training_utils.py:186-205"},
+    // A witness passes on only the peers it sampled itself, with their direct scores.
+    {[](node::NodeConfig& c) { c.learning.two_hop_row = topology::TwoHopRow::kDirect; },
+     "utils/training_utils.py:188"},
+    // A stopped client neither samples, merges nor trains.
+    {[](node::NodeConfig& c) { c.round.resting = node::RestingRule::kSilent; },
+     "utils/training_utils.py:60, 107"},
     // Oracle merges a stopped peer's local_model, which early stopping never resets to the best
     // (utils/classes.py:303-313); DAC merges its best_model (utils/training_utils.py:123-125).
-    {"node.training.stopped_serves", "last", "utils/training_utils.py:326",
-     /*needs_test_pool=*/false, /*only_sampler=*/"oracle"},
+    {[](node::NodeConfig& c) { c.training.stopped_serves = node::StoppedServes::kLast; },
+     "utils/training_utils.py:326", topology::SamplerKind::kOracle},
 };
 
 // The τ of the authors' runs where they differ from Table 8. Their `cosine_similarity` is the
 // cosine of w - w0 (our cos_grad), `cosine_origin` that of the weights (our cos_weights), and
 // "priorweight" is FedSim.
+constexpr DatasetKind kBoth = DatasetKind::kMnistFashionMnist;
+constexpr training::ShiftKind kDomain = training::ShiftKind::kDomain;
+constexpr training::Architecture kCnn = training::Architecture::kCnn;
+using enum similarity::MetricKind;
+using enum training::AggregationKind;
 constexpr PresetTau kPaperCodeTaus[] = {
-    {"mnist+fashion-mnist", "domain", "cnn", "cos_grad", "fedavg", 2000, "test_multiple.py:387"},
-    {"mnist+fashion-mnist", "domain", "cnn", "cos_weights", "fedavg", 2000, "test_multiple.py:388"},
-    {"mnist+fashion-mnist", "domain", "cnn", "inv_l2", "fedavg", 30, "test_multiple.py:389"},
-    {"mnist+fashion-mnist", "domain", "cnn", "cos_grad", "fedsim", 100, "test_multiple.py:392"},
-    {"mnist+fashion-mnist", "domain", "cnn", "cos_weights", "fedsim", 300, "test_multiple.py:393"},
-    {"fashion-mnist", "covariate", "cnn", "inv_l2", "fedsim", 10, "test_multiple.py:111-113"},
+    {kBoth, kDomain, kCnn, kCosGrad, kFedAvg, 2000, "test_multiple.py:387"},
+    {kBoth, kDomain, kCnn, kCosWeights, kFedAvg, 2000, "test_multiple.py:388"},
+    {kBoth, kDomain, kCnn, kInvL2, kFedAvg, 30, "test_multiple.py:389"},
+    {kBoth, kDomain, kCnn, kCosGrad, kFedSim, 100, "test_multiple.py:392"},
+    {kBoth, kDomain, kCnn, kCosWeights, kFedSim, 300, "test_multiple.py:393"},
+    {DatasetKind::kFashionMnist, training::ShiftKind::kCovariate, kCnn, kInvL2, kFedSim, 10,
+     "test_multiple.py:111-113"},
 };
 
 // The table at the dotted `path` of `root`, made (with the tables above it) when missing; nullptr
@@ -87,98 +97,91 @@ void Replace(toml::table& table, const std::string& key, const Value& value,
   table.insert_or_assign(key, value);
 }
 
-// The value of a method's node key `in_method` ("learning.metric"): the method's, else the
-// [node] template's, else `fallback` (the node config's default).
-std::string MethodValue(const toml::table& root, const toml::table& method,
-                        const std::string& in_method, std::string_view fallback) {
-  if (auto own = StringAt(method, in_method)) return *own;
-  return StringAt(root, "node." + in_method).value_or(std::string(fallback));
-}
-
-// Applies `key` of the preset: to its table, and for a node key to every method that sets it;
-// a key with `only_sampler` to each method of that sampler instead, in the method's own table.
+// Applies scenario key `key` of the preset to its table in `root`.
 void ApplyKey(const PresetKey& key, const std::string& procedure, toml::table& root,
               std::vector<std::string>& notes) {
   const std::string path = key.path;
   const size_t dot = path.rfind('.');
-  const std::string name = path.substr(dot + 1);
-  const toml::value<std::string> value{std::string(key.value)};
-  toml::table* table = key.only_sampler ? nullptr : TableAt(root, path.substr(0, dot));
-  if (table) {
-    Replace(*table, name, std::string(key.value), value, path, key.source, procedure, notes);
-  }
-  if (path.rfind("node.", 0) != 0) return;
-  const std::string in_method = path.substr(5);  // "learning.two_hop"
-  const std::string section_name = in_method.substr(0, in_method.find('.'));
-  const std::string default_sampler(
-      NameOf(topology::SamplerKindNames(), node::LearningSection{}.sampler));
-  toml::array* methods = root["methods"].as_array();
-  for (size_t i = 0; methods && i < methods->size(); ++i) {
+  toml::table* table = TableAt(root, path.substr(0, dot));
+  if (!table) return;  // not a table: the scenario's reader reports it
+  Replace(*table, path.substr(dot + 1), std::string(key.value),
+          toml::value<std::string>{std::string(key.value)}, path, key.source, procedure, notes);
+}
+
+// Where a method's node settings are recorded in `root`: its [[methods]] table, or [node] for the
+// scenario's only method when it has no [[methods]]; with the method's label for a note.
+std::pair<toml::table*, std::string> MethodTable(toml::table& root, size_t i) {
+  if (toml::array* methods = root["methods"].as_array(); methods && i < methods->size()) {
     toml::table* method = methods->get(i)->as_table();
-    if (!method) continue;
-    if (key.only_sampler) {
-      if (MethodValue(root, *method, "learning.sampler", default_sampler) != key.only_sampler) {
-        continue;
+    return {method, method ? MethodLabel(*method, i) : ""};
+  }
+  return {TableAt(root, "node"), "node"};
+}
+
+// Gives method `i` of `s` the node setting `set` (from `source`), unless --set gave a key it
+// changes; records it in `root` and notes each value of the file it replaced.
+void ApplyNodeSetting(const std::function<void(node::NodeConfig&)>& set, const char* source,
+                      Scenario& s, size_t i, toml::table& root,
+                      const SetOnCommandLine& set_on_command_line,
+                      std::vector<std::string>& notes) {
+  MethodSpec& method = s.methods[i];
+  node::NodeConfig after = method.node_keys;
+  set(after);
+  toml::table changed = ChangedNodeKeys(method.node_keys, after);
+  for (const auto& [section, keys] : changed) {
+    for (const auto& [key, value] : *keys.as_table()) {
+      const std::string dotted = std::string(section.str()) + "." + std::string(key.str());
+      const auto origin = method.origins.find(dotted);
+      if (set_on_command_line("node." + dotted) ||
+          (origin != method.origins.end() && origin->second.rfind("--set ", 0) == 0)) {
+        return;
       }
-      if (!method->contains(section_name)) method->insert(section_name, toml::table{});
-    } else if (!method->at_path(in_method)) {
-      continue;
     }
-    toml::table* section = method->at_path(section_name).as_table();
-    if (section) {
-      Replace(*section, name, std::string(key.value), value,
-              MethodLabel(*method, i) + " " + in_method, key.source, procedure, notes);
+  }
+  const toml::table old_keys = NodeKeysTable(method.node_keys);
+  method.node_keys = after;
+  auto [table, label] = MethodTable(root, i);
+  const std::string procedure(NameOf(ProcedureNames(), s.procedure));
+  for (auto& [section, keys] : changed) {
+    for (auto& [key, value] : *keys.as_table()) {
+      const std::string dotted = std::string(section.str()) + "." + std::string(key.str());
+      if (method.origins.count(dotted)) {
+        notes.push_back("procedure \"" + procedure + "\" sets " + label + " " + dotted + " = " +
+                        NoteText(value) + " (the file gave " +
+                        NoteText(*old_keys.at_path(dotted).node()) + "; " + source + ")");
+      }
+    }
+    if (table) {
+      toml::table* recorded = TableAt(*table, std::string(section.str()));
+      if (!recorded) continue;  // not a table: the scenario's reader reported it
+      for (auto& [key, value] : *keys.as_table()) recorded->insert_or_assign(key, std::move(value));
     }
   }
 }
 
-// Sets the τ of every DAC method of `root` that an entry of `taus` matches.
-void ApplyTaus(std::span<const PresetTau> taus, const std::string& procedure, toml::table& root,
-               std::vector<std::string>& notes) {
-  const DataSpec data_defaults;
-  const std::string dataset =
-      StringAt(root, "data.dataset")
-          .value_or(std::string(NameOf(DatasetKindNames(), data_defaults.dataset)));
-  const std::string shift = StringAt(root, "data.shift").value_or("");
-  const node::LearningSection learning;
-  const node::ModelSection model;
-  toml::array* methods = root["methods"].as_array();
-  for (size_t i = 0; methods && i < methods->size(); ++i) {
-    toml::table* method = methods->get(i)->as_table();
-    if (!method) continue;
-    auto value = [&](const char* key, std::string_view fallback) {
-      return MethodValue(root, *method, key, fallback);
-    };
-    if (value("learning.sampler", NameOf(topology::SamplerKindNames(), learning.sampler)) !=
-        NameOf(topology::SamplerKindNames(), topology::SamplerKind::kDac)) {
-      continue;
-    }
-    const std::string architecture =
-        value("model.architecture", NameOf(training::ArchitectureNames(), model.architecture));
-    const std::string metric =
-        value("learning.metric", NameOf(similarity::MetricKindNames(), learning.metric));
-    const std::string aggregation = value(
-        "learning.aggregation", NameOf(training::AggregationKindNames(), learning.aggregation));
-    for (const PresetTau& tau : taus) {
-      if (dataset != tau.dataset || shift != tau.shift || architecture != tau.architecture ||
-          metric != tau.metric || aggregation != tau.aggregation) {
-        continue;
-      }
-      if (!method->contains("learning")) method->insert("learning", toml::table{});
-      toml::table* section = (*method)["learning"].as_table();
-      if (!section) continue;  // not a table: the scenario's reader reports it
-      Replace(*section, "tau", tau.tau, toml::value<double>{tau.tau},
-              MethodLabel(*method, i) + " learning.tau", tau.source, procedure, notes);
+// The preset's τ for `method` of `s`, when an entry of `taus` matches it.
+const PresetTau* TauOf(std::span<const PresetTau> taus, const Scenario& s,
+                       const node::NodeConfig& method) {
+  if (method.learning.sampler != topology::SamplerKind::kDac) return nullptr;
+  for (const PresetTau& tau : taus) {
+    if (s.data.dataset == tau.dataset && s.data.partition.shift == tau.shift &&
+        method.model.architecture == tau.architecture && method.learning.metric == tau.metric &&
+        method.learning.aggregation == tau.aggregation) {
+      return &tau;
     }
   }
+  return nullptr;
 }
 
 }  // namespace
 
-NameTable<Procedure> ProcedureNames() { return kProcedureNames; }
-
 std::span<const PresetKey> PresetKeys(Procedure procedure) {
   if (procedure == Procedure::kPaperCode) return kPaperCodeKeys;
+  return {};
+}
+
+std::span<const PresetNodeSetting> PresetNodeSettings(Procedure procedure) {
+  if (procedure == Procedure::kPaperCode) return kPaperCodeNodeSettings;
   return {};
 }
 
@@ -187,9 +190,8 @@ std::span<const PresetTau> PresetTaus(Procedure procedure) {
   return {};
 }
 
-std::vector<std::string> ApplyProcedure(
-    Procedure procedure, toml::table& root,
-    const std::function<bool(const std::string& path)>& set_on_command_line) {
+std::vector<std::string> ApplyPresetKeys(Procedure procedure, toml::table& root,
+                                         const SetOnCommandLine& set_on_command_line) {
   std::vector<std::string> notes;
   const std::string name(NameOf(ProcedureNames(), procedure));
   const bool synthetic = StringAt(root, "data.dataset") ==
@@ -198,8 +200,27 @@ std::vector<std::string> ApplyProcedure(
     if (set_on_command_line(key.path) || (key.needs_test_pool && synthetic)) continue;
     ApplyKey(key, name, root, notes);
   }
-  if (!set_on_command_line("methods") && !set_on_command_line("node.learning.tau")) {
-    ApplyTaus(PresetTaus(procedure), name, root, notes);
+  return notes;
+}
+
+std::vector<std::string> ApplyPresetNodeSettings(Scenario& scenario, toml::table& root,
+                                                 const SetOnCommandLine& set_on_command_line) {
+  std::vector<std::string> notes;
+  for (const PresetNodeSetting& setting : PresetNodeSettings(scenario.procedure)) {
+    for (size_t i = 0; i < scenario.methods.size(); ++i) {
+      if (setting.only_sampler &&
+          scenario.methods[i].node_keys.learning.sampler != *setting.only_sampler) {
+        continue;
+      }
+      ApplyNodeSetting(setting.set, setting.source, scenario, i, root, set_on_command_line, notes);
+    }
+  }
+  for (size_t i = 0; i < scenario.methods.size(); ++i) {
+    const PresetTau* tau =
+        TauOf(PresetTaus(scenario.procedure), scenario, scenario.methods[i].node_keys);
+    if (!tau) continue;
+    ApplyNodeSetting([&](node::NodeConfig& c) { c.learning.tau = tau->tau; }, tau->source, scenario,
+                     i, root, set_on_command_line, notes);
   }
   return notes;
 }

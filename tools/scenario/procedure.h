@@ -10,64 +10,91 @@
 //
 // Rules:
 // - Precedence: --set > the procedure > the scenario file > the defaults. A preset's value
-//   replaces what the scenario file gives, never what --set gives (the key, or a table above it;
-//   for a method's τ: `methods` or `node.learning.tau`).
+//   replaces what the scenario file gives, never what --set gives: the scenario key or a table
+//   above it; for a node setting, the key in [node] or a table above it, or the method's own key
+//   (`--set methods=[...]`).
 //   Rationale: the shipped scenarios set Table 8's τ per method, and a preset that yielded to them
 //   would not run the authors' procedure; the command line is the user's last word, so a key can
 //   be tried against the preset one at a time.
-// - Every value of the file that the preset replaced by another is reported (ApplyProcedure's
-//   notes, which the launcher prints).
-// - A preset edits the scenario's TOML tree before the scenario is read, so its values are read
-//   and checked like the file's, and the manifest's resolved scenario records them.
-// - The tables below are the only place a preset's settings are written: a setting added to a
-//   table is applied, reported and recorded, or it is nowhere.
+// - Every value of the file that the preset replaced by another is reported (the notes of
+//   ApplyPresetKeys and ApplyPresetNodeSettings, which the launcher prints).
+// - A preset's settings are values. Its node settings set members of each method's NodeConfig
+//   once the scenario is read (the key they change is named by the node's own key descriptions,
+//   tools/scenario/node_keys.h); its few scenario keys ([data], [network]: the launcher's own)
+//   edit the scenario's TOML tree before it is read. Both are recorded in the resolved scenario
+//   (the manifest's): a node setting in the method it changed ([node] when the scenario has no
+//   [[methods]]).
+// - The tables in procedure.cc are the only place a preset's settings are written: a setting
+//   added to a table is applied, reported and recorded, or it is nowhere.
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include <toml++/toml.h>
 
+#include "node/config/config.h"
+#include "similarity/metric.h"
 #include "tools/scenario/scenario.h"
+#include "topology/sampler_factory.h"
+#include "training/aggregation.h"
+#include "training/model.h"
+#include "training/partition.h"
 
 namespace meshlearn::launch {
 
-// One key a procedure sets in every scenario.
+// One scenario key (not a node key) a procedure sets in every scenario.
 struct PresetKey {
-  const char* path;    // the dotted scenario path, e.g. "node.learning.two_hop"
+  const char* path;    // the dotted scenario path, e.g. "data.test"
   const char* value;   // the string it sets
   const char* source;  // where the authors' code does so (file:line)
   // Set only when the scenario's dataset has a test pool (not "synthetic").
   bool needs_test_pool = false;
-  // A node key set only in the methods whose [learning] sampler has this config name (the
-  // method's own, else the [node] template's, else the default); nullptr: in every method.
-  const char* only_sampler = nullptr;
+};
+
+// One node setting a procedure gives the methods of every scenario.
+struct PresetNodeSetting {
+  void (*set)(node::NodeConfig& config);  // gives `config` the setting
+  const char* source;                     // where the authors' code does so (file:line)
+  // Only in the methods of this sampler; nullopt: in every method.
+  std::optional<topology::SamplerKind> only_sampler = std::nullopt;
 };
 
 // The τ a procedure gives every DAC method of one kind in one experiment: the scenario's
 // [data] dataset and shift, the method's [model] architecture, [learning] metric and
-// aggregation (config names).
+// aggregation.
 struct PresetTau {
-  const char* dataset;
-  const char* shift;
-  const char* architecture;
-  const char* metric;
-  const char* aggregation;
+  DatasetKind dataset;
+  training::ShiftKind shift;
+  training::Architecture architecture;
+  similarity::MetricKind metric;
+  training::AggregationKind aggregation;
   double tau;
   const char* source;  // the authors' file:line
 };
 
-// The keys and τ of `procedure` (none for kMeshlearn).
+// The settings of `procedure` (none for kMeshlearn).
 std::span<const PresetKey> PresetKeys(Procedure procedure);
+std::span<const PresetNodeSetting> PresetNodeSettings(Procedure procedure);
 std::span<const PresetTau> PresetTaus(Procedure procedure);
 
-// Applies `procedure` to the scenario tree `root` (the file with --set applied) by the rules
-// above; `set_on_command_line(path)` says whether --set gave the dotted `path` or a table above
-// it. Returns one note per value of the file replaced by another, e.g. "procedure \"paper-code\"
-// sets methods[10] ('inv_l2 FedSim') learning.tau = 10 (the file gave 30; test_multiple.py:111)".
-std::vector<std::string> ApplyProcedure(
-    Procedure procedure, toml::table& root,
-    const std::function<bool(const std::string& path)>& set_on_command_line);
+// Whether --set gave the dotted scenario `path` or a table above it.
+using SetOnCommandLine = std::function<bool(const std::string& path)>;
+
+// Applies the scenario keys of `procedure` to the scenario tree `root` (the file with --set
+// applied, before it is read) by the rules above. Returns one note per value of the file replaced
+// by another, e.g. "procedure \"paper-code\" sets data.test = \"cluster\" (the file gave
+// \"per-node\"; utils/testing_utils.py:420-456)".
+std::vector<std::string> ApplyPresetKeys(Procedure procedure, toml::table& root,
+                                         const SetOnCommandLine& set_on_command_line);
+
+// Applies the node settings and τ of `procedure` to the methods of `scenario` (read from `root`),
+// and records them in `root`, by the rules above. Returns one note per value of the file replaced,
+// e.g. "procedure \"paper-code\" sets methods[10] ('inv_l2 FedSim') learning.tau = 10 (the file
+// gave 30; test_multiple.py:111-113)".
+std::vector<std::string> ApplyPresetNodeSettings(Scenario& scenario, toml::table& root,
+                                                 const SetOnCommandLine& set_on_command_line);
 
 }  // namespace meshlearn::launch

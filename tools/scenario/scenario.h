@@ -1,5 +1,6 @@
 #pragma once
-// Scenario files for meshlearn-launch (TOML; every key is documented in configs/README.md).
+// The scenario of a launch as values: what a scenario file (read by tools/scenario/scenario_file.h;
+// TOML, every key documented in configs/README.md) holds.
 //
 //   name, description, seed, security,         top level
 //   procedure                                  (a preset of keys: tools/scenario/procedure.h)
@@ -75,16 +76,20 @@ struct DataSpec {
   training::Task task = training::Task::kClassification;
 };
 
-// One method of a scenario: a name and the node-config keys it overrides, by section.
+// One method of a scenario: a name and its node settings, as values. LoadScenario merges the
+// [node] template's keys with the method's own (a method's key replaces the template's) into one
+// table and reads it once with the node config's own reader (node/config/config_toml.h).
 struct MethodSpec {
   std::string name;
-  std::map<std::string, std::string> overrides;  // "learning.metric" -> TOML value text
-  // Where each override was written: "<file>:<line>", or "--set <assignment>" when it came from
-  // the command line. Errors in a key point there.
-  std::map<std::string, std::string> origins;
-  // The node template's keys with this method's overrides, read by the node config's own
-  // readers (LoadScenario); MakeNodeConfig adds what the launcher sets per node.
+  // The template's node keys with this method's, read by the node config's reader;
+  // MakeNodeConfig adds what the launcher sets per node.
   node::NodeConfig node_keys;
+  // The share of each cluster's nodes that attack under this method ([attack] fraction of the
+  // template or the method, a key only the launcher reads), in [0, 1].
+  double attack_fraction = 0;
+  // Where each node key of the method's settings was written, by dotted key ("learning.tau"):
+  // "<file>:<line>", or "--set <assignment>" when it came from the command line.
+  std::map<std::string, std::string> origins;
 };
 
 // A parsed scenario.
@@ -101,9 +106,7 @@ struct Scenario {
   // Every node gets its own CURVE key pair and an allowlist of all the nodes' public keys.
   bool security = false;
   DataSpec data;
-  std::map<std::string, std::string> node_template;  // "training.rounds" -> TOML value text
-  std::map<std::string, std::string> node_origins;   // where each was written (MethodSpec)
-  std::vector<MethodSpec> methods;                   // at least one
+  std::vector<MethodSpec> methods;  // at least one
   // [network]: the network a --simulate run models (ignored by real runs).
   sim::NetworkModel network;
   bool has_network = false;  // the scenario has a [network] section
@@ -112,22 +115,11 @@ struct Scenario {
   sim::ExchangeSchedule schedule = sim::ExchangeSchedule::kSynchronous;
 };
 
-// Command-line adjustments applied before parsing.
-struct ScenarioOverrides {
-  std::vector<std::string> set;  // "key.path=value" (TOML value), e.g. "node.training.rounds=5"
-  int nodes = 0;                 // > 0: number of clients (cluster sizes scale to it)
-  std::optional<uint64_t> seed;
-};
-
-// Reads the scenario at `path` with `overrides` applied. kInvalidArgument naming the file, line,
-// key and what is allowed for an unknown key or bad value; kNotFound for a missing file.
-Result<Scenario> LoadScenario(const std::string& path, const ScenarioOverrides& overrides);
-
 // The node config of client `client` for `method`: `method.node_keys` (the template with the
 // method's overrides), plus id, listen endpoint, seed, shard, output folder, peers (with their
 // public keys when they have one), (for the oracle) the clusters in node id order and, when
-// given, the [security] section. `attacker`: the node keeps the template's `attack.kind`;
-// otherwise it gets none (the launcher-only key `attack.fraction` never reaches a node).
+// given, the [security] section. `attacker`: the node keeps the method's [attack] kind;
+// otherwise it gets none (the launcher-only [attack] fraction never reaches a node).
 // Errors are the node config's rules between keys (node::CheckNodeConfig), naming the scenario
 // file and the method.
 Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSpec& method,
@@ -137,9 +129,5 @@ Result<node::NodeConfig> MakeNodeConfig(const Scenario& scenario, const MethodSp
                                         const std::vector<std::pair<std::string, int>>& clusters,
                                         const std::optional<node::SecuritySection>& security,
                                         bool attacker = false);
-
-// The share of each cluster's nodes that attack under `method` (`attack.fraction` of the node
-// template or the method, default 0). kInvalidArgument when it is not a number in [0, 1].
-Result<double> AttackFraction(const Scenario& scenario, const MethodSpec& method);
 
 }  // namespace meshlearn::launch

@@ -13,7 +13,8 @@
 #include "tools/fuzz/fuzz.h"
 #include "tools/fuzz/fuzz_invariants.h"
 #include "tools/fuzz/fuzz_scenario.h"
-#include "tools/scenario/scenario.h"
+#include "tools/scenario/scenario_file.h"
+#include "training/model.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -59,20 +60,38 @@ TEST(FuzzScenario, LimitsLeaveTheOtherDrawsAlone) {
   }
 }
 
+// A seed's node settings are a value; the scenario file it writes reads back to that value.
+TEST(FuzzScenario, TheScenarioFileReadsBackToTheDrawnNodeSettings) {
+  const std::string path = ::testing::TempDir() + "/fuzz_node_settings.toml";
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const FuzzScenario s = DrawScenario(seed);
+    std::ofstream(path) << ScenarioToml(s);
+    auto scenario = LoadScenario(path, {});
+    ASSERT_TRUE(scenario.ok()) << "seed " << seed << ": " << scenario.status().ToString();
+    ASSERT_EQ(scenario->methods.size(), 1u);
+    EXPECT_EQ(scenario->methods[0].node_keys, NodeSettings(s)) << "seed " << seed;
+  }
+}
+
 TEST(FuzzScenario, DrawsTheDataExchangingMethodsAndTopkWithWhatTheyNeed) {
   std::map<std::string, int> drawn;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     FuzzScenario s = DrawScenario(seed);
     const std::string toml = ScenarioToml(s);
-    const std::string method = s.sampler == "dac" ? "dac/" + s.metric : s.sampler;
+    const std::string sampler(NameOf(topology::SamplerKindNames(), s.sampler));
+    const std::string method =
+        s.sampler == topology::SamplerKind::kDac
+            ? sampler + "/" + std::string(NameOf(similarity::MetricKindNames(), s.metric))
+            : sampler;
     drawn[method] += 1;
-    drawn[s.codec] += 1;
+    drawn[std::string(NameOf(CompressionCodecNames(), s.codec))] += 1;
     const bool emd = method == "emd_cluster" || method == "dac/emd";
     const bool signatures = method == "centroid_cluster" || method == "dac/centroid";
     EXPECT_EQ(toml.find("[node.emd]") != std::string::npos, emd) << "seed " << seed;
     EXPECT_EQ(toml.find("[node.signature]") != std::string::npos, signatures) << "seed " << seed;
     if (emd || signatures) {
-      EXPECT_NE(toml.find("architecture = 'mlp'"), std::string::npos) << "seed " << seed;
+      EXPECT_EQ(NodeSettings(s).model.architecture, training::Architecture::kMlp)
+          << "seed " << seed;
     }
   }
   for (const char* wanted :

@@ -22,6 +22,7 @@
 #include "tools/layout/run_layout.h"
 #include "tools/report/report.h"
 #include "tools/scenario/run_reader.h"
+#include "tools/scenario/scenario_file.h"
 #include "training/model.h"
 #include "training/partition.h"
 #include "training/readers.h"

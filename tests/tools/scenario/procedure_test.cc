@@ -2,6 +2,7 @@
 // settings in the node configs the launcher writes, --set wins over it, the manifest's resolved
 // scenario records it, and an unknown procedure is refused.
 #include "tools/scenario/procedure.h"
+#include "tools/scenario/scenario_file.h"
 
 #include <gtest/gtest.h>
 
@@ -68,9 +69,11 @@ TEST(Procedure, PaperCodeRendersTheAuthorsSettingsIntoEveryNodeConfig) {
                 "('inv_l2 FedSim') learning.tau = 10 (the file gave 30; test_multiple.py:111-113)"),
             std::string::npos)
       << scenario->procedure_notes[0];
+  // (A setting that changes no value, such as resting = "silent", the default, has nothing to
+  // record.)
   for (const char* recorded :
        {"procedure = 'paper-code'", "two_hop = 'smallest'", "two_hop_row = 'direct'",
-        "resting = 'silent'", "test = 'cluster'"}) {
+        "stopped_serves = 'last'", "tau = 2000", "test = 'cluster'"}) {
     EXPECT_NE(scenario->resolved.find(recorded), std::string::npos) << recorded << "\n"
                                                                     << scenario->resolved;
   }

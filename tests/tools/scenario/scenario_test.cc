@@ -1,6 +1,7 @@
 // The launcher's scenario files: the [network] section of --simulate (sim/network_model.h), where
 // errors in node keys point, [data] pixel_range and test, and the node configs built from them.
 #include "tools/scenario/scenario.h"
+#include "tools/scenario/scenario_file.h"
 
 #include <gtest/gtest.h>
 
@@ -262,6 +263,43 @@ TEST(ScenarioNodeKeys, ABadValueInTheFilePointsAtItsLineNotAtTheGeneratedConfig)
   message = scenario.status().message();
   EXPECT_EQ(message.rfind(path + ":13: 'learning.tau' = -1 must be in", 0), 0u) << message;
   EXPECT_NE(message.find("(method 'b')"), std::string::npos) << message;
+}
+
+// A method's node settings are read once, merged with the template's: an unknown key or a bad
+// [attack] fraction is still reported with the method, the key and where in the file it is.
+TEST(ScenarioNodeKeys, AnUnknownKeyOrABadFractionNamesTheMethodTheKeyAndTheFile) {
+  std::string path = WriteScenarioWithNodeKeys("node_keys_unknown.toml", "5", "30, nonesuch = 1");
+  auto scenario = LoadScenario(path, {});
+  ASSERT_FALSE(scenario.ok());
+  std::string message = scenario.status().message();
+  EXPECT_EQ(message.rfind(path + ":13: unknown key 'learning.nonesuch'", 0), 0u) << message;
+  EXPECT_NE(message.find("(method 'b')"), std::string::npos) << message;
+
+  path =
+      WriteScenarioWithNodeKeys("node_keys_fraction.toml", "5\n[node.attack]\nfraction = 2", "30");
+  scenario = LoadScenario(path, {});
+  ASSERT_FALSE(scenario.ok());
+  message = scenario.status().message();
+  EXPECT_EQ(message.rfind(path + ":10: 'attack.fraction' = 2 must be in [0, 1]", 0), 0u) << message;
+  EXPECT_NE(message.find("(method 'a')"), std::string::npos) << message;
+}
+
+// The template's keys reach every method, a method's own key replaces the template's, and the
+// [attack] fraction is the launcher's: it is read as the method's share of attackers.
+TEST(ScenarioNodeKeys, EachMethodHoldsTheTemplateMergedWithItsOwnKeys) {
+  std::string path = WriteScenarioWithNodeKeys(
+      "node_keys_merged.toml", "7\n[node.attack]\nkind = \"sign_flip\"\nfraction = 0.25", "12");
+  auto scenario = LoadScenario(path, {});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  ASSERT_EQ(scenario->methods.size(), 2u);
+  for (const MethodSpec& method : scenario->methods) {
+    EXPECT_EQ(method.node_keys.training.rounds, 7) << method.name;
+    EXPECT_EQ(method.node_keys.attack.kind, node::AttackKind::kSignFlip) << method.name;
+    EXPECT_EQ(method.attack_fraction, 0.25) << method.name;
+  }
+  EXPECT_EQ(scenario->methods[0].node_keys.learning.tau, node::LearningSection{}.tau);
+  EXPECT_EQ(scenario->methods[1].node_keys.learning.tau, 12);
+  EXPECT_EQ(scenario->methods[1].origins.at("learning.tau"), path + ":16");
 }
 
 TEST(ScenarioNodeKeys, ABadValueFromSetPointsAtTheSet) {
