@@ -7,6 +7,7 @@
 #include "base/csv_table.h"
 #include "sim/heterogeneity.h"
 #include "sim/simulation.h"
+#include "sim/snapshot.h"
 #include "tools/launch/method_runner.h"
 #include "tools/launch/node_processes.h"
 #include "tools/layout/run_layout.h"
@@ -80,8 +81,8 @@ class SimulatedRunner : public MethodRunner {
     sim.snapshot_every = options.snapshot_every;
     sim.snapshot_dir = PathIn(run.dir, kSnapshotFolder);
     std::error_code ec;
-    sim.resume =
-        options.resume && std::filesystem::exists(PathIn(sim.snapshot_dir, kSnapshotFileName), ec);
+    sim.resume = options.resume &&
+                 std::filesystem::exists(PathIn(sim.snapshot_dir, sim::kSnapshotFileName), ec);
     // The dashboard reads the snapshot the simulation thread leaves at each progress report.
     std::mutex latest_mutex;
     std::vector<std::optional<node::NodeStatus>> latest(configs.size());

@@ -29,7 +29,6 @@
 #include <string>
 
 #include "node/host/node_files.h"
-#include "sim/snapshot.h"
 
 namespace meshlearn::launch {
 
@@ -42,10 +41,9 @@ inline constexpr const char kClustersFile[] = "clusters.csv";
 inline constexpr const char kSimulationFile[] = "simulation.csv";
 inline constexpr const char kDashboardCostsFile[] = "dashboard.csv";
 inline constexpr const char kShardsFolder[] = "shards";
-// A simulated method's snapshots (sim/simulation.h, "Snapshots"), in its method folder, and the
-// file that records the latest one there.
+// A simulated method's snapshots (sim/simulation.h, "Snapshots"), in its method folder; the
+// simulator names the files inside (sim/snapshot.h).
 inline constexpr const char kSnapshotFolder[] = "snapshot";
-using sim::kSnapshotFileName;
 // Files of a method folder.
 inline constexpr const char kHeatmapCsvFile[] = "heatmap.csv";
 // A simulated method of a heterogeneous mesh: each node's compute factor and access link.
