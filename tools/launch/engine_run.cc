@@ -105,6 +105,116 @@ void RunQuietly(const std::vector<std::string>& argv, const std::string& log) {
   ::waitpid(*pid, &status, 0);
 }
 
+// Writes the rank template of `config` (every rank's node config, node/config/node_template.h)
+// to `template_path`, and the rank script that runs a node with it to `script`.
+Status WriteRankFiles(Engine engine, const node::NodeConfig& config, const RunOptions& options,
+                      const std::string& dir, const std::string& shards, uint16_t port,
+                      const std::string& hostfile, const std::string& template_path,
+                      const std::string& script) {
+  node::NodeConfig t = config;
+  t.id = "{rank}";
+  t.listen = "tcp://" + options.bind + ":{port}";
+  t.output_dir = NodeDir(dir, "{rank}");
+  t.data.shard = training::ShardPath(shards, "{rank}");
+  t.peers.clear();
+  t.advertise.clear();
+  t.mesh_size = 0;
+  node::EngineSettings settings;
+  settings.kind = engine == Engine::kSlurm ? node::EngineKind::kSlurm : node::EngineKind::kMpi;
+  settings.port = port;
+  if (engine == Engine::kMpirun) settings.hostfile = hostfile;
+  MESHLEARN_RETURN_IF_ERROR(
+      WriteFileAtomically(template_path, node::RenderNodeTemplate(t, settings)));
+  return WriteExecutable(script, RankScript(options.node_binary, template_path, dir));
+}
+
+// The command that starts `n` ranks of `script` on `engine` (with a batch job script in `dir` for
+// sbatch), its output going to `engine_log`.
+Result<std::vector<std::string>> EngineArgv(Engine engine, const RunOptions& options, int n,
+                                            const std::string& hostfile, const std::string& dir,
+                                            const std::string& script,
+                                            const std::string& engine_log,
+                                            const std::string& method) {
+  std::vector<std::string> argv;
+  const std::string ntasks = "--ntasks=" + std::to_string(n);
+  if (engine == Engine::kSlurm && options.slurm_batch) {
+    MESHLEARN_RETURN_IF_ERROR(
+        WriteExecutable(PathIn(dir, kJobScriptFile),
+                        "#!/bin/sh\n# The batch job of a meshlearn method (meshlearn-launch).\n"
+                        "exec srun --kill-on-bad-exit=0 '" +
+                            script + "'\n"));
+    argv = {"sbatch",
+            "--wait",
+            "--parsable",
+            ntasks,
+            "--output=" + engine_log,
+            "--open-mode=append",
+            "--job-name=meshlearn-" + Slug(method)};
+  } else if (engine == Engine::kSlurm) {
+    argv = {"srun", ntasks, "--kill-on-bad-exit=0", "--job-name=meshlearn-" + Slug(method)};
+  } else {
+    // Rationale: mpirun follows its SIGTERM with SIGKILL after 1 s by default; the ranks need
+    // longer to stop cleanly and record their exit status.
+    argv = {"mpirun", "-np",   std::to_string(n),           "--hostfile",
+            hostfile, "--mca", "odls_base_sigkill_timeout", "30"};
+    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+  }
+  argv.insert(argv.end(), options.engine_args.begin(), options.engine_args.end());
+  argv.push_back(options.slurm_batch && engine == Engine::kSlurm ? PathIn(dir, kJobScriptFile)
+                                                                 : script);
+  return argv;
+}
+
+// Watches the engine process `pid` and the ranks of `run` until the engine exits, reporting each
+// rank that dies and stopping the ranks cleanly (then by force) on `interrupt`. Returns the
+// engine's wait status.
+int WatchRanks(Engine engine, pid_t pid, const std::string& dir, const std::string& engine_log,
+               int64_t rounds, const std::atomic<bool>& interrupt, MethodRun& run) {
+  ProgressLine progress(run.method.name, rounds);
+  auto start = SteadyClock::now();
+  double stop_requested_at = -1;
+  std::vector<bool> reported(run.nodes.size(), false);
+  int engine_status = 0;
+  while (true) {
+    double elapsed = SecondsSince(start);
+    if (interrupt && stop_requested_at < 0) {
+      stop_requested_at = elapsed;
+      run.interrupted = true;
+      // Rationale: srun answers SIGTERM by killing the step; scancel --signal=TERM lets the
+      // ranks stop cleanly. mpirun passes SIGTERM on to the ranks.
+      std::string job = engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      if (!job.empty()) {
+        RunQuietly({"scancel", "--signal=TERM", job}, engine_log);
+      } else {
+        ::kill(pid, SIGTERM);
+      }
+    }
+    if (stop_requested_at >= 0 && elapsed - stop_requested_at > kStopGraceSeconds) {
+      std::string job = engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
+      if (!job.empty()) RunQuietly({"scancel", job}, engine_log);
+      ::kill(-pid, SIGKILL);
+    }
+    int dead = 0;
+    for (size_t i = 0; i < run.nodes.size(); ++i) {
+      NodeRun& node = run.nodes[i];
+      std::optional<int> status = ExitStatus(node);
+      if (status && *status != 0 && !reported[i] && !(run.interrupted && *status < 128)) {
+        reported[i] = true;
+        node.failure = DescribeRankExit(*status) +
+                       "; last log lines:" + Tail(PathIn(node.dir, kNodeLogFile), 8);
+        progress.Finish();
+        std::printf("node %s died: %s\n", node.id.c_str(), node.failure->c_str());
+      }
+      dead += node.failure.has_value();
+    }
+    ShowProgressFromFiles(progress, run.nodes, dead, elapsed);
+    if (::waitpid(pid, &engine_status, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  progress.Finish();
+  return engine_status;
+}
+
 }  // namespace
 
 std::string_view EngineName(Engine engine) { return engine == Engine::kSlurm ? "slurm" : "mpirun"; }
@@ -138,54 +248,14 @@ Status RunOnEngine(Engine engine, const Scenario& scenario, const node::NodeConf
   }
   if (!hostfile.empty()) hostfile = std::filesystem::absolute(hostfile).string();
 
-  node::NodeConfig t = config;
-  t.id = "{rank}";
-  t.listen = "tcp://" + options.bind + ":{port}";
-  t.output_dir = NodeDir(dir, "{rank}");
-  t.data.shard = training::ShardPath(shards, "{rank}");
-  t.peers.clear();
-  t.advertise.clear();
-  t.mesh_size = 0;
-  node::EngineSettings settings;
-  settings.kind = engine == Engine::kSlurm ? node::EngineKind::kSlurm : node::EngineKind::kMpi;
-  settings.port = *port;
-  if (engine == Engine::kMpirun) settings.hostfile = hostfile;
-  const std::string template_text = node::RenderNodeTemplate(t, settings);
   const std::string template_path = PathIn(dir, kNodeTemplateFile);
   const std::string script = PathIn(dir, kRankScriptFile);
   const std::string engine_log = PathIn(dir, kEngineLogFile);
-  MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(template_path, template_text));
   MESHLEARN_RETURN_IF_ERROR(
-      WriteExecutable(script, RankScript(options.node_binary, template_path, dir)));
-
-  std::vector<std::string> argv;
-  const std::string ntasks = "--ntasks=" + std::to_string(n);
-  if (engine == Engine::kSlurm && options.slurm_batch) {
-    MESHLEARN_RETURN_IF_ERROR(
-        WriteExecutable(PathIn(dir, kJobScriptFile),
-                        "#!/bin/sh\n# The batch job of a meshlearn method (meshlearn-launch).\n"
-                        "exec srun --kill-on-bad-exit=0 '" +
-                            script + "'\n"));
-    argv = {"sbatch",
-            "--wait",
-            "--parsable",
-            ntasks,
-            "--output=" + engine_log,
-            "--open-mode=append",
-            "--job-name=meshlearn-" + Slug(run.method.name)};
-  } else if (engine == Engine::kSlurm) {
-    argv = {"srun", ntasks, "--kill-on-bad-exit=0",
-            "--job-name=meshlearn-" + Slug(run.method.name)};
-  } else {
-    // Rationale: mpirun follows its SIGTERM with SIGKILL after 1 s by default; the ranks need
-    // longer to stop cleanly and record their exit status.
-    argv = {"mpirun", "-np",   std::to_string(n),           "--hostfile",
-            hostfile, "--mca", "odls_base_sigkill_timeout", "30"};
-    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-  }
-  argv.insert(argv.end(), options.engine_args.begin(), options.engine_args.end());
-  argv.push_back(options.slurm_batch && engine == Engine::kSlurm ? PathIn(dir, kJobScriptFile)
-                                                                 : script);
+      WriteRankFiles(engine, config, options, dir, shards, *port, hostfile, template_path, script));
+  auto command = EngineArgv(engine, options, n, hostfile, dir, script, engine_log, run.method.name);
+  if (!command.ok()) return command.status();
+  const std::vector<std::string>& argv = *command;
   {
     std::ofstream log(engine_log, std::ios::app);
     log << "# meshlearn-launch:";
@@ -199,48 +269,8 @@ Status RunOnEngine(Engine engine, const Scenario& scenario, const node::NodeConf
   auto pid = SpawnLogged(argv, engine_log, /*own_group=*/true);
   if (!pid.ok()) return pid.status();
 
-  ProgressLine progress(run.method.name, config.training.rounds);
-  auto start = SteadyClock::now();
-  double stop_requested_at = -1;
-  std::vector<bool> reported(run.nodes.size(), false);
-  int engine_status = 0;
-  while (true) {
-    double elapsed = SecondsSince(start);
-    if (interrupt && stop_requested_at < 0) {
-      stop_requested_at = elapsed;
-      run.interrupted = true;
-      // Rationale: srun answers SIGTERM by killing the step; scancel --signal=TERM lets the
-      // ranks stop cleanly. mpirun passes SIGTERM on to the ranks.
-      std::string job = engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
-      if (!job.empty()) {
-        RunQuietly({"scancel", "--signal=TERM", job}, engine_log);
-      } else {
-        ::kill(*pid, SIGTERM);
-      }
-    }
-    if (stop_requested_at >= 0 && elapsed - stop_requested_at > kStopGraceSeconds) {
-      std::string job = engine == Engine::kSlurm ? SlurmJobId(dir, engine_log) : std::string();
-      if (!job.empty()) RunQuietly({"scancel", job}, engine_log);
-      ::kill(-*pid, SIGKILL);
-    }
-    int dead = 0;
-    for (size_t i = 0; i < run.nodes.size(); ++i) {
-      NodeRun& node = run.nodes[i];
-      std::optional<int> status = ExitStatus(node);
-      if (status && *status != 0 && !reported[i] && !(run.interrupted && *status < 128)) {
-        reported[i] = true;
-        node.failure = DescribeRankExit(*status) +
-                       "; last log lines:" + Tail(PathIn(node.dir, kNodeLogFile), 8);
-        progress.Finish();
-        std::printf("node %s died: %s\n", node.id.c_str(), node.failure->c_str());
-      }
-      dead += node.failure.has_value();
-    }
-    ShowProgressFromFiles(progress, run.nodes, dead, elapsed);
-    if (::waitpid(*pid, &engine_status, WNOHANG) == *pid) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  progress.Finish();
+  const int engine_status =
+      WatchRanks(engine, *pid, dir, engine_log, config.training.rounds, interrupt, run);
 
   int ran = 0;
   for (NodeRun& node : run.nodes) {

@@ -21,6 +21,43 @@ bool FinishedEveryRound(const NodeRun& n, int64_t rounds) {
   return rows.ok() && !rows->empty() && rows->back().round >= rounds;
 }
 
+// Writes each node's config into its folder and starts a meshlearn-node on it; on a failure to
+// start one, kills those started.
+Result<std::vector<pid_t>> StartNodes(const std::vector<node::NodeConfig>& configs,
+                                      const RunOptions& options, MethodRun& run) {
+  std::vector<pid_t> pids(configs.size(), 0);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    std::string config_path = PathIn(run.nodes[i].dir, kNodeConfigFile);
+    MESHLEARN_RETURN_IF_ERROR(WriteFileAtomically(config_path, node::RenderNodeConfig(configs[i])));
+    auto pid = SpawnLogged({options.node_binary, "--config", config_path},
+                           PathIn(run.nodes[i].dir, kNodeLogFile));
+    if (!pid.ok()) {
+      for (pid_t p : pids) {
+        if (p > 0) ::kill(p, SIGKILL);
+      }
+      return pid.status();
+    }
+    pids[i] = *pid;
+  }
+  return pids;
+}
+
+// Tells `observer` the nodes started, with a way to ask each for its /status over HTTP.
+void ObserveOverHttp(RunObserver& observer, const std::vector<node::NodeConfig>& configs,
+                     MethodRun& run) {
+  std::vector<uint16_t> ports;
+  for (const node::NodeConfig& c : configs) ports.push_back(c.http_port.value_or(0));
+  observer.NodesStarted(run, [ports] {
+    std::vector<std::optional<node::NodeStatus>> statuses(ports.size());
+    for (size_t i = 0; i < ports.size(); ++i) {
+      auto json = node::HttpGet("127.0.0.1", ports[i], "/status", 1000);
+      auto status = json.ok() ? node::ParseStatusJson(*json) : json.status();
+      if (status.ok()) statuses[i] = std::move(*status);
+    }
+    return statuses;
+  });
+}
+
 // One meshlearn-node process per node, each with its node.toml and node.log in its folder. A
 // node whose process died and which someone restarted by hand (its folder is locked again,
 // node/host/outputs.h) is waited for, and it is not a failure if it then finishes every round.
@@ -33,34 +70,10 @@ class ProcessesRunner : public MethodRunner {
     const RunOptions& options = job.options;
     const std::atomic<bool>& interrupt = job.interrupt;
     const int64_t rounds = run.rounds;
-    std::vector<pid_t> pids(configs.size(), 0);
-    for (size_t i = 0; i < configs.size(); ++i) {
-      std::string config_path = PathIn(run.nodes[i].dir, kNodeConfigFile);
-      MESHLEARN_RETURN_IF_ERROR(
-          WriteFileAtomically(config_path, node::RenderNodeConfig(configs[i])));
-      auto pid = SpawnLogged({options.node_binary, "--config", config_path},
-                             PathIn(run.nodes[i].dir, kNodeLogFile));
-      if (!pid.ok()) {
-        for (pid_t p : pids) {
-          if (p > 0) ::kill(p, SIGKILL);
-        }
-        return pid.status();
-      }
-      pids[i] = *pid;
-    }
-    if (options.observer) {
-      std::vector<uint16_t> ports;
-      for (const node::NodeConfig& c : configs) ports.push_back(c.http_port.value_or(0));
-      options.observer->NodesStarted(run, [ports] {
-        std::vector<std::optional<node::NodeStatus>> statuses(ports.size());
-        for (size_t i = 0; i < ports.size(); ++i) {
-          auto json = node::HttpGet("127.0.0.1", ports[i], "/status", 1000);
-          auto status = json.ok() ? node::ParseStatusJson(*json) : json.status();
-          if (status.ok()) statuses[i] = std::move(*status);
-        }
-        return statuses;
-      });
-    }
+    auto started = StartNodes(configs, options, run);
+    if (!started.ok()) return started.status();
+    std::vector<pid_t> pids = std::move(*started);
+    if (options.observer) ObserveOverHttp(*options.observer, configs, run);
     ProgressLine progress(run.method.name, rounds);
     auto start = std::chrono::steady_clock::now();
     size_t running = pids.size();

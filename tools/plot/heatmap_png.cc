@@ -221,6 +221,78 @@ void DrawColourBar(cairo_t* cr, const HeatmapGeometry& g, double lo, double hi, 
   }
 }
 
+// The matrix's cells, without antialiasing so neighbouring cells meet without seams, coloured
+// over [lo, hi]; whether any value is not finite (drawn grey).
+bool DrawCells(cairo_t* cr, const LabeledMatrix& m, const HeatmapLayout& l, double lo, double hi) {
+  bool any_nan = false;
+  cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE);
+  for (size_t r = 0; r < m.rows(); ++r) {
+    for (size_t c = 0; c < m.cols(); ++c) {
+      const double v = m.at(r, c);
+      if (std::isfinite(v)) {
+        SetColour(cr, Viridis(hi > lo ? (v - lo) / (hi - lo) : 0.0));
+      } else {
+        any_nan = true;
+        SetColour(cr, kNanGrey);
+      }
+      cairo_rectangle(cr, l.matrix_x + static_cast<double>(c) * l.cell,
+                      l.matrix_y + static_cast<double>(r) * l.cell, l.cell, l.cell);
+      cairo_fill(cr);
+    }
+  }
+  cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
+  return any_nan;
+}
+
+// Cluster blocks: separators across the matrix, a frame around each diagonal block, and the
+// cluster number above its columns.
+void DrawClusterBlocks(cairo_t* cr, const LabeledMatrix& m, const HeatmapGeometry& g,
+                       const std::map<std::string, int>& clusters) {
+  const HeatmapLayout& l = g.layout;
+  const double matrix_w = static_cast<double>(m.cols()) * l.cell;
+  const double matrix_h = static_cast<double>(m.rows()) * l.cell;
+  const auto row_runs = ClusterRuns(m.row_ids, clusters);
+  const auto col_runs = ClusterRuns(m.col_ids, clusters);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_set_line_width(cr, 1);
+  for (const auto& run : row_runs) {
+    if (run.begin == 0) continue;
+    const double y = l.matrix_y + static_cast<double>(run.begin) * l.cell;
+    cairo_move_to(cr, l.matrix_x, y);
+    cairo_line_to(cr, l.matrix_x + matrix_w, y);
+  }
+  for (const auto& run : col_runs) {
+    if (run.begin == 0) continue;
+    const double x = l.matrix_x + static_cast<double>(run.begin) * l.cell;
+    cairo_move_to(cr, x, l.matrix_y);
+    cairo_line_to(cr, x, l.matrix_y + matrix_h);
+  }
+  cairo_stroke(cr);
+  cairo_set_line_width(cr, 2.5);
+  for (const auto& rr : row_runs) {
+    for (const auto& cc : col_runs) {
+      if (rr.cluster != cc.cluster) continue;
+      cairo_rectangle(cr, l.matrix_x + static_cast<double>(cc.begin) * l.cell,
+                      l.matrix_y + static_cast<double>(rr.begin) * l.cell,
+                      static_cast<double>(cc.end - cc.begin) * l.cell,
+                      static_cast<double>(rr.end - rr.begin) * l.cell);
+    }
+  }
+  cairo_set_source_rgb(cr, 0.85, 0.10, 0.10);
+  cairo_stroke(cr);
+  SetFont(cr, g.text.tick);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  for (const auto& cc : col_runs) {
+    const double x0 = l.matrix_x + static_cast<double>(cc.begin) * l.cell;
+    const double x1 = l.matrix_x + static_cast<double>(cc.end) * l.cell;
+    std::string text = std::string("cluster ").append(std::to_string(cc.cluster));
+    if (TextWidth(cr, text) > x1 - x0) text = std::string("c").append(std::to_string(cc.cluster));
+    if (TextWidth(cr, text) > x1 - x0) text = std::to_string(cc.cluster);
+    if (TextWidth(cr, text) > x1 - x0 + 4) continue;
+    DrawText(cr, text, (x0 + x1) / 2, l.matrix_y - 4, HAlign::kCenter, VAlign::kBottom);
+  }
+}
+
 }  // namespace
 
 HeatmapLayout ComputeHeatmapLayout(const LabeledMatrix& m, const HeatmapOptions& options) {
@@ -246,72 +318,11 @@ Status RenderHeatmapPng(const LabeledMatrix& m, const std::string& png_path,
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
 
-  // Cells, without antialiasing so neighbouring cells meet without seams.
   const auto [lo, hi] = FiniteRange(m.values);
-  bool any_nan = false;
-  cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE);
-  for (size_t r = 0; r < m.rows(); ++r) {
-    for (size_t c = 0; c < m.cols(); ++c) {
-      const double v = m.at(r, c);
-      if (std::isfinite(v)) {
-        SetColour(cr, Viridis(hi > lo ? (v - lo) / (hi - lo) : 0.0));
-      } else {
-        any_nan = true;
-        SetColour(cr, kNanGrey);
-      }
-      cairo_rectangle(cr, l.matrix_x + static_cast<double>(c) * l.cell,
-                      l.matrix_y + static_cast<double>(r) * l.cell, l.cell, l.cell);
-      cairo_fill(cr);
-    }
-  }
-  cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
+  const bool any_nan = DrawCells(cr, m, l, lo, hi);
   const double matrix_w = static_cast<double>(m.cols()) * l.cell;
   const double matrix_h = static_cast<double>(m.rows()) * l.cell;
-
-  // Cluster blocks: separators across the matrix, a frame around each diagonal block, and the
-  // cluster number above its columns.
-  if (options.clusters != nullptr) {
-    const auto row_runs = ClusterRuns(m.row_ids, *options.clusters);
-    const auto col_runs = ClusterRuns(m.col_ids, *options.clusters);
-    cairo_set_source_rgb(cr, 1, 1, 1);
-    cairo_set_line_width(cr, 1);
-    for (const auto& run : row_runs) {
-      if (run.begin == 0) continue;
-      const double y = l.matrix_y + static_cast<double>(run.begin) * l.cell;
-      cairo_move_to(cr, l.matrix_x, y);
-      cairo_line_to(cr, l.matrix_x + matrix_w, y);
-    }
-    for (const auto& run : col_runs) {
-      if (run.begin == 0) continue;
-      const double x = l.matrix_x + static_cast<double>(run.begin) * l.cell;
-      cairo_move_to(cr, x, l.matrix_y);
-      cairo_line_to(cr, x, l.matrix_y + matrix_h);
-    }
-    cairo_stroke(cr);
-    cairo_set_line_width(cr, 2.5);
-    for (const auto& rr : row_runs) {
-      for (const auto& cc : col_runs) {
-        if (rr.cluster != cc.cluster) continue;
-        cairo_rectangle(cr, l.matrix_x + static_cast<double>(cc.begin) * l.cell,
-                        l.matrix_y + static_cast<double>(rr.begin) * l.cell,
-                        static_cast<double>(cc.end - cc.begin) * l.cell,
-                        static_cast<double>(rr.end - rr.begin) * l.cell);
-      }
-    }
-    cairo_set_source_rgb(cr, 0.85, 0.10, 0.10);
-    cairo_stroke(cr);
-    SetFont(cr, g.text.tick);
-    cairo_set_source_rgb(cr, 0, 0, 0);
-    for (const auto& cc : col_runs) {
-      const double x0 = l.matrix_x + static_cast<double>(cc.begin) * l.cell;
-      const double x1 = l.matrix_x + static_cast<double>(cc.end) * l.cell;
-      std::string text = std::string("cluster ").append(std::to_string(cc.cluster));
-      if (TextWidth(cr, text) > x1 - x0) text = std::string("c").append(std::to_string(cc.cluster));
-      if (TextWidth(cr, text) > x1 - x0) text = std::to_string(cc.cluster);
-      if (TextWidth(cr, text) > x1 - x0 + 4) continue;
-      DrawText(cr, text, (x0 + x1) / 2, l.matrix_y - 4, HAlign::kCenter, VAlign::kBottom);
-    }
-  }
+  if (options.clusters != nullptr) DrawClusterBlocks(cr, m, g, *options.clusters);
 
   // Matrix frame, id labels with ticks, axis titles.
   cairo_set_source_rgb(cr, 0, 0, 0);

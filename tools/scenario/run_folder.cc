@@ -123,6 +123,116 @@ Status DeleteRunFiles(const std::string& dir, const Manifest* previous,
   return Status::Ok();
 }
 
+// What a non-empty run folder holds: its manifest (when it reads), why it does not read, and
+// whether the folder holds a meshlearn run at all (also one of an older launcher, without one).
+struct PreviousRun {
+  std::optional<Manifest> manifest;
+  Status unreadable;
+  bool holds_run = false;
+};
+
+PreviousRun ReadPreviousRun(const std::string& dir) {
+  PreviousRun previous;
+  const std::string manifest_path = PathIn(dir, kManifestFile);
+  if (auto text = ReadWholeFile(manifest_path); text.ok()) {
+    auto parsed = ParseManifest(*text, manifest_path);
+    if (parsed.ok()) {
+      previous.manifest = std::move(*parsed);
+    } else {
+      previous.unreadable = parsed.status();
+    }
+  }
+  auto clusters = ReadWholeFile(PathIn(dir, kClustersFile));
+  bool older_run = clusters.ok() && clusters->starts_with("node,cluster\n");
+  previous.holds_run = previous.manifest || !previous.unreadable.ok() || older_run;
+  return previous;
+}
+
+// Why a launch of `existing` may not claim the non-empty `dir` holding `previous` (Ok when it
+// may): no run to replace or resume, a run only --resume or --force may touch, a node still
+// running there.
+Status RefusalOf(const std::string& dir, ExistingRun existing, const PreviousRun& previous) {
+  const std::string choices =
+      "--resume continues that run, --force replaces it (deleting only the files meshlearn "
+      "wrote there), or choose another --out";
+  if (existing == ExistingRun::kRefuse) {
+    if (!previous.holds_run) {
+      return Status::InvalidArgument(
+          dir + " is not empty and holds no meshlearn run (no " + kManifestFile +
+          "); nothing was changed. Choose an empty or new folder with --out");
+    }
+    return Status::InvalidArgument(dir + " already holds a run (" +
+                                   (previous.manifest
+                                        ? Describe(*previous.manifest)
+                                        : std::string("written by an older meshlearn-launch")) +
+                                   "); nothing was changed. " + choices);
+  }
+  if (!previous.holds_run) {
+    return Status::InvalidArgument(
+        dir + " is not empty and holds no meshlearn run (no " + kManifestFile + "): " +
+        (existing == ExistingRun::kResume ? "--resume has nothing to continue"
+                                          : "--force replaces only a meshlearn run") +
+        "; nothing was changed. Choose an empty or new folder with --out");
+  }
+  if (auto node = RunningNode(dir)) {
+    return Status::Unavailable("node folder " + *node +
+                               " is still in use by a node of the run there; stop it first");
+  }
+  return Status::Ok();
+}
+
+// The manifest of the run in `dir` that --resume continues with launch `fresh`; kInvalidArgument
+// when `previous` has no manifest or is of another scenario or seed.
+Result<Manifest> ResumedManifest(const std::string& dir, PreviousRun& previous,
+                                 const Manifest& fresh) {
+  if (!previous.manifest) {
+    return Status::InvalidArgument(
+        "--resume: " +
+        (previous.unreadable.ok() ? dir + " has no " + kManifestFile +
+                                        " (it was written by an older meshlearn-launch), so the "
+                                        "run cannot be checked"
+                                  : previous.unreadable.message()) +
+        "; nothing was changed. --force replaces it");
+  }
+  if (previous.manifest->resolved != fresh.resolved) {
+    return Status::InvalidArgument(
+        "--resume: " + dir + " holds a run of another scenario or seed (" +
+        FirstDifference(previous.manifest->resolved, fresh.resolved) +
+        "); nothing was changed. Resume with the same scenario file, --set, --nodes and "
+        "--seed, or use --force to replace that run");
+  }
+  Manifest manifest = std::move(*previous.manifest);
+  // The lock is ours, so a launch still recorded as running had its launcher killed.
+  for (LaunchRecord& earlier : manifest.launches) {
+    if (earlier.status == kRunning) earlier.status = kKilled;
+  }
+  manifest.status = kRunning;
+  manifest.ended.clear();
+  manifest.scenario_text = fresh.scenario_text;
+  manifest.launches.push_back(fresh.launches.back());
+  return manifest;
+}
+
+// Deletes the files of the run `previous` in `dir` for --force, noting what it deleted and kept.
+Status ReplaceRun(const std::string& dir, const PreviousRun& previous,
+                  std::vector<std::string>* notes) {
+  const Manifest* manifest = previous.manifest ? &*previous.manifest : nullptr;
+  std::vector<std::string> kept;
+  MESHLEARN_RETURN_IF_ERROR(DeleteRunFiles(dir, manifest, &kept));
+  notes->push_back("--force: deleted the files of the run in " + dir + " (" +
+                   (manifest ? Describe(*manifest) : std::string("an older meshlearn-launch's")) +
+                   ")");
+  if (!kept.empty()) {
+    notes->push_back("--force kept " + std::to_string(kept.size()) +
+                     " file(s) meshlearn did not write:");
+    for (size_t i = 0; i < kept.size() && i < 20; ++i) notes->push_back("  " + kept[i]);
+    if (kept.size() > 20) {
+      notes->push_back("  ... and " + std::to_string(kept.size() - 20) + " more");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, ExistingRun existing,
@@ -161,90 +271,14 @@ Result<ClaimedRunFolder> ClaimedRunFolder::Claim(const std::string& dir, Existin
     return claim(std::move(fresh));
   }
 
-  const std::string manifest_path = PathIn(dir, kManifestFile);
-  std::optional<Manifest> previous;
-  Status unreadable;
-  if (auto text = ReadWholeFile(manifest_path); text.ok()) {
-    auto parsed = ParseManifest(*text, manifest_path);
-    if (parsed.ok()) {
-      previous = std::move(*parsed);
-    } else {
-      unreadable = parsed.status();
-    }
-  }
-  auto clusters = ReadWholeFile(PathIn(dir, kClustersFile));
-  bool older_run = clusters.ok() && clusters->starts_with("node,cluster\n");
-  bool holds_run = previous || !unreadable.ok() || older_run;
-  const std::string choices =
-      "--resume continues that run, --force replaces it (deleting only the files meshlearn "
-      "wrote there), or choose another --out";
-
-  if (existing == ExistingRun::kRefuse) {
-    if (!holds_run) {
-      return refuse(Status::InvalidArgument(
-          dir + " is not empty and holds no meshlearn run (no " + kManifestFile +
-          "); nothing was changed. Choose an empty or new folder with --out"));
-    }
-    return refuse(Status::InvalidArgument(
-        dir + " already holds a run (" +
-        (previous ? Describe(*previous) : std::string("written by an older meshlearn-launch")) +
-        "); nothing was changed. " + choices));
-  }
-  if (!holds_run) {
-    return refuse(Status::InvalidArgument(
-        dir + " is not empty and holds no meshlearn run (no " + kManifestFile + "): " +
-        (existing == ExistingRun::kResume ? "--resume has nothing to continue"
-                                          : "--force replaces only a meshlearn run") +
-        "; nothing was changed. Choose an empty or new folder with --out"));
-  }
-  if (auto node = RunningNode(dir)) {
-    return refuse(Status::Unavailable("node folder " + *node +
-                                      " is still in use by a node of the run there; stop it "
-                                      "first"));
-  }
-
+  PreviousRun previous = ReadPreviousRun(dir);
+  if (Status refused = RefusalOf(dir, existing, previous); !refused.ok()) return refuse(refused);
   if (existing == ExistingRun::kResume) {
-    if (!previous) {
-      return refuse(Status::InvalidArgument(
-          "--resume: " +
-          (unreadable.ok() ? dir + " has no " + kManifestFile +
-                                 " (it was written by an older meshlearn-launch), so the run "
-                                 "cannot be checked"
-                           : unreadable.message()) +
-          "; nothing was changed. --force replaces it"));
-    }
-    if (previous->resolved != fresh.resolved) {
-      return refuse(Status::InvalidArgument(
-          "--resume: " + dir + " holds a run of another scenario or seed (" +
-          FirstDifference(previous->resolved, fresh.resolved) +
-          "); nothing was changed. Resume with the same scenario file, --set, --nodes and "
-          "--seed, or use --force to replace that run"));
-    }
-    Manifest manifest = std::move(*previous);
-    // The lock is ours, so a launch still recorded as running had its launcher killed.
-    for (LaunchRecord& earlier : manifest.launches) {
-      if (earlier.status == kRunning) earlier.status = kKilled;
-    }
-    manifest.status = kRunning;
-    manifest.ended.clear();
-    manifest.scenario_text = fresh.scenario_text;
-    manifest.launches.push_back(fresh.launches.back());
-    return claim(std::move(manifest));
+    auto manifest = ResumedManifest(dir, previous, fresh);
+    if (!manifest.ok()) return refuse(manifest.status());
+    return claim(std::move(*manifest));
   }
-
-  std::vector<std::string> kept;
-  MESHLEARN_RETURN_IF_ERROR(DeleteRunFiles(dir, previous ? &*previous : nullptr, &kept));
-  notes->push_back("--force: deleted the files of the run in " + dir + " (" +
-                   (previous ? Describe(*previous) : std::string("an older meshlearn-launch's")) +
-                   ")");
-  if (!kept.empty()) {
-    notes->push_back("--force kept " + std::to_string(kept.size()) +
-                     " file(s) meshlearn did not write:");
-    for (size_t i = 0; i < kept.size() && i < 20; ++i) notes->push_back("  " + kept[i]);
-    if (kept.size() > 20) {
-      notes->push_back("  ... and " + std::to_string(kept.size() - 20) + " more");
-    }
-  }
+  MESHLEARN_RETURN_IF_ERROR(ReplaceRun(dir, previous, notes));
   return claim(std::move(fresh));
 }
 
