@@ -64,6 +64,99 @@ std::optional<double> Worse(std::optional<double> worst, double metric, bool acc
   return accuracy ? std::min(*worst, metric) : std::max(*worst, metric);
 }
 
+// What the rounds of one honest node give its method's summary: its best-validation round, its
+// seconds training and evaluating, whether it halted on a failed round, and how many of the peers
+// it sampled were of its own cluster (`cluster_of`).
+struct NodeRounds {
+  const node::RoundRow* best = nullptr;
+  double busy = 0;
+  bool halted = false;
+  int samples = 0, in_cluster = 0;
+};
+
+NodeRounds ReadNodeRounds(const NodeRun& n, const std::map<std::string, int>& cluster_of) {
+  NodeRounds out;
+  out.best = &n.rounds.front();
+  for (const node::RoundRow& r : n.rounds) {
+    out.halted |= r.stopped && !std::isfinite(r.val_loss);
+    if (std::isfinite(r.val_loss) && !(r.val_loss >= out.best->val_loss)) out.best = &r;
+    out.busy +=
+        (std::isfinite(r.train_s) ? r.train_s : 0) + (std::isfinite(r.eval_s) ? r.eval_s : 0);
+    for (const std::string& peer : r.peers) {
+      ++out.samples;
+      auto c = cluster_of.find(peer);
+      out.in_cluster += c != cluster_of.end() && c->second == n.cluster;
+    }
+  }
+  return out;
+}
+
+// The full-test-set means of `s` per cluster and overall, from each cluster's sum and count (none
+// when no node was tested so).
+void SetFullTestMeans(const std::vector<double>& full_sum, const std::vector<int>& full_count,
+                      MethodSummary& s) {
+  if (std::accumulate(full_count.begin(), full_count.end(), 0) == 0) return;
+  for (size_t c = 0; c < full_count.size(); ++c) {
+    s.full_test_per_cluster.push_back(full_count[c] ? full_sum[c] / full_count[c] : NAN);
+  }
+  s.full_test_mean = std::accumulate(full_sum.begin(), full_sum.end(), 0.0) /
+                     std::accumulate(full_count.begin(), full_count.end(), 0);
+}
+
+// `text` right-aligned in `width` columns.
+std::string Pad(const std::string& text, size_t width) {
+  char cell[64];
+  std::snprintf(cell, sizeof(cell), "%*s", static_cast<int>(width), text.c_str());
+  return std::string(cell);
+}
+
+// The columns a table of methods shows beside each cluster's and the mean figure.
+struct TableColumns {
+  size_t name_width = 6;
+  bool any_ari = false, any_simulated = false, any_round = false, any_exchange = false;
+  std::optional<double> target;
+};
+
+// The row of `s` in a table of `columns`, with its notes (interrupted, failed, halted, alone,
+// attackers), without the line's end.
+std::string TableRow(const MethodSummary& s, const TableColumns& columns) {
+  std::ostringstream out;
+  out << s.name << std::string(columns.name_width - s.name.size(), ' ');
+  for (double v : s.per_cluster) out << Pad(Fixed(v, 2), 9);
+  out << Pad(Fixed(s.mean, 2), 9) << Pad(Fixed(100 * s.in_cluster, 1) + "%", 12)
+      << Pad(Fixed(s.wall_seconds, 0) + "s", 8);
+  if (columns.any_simulated) {
+    out << Pad(s.simulated_seconds ? Fixed(*s.simulated_seconds, 0) + "s" : "-", 11);
+  }
+  if (columns.target) {
+    out << Pad(s.time_to_target_s ? Fixed(*s.time_to_target_s, 1) + "s" : "-", 11);
+  }
+  out << Pad(Fixed(100 * s.overhead, 1) + "%", 10);
+  if (columns.any_ari) out << Pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
+  if (columns.any_round) out << Pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
+  if (columns.any_exchange) {
+    out << Pad(s.exchange_seconds ? Fixed(*s.exchange_seconds, 1) + "s rounds " +
+                                        RoundRangeCell{}.Write(s.exchange_rounds)
+                                  : "-",
+               18);
+  }
+  if (s.status == kInterrupted) {
+    out << "  (interrupted: nodes reached rounds " << s.first_node_round << "-" << s.last_node_round
+        << " of " << s.rounds << ")";
+  }
+  if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
+  if (s.nodes_halted) {
+    out << "  (" << s.nodes_halted << " of " << s.nodes - s.attackers
+        << " honest nodes halted on a failed round, figures from before it: see their node.log)";
+  }
+  if (s.nodes_alone) {
+    out << "  (" << s.nodes_alone << " of " << s.nodes
+        << " nodes never reached a peer: see their node.log)";
+  }
+  if (s.attackers) out << "  (" << s.attackers << " attackers not counted)";
+  return out.str();
+}
+
 }  // namespace
 
 double Metric(const node::RoundRow& row, bool classification) {
@@ -119,20 +212,12 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
       s.full_test_images = std::max(s.full_test_images, n.full_test->images);
     }
     if (n.rounds.empty() || n.attacker) continue;
-    const node::RoundRow* best = &n.rounds.front();
-    double busy = 0;
-    bool halted = false;
-    for (const node::RoundRow& r : n.rounds) {
-      halted |= r.stopped && !std::isfinite(r.val_loss);
-      if (std::isfinite(r.val_loss) && !(r.val_loss >= best->val_loss)) best = &r;
-      busy += (std::isfinite(r.train_s) ? r.train_s : 0) + (std::isfinite(r.eval_s) ? r.eval_s : 0);
-      for (const std::string& peer : r.peers) {
-        ++samples;
-        auto c = cluster_of.find(peer);
-        in_cluster += c != cluster_of.end() && c->second == n.cluster;
-      }
-    }
-    s.nodes_halted += halted;
+    const NodeRounds rounds = ReadNodeRounds(n, cluster_of);
+    const node::RoundRow* best = rounds.best;
+    const double busy = rounds.busy;
+    samples += rounds.samples;
+    in_cluster += rounds.in_cluster;
+    s.nodes_halted += rounds.halted;
     if (const double spent = n.rounds.back().epsilon; std::isfinite(spent)) {
       s.epsilon = std::max(s.epsilon.value_or(spent), spent);
     }
@@ -151,13 +236,7 @@ MethodSummary Summarize(const MethodRun& run, const Partition& partition) {
     s.per_cluster.push_back(count[c] ? sum[c] / count[c] : NAN);
   }
   s.mean = measured ? total / measured : NAN;
-  if (std::accumulate(full_count.begin(), full_count.end(), 0) > 0) {
-    for (int c = 0; c < partition.num_clusters; ++c) {
-      s.full_test_per_cluster.push_back(full_count[c] ? full_sum[c] / full_count[c] : NAN);
-    }
-    s.full_test_mean = std::accumulate(full_sum.begin(), full_sum.end(), 0.0) /
-                       std::accumulate(full_count.begin(), full_count.end(), 0);
-  }
+  SetFullTestMeans(full_sum, full_count, s);
   s.overhead = measured ? overhead / measured : NAN;
   s.bytes_sent_per_node = sending ? bytes_sent / sending : 0;
   s.in_cluster = samples ? static_cast<double>(in_cluster) / samples : NAN;
@@ -189,75 +268,36 @@ MethodRecord RecordOf(const MethodSummary& s) {
 std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clusters) {
   if (summaries.empty()) return "";
   bool accuracy = summaries.front().metric == "accuracy";
-  size_t name_width = 6;
-  for (const auto& s : summaries) name_width = std::max(name_width, s.name.size());
+  TableColumns columns;
+  for (const auto& s : summaries) columns.name_width = std::max(columns.name_width, s.name.size());
+  const size_t name_width = columns.name_width;
+  auto any = [&](auto has) { return std::any_of(summaries.begin(), summaries.end(), has); };
+  columns.any_ari = any([](const MethodSummary& s) { return s.ari.has_value(); });
+  columns.any_simulated =
+      any([](const MethodSummary& s) { return s.simulated_seconds.has_value(); });
+  columns.any_round = any([](const MethodSummary& s) { return s.cluster_round.has_value(); });
+  columns.any_exchange = any([](const MethodSummary& s) { return s.exchange_seconds.has_value(); });
+  columns.target = summaries.front().target_acc;
+  const bool any_simulated = columns.any_simulated;
+  const std::optional<double> target = columns.target;
   std::ostringstream out;
-  char cell[64];
-  auto pad = [&](const std::string& text, size_t width) {
-    std::snprintf(cell, sizeof(cell), "%*s", static_cast<int>(width), text.c_str());
-    return std::string(cell);
-  };
   out << "Test " << (accuracy ? "accuracy (%)" : "MSE")
       << " at each node's best-validation round, mean per cluster:\n";
   out << std::string(name_width, ' ').replace(0, 6, "method");
-  for (int c = 0; c < num_clusters; ++c) out << pad("cl " + std::to_string(c), 9);
-  bool any_ari = std::any_of(summaries.begin(), summaries.end(),
-                             [](const MethodSummary& s) { return s.ari.has_value(); });
-  bool any_simulated = std::any_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
-    return s.simulated_seconds.has_value();
-  });
-  out << pad("mean", 9) << pad("in-cluster", 12);
+  for (int c = 0; c < num_clusters; ++c) out << Pad("cl " + std::to_string(c), 9);
+  out << Pad("mean", 9) << Pad("in-cluster", 12);
   if (any_simulated) {
-    out << pad("real", 8) << pad("simulated", 11);
+    out << Pad("real", 8) << Pad("simulated", 11);
   } else {
-    out << pad("wall", 8);
+    out << Pad("wall", 8);
   }
-  const std::optional<double> target = summaries.front().target_acc;
-  if (target) out << pad("to target", 11);
-  out << pad("overhead", 10);
-  if (any_ari) out << pad("ARI", 7);
-  bool any_round = std::any_of(summaries.begin(), summaries.end(),
-                               [](const MethodSummary& s) { return s.cluster_round.has_value(); });
-  if (any_round) out << pad("clustered@", 12);
-  bool any_exchange = std::any_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
-    return s.exchange_seconds.has_value();
-  });
-  if (any_exchange) out << pad("exchange", 18);
+  if (target) out << Pad("to target", 11);
+  out << Pad("overhead", 10);
+  if (columns.any_ari) out << Pad("ARI", 7);
+  if (columns.any_round) out << Pad("clustered@", 12);
+  if (columns.any_exchange) out << Pad("exchange", 18);
   out << "\n";
-  for (const MethodSummary& s : summaries) {
-    out << s.name << std::string(name_width - s.name.size(), ' ');
-    for (double v : s.per_cluster) out << pad(Fixed(v, 2), 9);
-    out << pad(Fixed(s.mean, 2), 9) << pad(Fixed(100 * s.in_cluster, 1) + "%", 12)
-        << pad(Fixed(s.wall_seconds, 0) + "s", 8);
-    if (any_simulated) {
-      out << pad(s.simulated_seconds ? Fixed(*s.simulated_seconds, 0) + "s" : "-", 11);
-    }
-    if (target) out << pad(s.time_to_target_s ? Fixed(*s.time_to_target_s, 1) + "s" : "-", 11);
-    out << pad(Fixed(100 * s.overhead, 1) + "%", 10);
-    if (any_ari) out << pad(s.ari ? Fixed(*s.ari, 3) : "-", 7);
-    if (any_round) out << pad(s.cluster_round ? Fixed(*s.cluster_round, 1) : "-", 12);
-    if (any_exchange) {
-      out << pad(s.exchange_seconds ? Fixed(*s.exchange_seconds, 1) + "s rounds " +
-                                          RoundRangeCell{}.Write(s.exchange_rounds)
-                                    : "-",
-                 18);
-    }
-    if (s.status == kInterrupted) {
-      out << "  (interrupted: nodes reached rounds " << s.first_node_round << "-"
-          << s.last_node_round << " of " << s.rounds << ")";
-    }
-    if (s.nodes_failed) out << "  (" << s.nodes_failed << " of " << s.nodes << " nodes failed)";
-    if (s.nodes_halted) {
-      out << "  (" << s.nodes_halted << " of " << s.nodes - s.attackers
-          << " honest nodes halted on a failed round, figures from before it: see their node.log)";
-    }
-    if (s.nodes_alone) {
-      out << "  (" << s.nodes_alone << " of " << s.nodes
-          << " nodes never reached a peer: see their node.log)";
-    }
-    if (s.attackers) out << "  (" << s.attackers << " attackers not counted)";
-    out << "\n";
-  }
+  for (const MethodSummary& s : summaries) out << TableRow(s, columns) << "\n";
   bool all_simulated = std::all_of(summaries.begin(), summaries.end(), [](const MethodSummary& s) {
     return s.simulated_seconds.has_value();
   });

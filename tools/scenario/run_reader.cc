@@ -82,6 +82,34 @@ Status ReadPartition(const fs::path& root, bool only_method, const std::set<std:
   return Status::Ok();
 }
 
+// The method folders of the run folder `root`: `root` itself when it holds node folders, else its
+// sub-folders that do.
+std::vector<fs::path> MethodFolders(const fs::path& root) {
+  std::vector<fs::path> methods;
+  std::error_code ec;
+  if (!NodeFolderIds(root).empty()) {
+    methods.push_back(root);
+  } else {
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      if (entry.is_directory() && !NodeFolderIds(entry.path()).empty())
+        methods.push_back(entry.path());
+    }
+  }
+  return methods;
+}
+
+// Whether any node of `runs` reported a test accuracy (a classification run).
+bool AnyTestAccuracy(const std::vector<MethodRun>& runs) {
+  for (const MethodRun& run : runs) {
+    for (const NodeRun& n : run.nodes) {
+      for (const node::RoundRow& r : n.rounds) {
+        if (std::isfinite(r.test_acc)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 MethodRun ReadMethodRun(const std::string& dir, const std::string& name,
@@ -135,16 +163,8 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
     folder.title = fs::absolute(root).lexically_normal().parent_path().filename().string();
 
   // Method folders and the node ids they hold.
-  std::vector<fs::path> methods;
+  std::vector<fs::path> methods = MethodFolders(root);
   std::set<std::string> seen_ids;
-  if (!NodeFolderIds(root).empty()) {
-    methods.push_back(root);
-  } else {
-    for (const auto& entry : fs::directory_iterator(root, ec)) {
-      if (entry.is_directory() && !NodeFolderIds(entry.path()).empty())
-        methods.push_back(entry.path());
-    }
-  }
   if (methods.empty()) {
     return Status::NotFound(
         "run folder '" + dir +
@@ -194,15 +214,7 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
       run.interrupted = record->status == kInterrupted;
     }
   }
-  // Classification when any node reported a test accuracy.
-  p.classification = false;
-  for (const MethodRun& run : folder.runs) {
-    for (const NodeRun& n : run.nodes) {
-      for (const node::RoundRow& r : n.rounds) {
-        if (std::isfinite(r.test_acc)) p.classification = true;
-      }
-    }
-  }
+  p.classification = AnyTestAccuracy(folder.runs);
   return folder;
 }
 
