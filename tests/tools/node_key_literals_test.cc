@@ -29,6 +29,7 @@ const std::map<std::string, std::string> kToolsOwnWords = {
     {"codec", "a CSV column of bytes_to_target and of the benches"},
     {"data", "the scenario's [data] section"},
     {"emd", "the dashboard's JSON field and the bench's name"},
+    {"epsilon", "a summary.csv column (the privacy spent)"},
     {"http_port", "the dashboard's JSON field of a node's status"},
     {"id", "a JSON field and a fuzz report key"},
     {"kind", "the [network] outage key"},
@@ -40,6 +41,7 @@ const std::map<std::string, std::string> kToolsOwnWords = {
     {"security", "the scenario's top-level key"},
     {"seed", "the scenario's and the manifest's top-level key"},
     {"target", "a bench's option"},
+    {"threads", "a column of the report's tables"},
 };
 
 // The string literals of C++ source `text`, comments left out (a literal's text as written).
