@@ -17,4 +17,13 @@ constexpr uint64_t StableHash(std::string_view text, uint64_t seed = 0) {
   return h;
 }
 
+// The SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijection on 64 bits with full avalanche,
+// for keys and hashes that must spread over every bit.
+constexpr uint64_t Mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 }  // namespace meshlearn

@@ -6,16 +6,10 @@
 #include <random>
 #include <string>
 
+#include "base/stable_hash.h"
+
 namespace meshlearn::similarity {
 namespace {
-
-// The splitmix64 finaliser (Steele, Lea, Flood 2014): a bijection on 64 bits with full avalanche.
-uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // A uniform double in (0, 1] from the top 53 bits of one raw output (never 0, so log() is finite).
 double UnitInterval(std::mt19937_64& engine) {

@@ -7,14 +7,6 @@
 namespace meshlearn::topology {
 namespace {
 
-// SplitMix64's finaliser: spreads `x` over all 64 bits.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // A member for eviction: its rank, then its key hash (a larger one is lower), then its id.
 struct EvictionKey {
   RowRank rank;
@@ -31,11 +23,11 @@ struct EvictionKey {
 
 }  // namespace
 
-uint64_t ViewDrawKey(uint64_t seed, uint64_t draw) { return Mix(Mix(seed) ^ draw); }
+uint64_t ViewDrawKey(uint64_t seed, uint64_t draw) { return Mix64(Mix64(seed) ^ draw); }
 
-uint64_t ViewHashKey(uint64_t seed) { return Mix(Mix(seed) ^ 0xa5a5a5a5a5a5a5a5ull); }
+uint64_t ViewHashKey(uint64_t seed) { return Mix64(Mix64(seed) ^ 0xa5a5a5a5a5a5a5a5ull); }
 
-uint64_t MemberHash(std::string_view peer, uint64_t key) { return Mix(StableHash(peer) ^ key); }
+uint64_t MemberHash(std::string_view peer, uint64_t key) { return Mix64(StableHash(peer) ^ key); }
 
 std::optional<std::string> ShuffleTarget(std::span<const ViewMember> view) {
   const ViewMember* oldest = nullptr;

@@ -11,7 +11,7 @@
 //   Rationale: the oldest entry is the one the node has heard least from lately, so every
 //   member is reached in turn and a dead one is found within a view's length of rounds.
 // - Random members: `count` samplable members other than `exclude`, those with the smallest
-//   Mix(StableHash(id) ^ key) (base/stable_hash.h; Mix is SplitMix64's finaliser), in that
+//   Mix64(StableHash(id) ^ key) (base/stable_hash.h: SplitMix64's finaliser), in that
 //   order. A fresh key per draw makes it a uniform draw without replacement.
 //   Rationale: a hash keyed by the node's seed and a counter gives the same picks on every
 //   platform, draws nothing from the sampling generator (whose sequence must not depend on how
@@ -29,7 +29,7 @@
 //   1. a member that left, else one that is dead (the first by id), whatever r;
 //   2. none when `source` is not empty and at least `share` members came from it;
 //   3. else the lowest member: by rank, and among equal ranks the one whose id has the larger
-//      key hash Mix(StableHash(id) ^ key) (ties: the larger id), when p is above it: r ranks
+//      key hash Mix64(StableHash(id) ^ key) (ties: the larger id), when p is above it: r ranks
 //      higher, or the same with a smaller key hash.
 //   Rationale: (1) is the rule of a full unbounded table (topology/peer_table.h, Replaceable).
 //   (2) is Brahms's bound (Bortnikov et al. 2009): one source's lists and rows can take at
@@ -68,7 +68,7 @@ struct ViewMember {
 uint64_t ViewDrawKey(uint64_t seed, uint64_t draw);
 // The key of the member hashes of a view seeded with `seed` (Evictee): one key for its life.
 uint64_t ViewHashKey(uint64_t seed);
-// The key hash of `peer` under `key`: Mix(StableHash(peer) ^ key) (see the specification).
+// The key hash of `peer` under `key`: Mix64(StableHash(peer) ^ key) (see the specification).
 uint64_t MemberHash(std::string_view peer, uint64_t key);
 
 // The shuffle target of `view` (see the specification), or nullopt when no member is samplable.
