@@ -9,6 +9,7 @@
 #include "plugins/script_merge.h"
 #include "plugins/script_metric.h"
 #include "plugins/script_module.h"
+#include "similarity/vector_kernels.h"
 
 namespace meshlearn::plugins {
 namespace {
@@ -40,16 +41,10 @@ class Draws {
   std::normal_distribution<float> normal_;
 };
 
-double Norm(std::span<const float> w) {
-  double s = 0;
-  for (float v : w) s += static_cast<double>(v) * v;
-  return std::sqrt(s);
-}
+double Norm(std::span<const float> w) { return std::sqrt(similarity::FusedSquaredNorm(w)); }
 
 double Distance(std::span<const float> a, std::span<const float> b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += (static_cast<double>(a[i]) - b[i]) * (a[i] - b[i]);
-  return std::sqrt(s);
+  return std::sqrt(similarity::FusedSquaredDistance(a, b));
 }
 
 // The noise scale of trial `t`: 0.01 to about 3, so that peers range from near to far.

@@ -2,10 +2,12 @@
 
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
 
+#include "base/float_array.h"
 #include "training/torchscript_file.h"
 
 namespace meshlearn::plugins::internal {
@@ -137,10 +139,10 @@ Status CopyModel(const c10::IValue& value, std::span<float> out, const std::stri
   }
   const torch::Tensor t = value.toTensor().to(torch::kFloat32).contiguous();
   const float* data = t.data_ptr<float>();
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (!std::isfinite(data[i])) {
-      return Status::NonFinite(what + " holds NaN or Inf (at index " + std::to_string(i) + ")");
-    }
+  if (!CheckFinite({data, out.size()}).ok()) {
+    const size_t i =
+        std::find_if_not(data, data + out.size(), [](float v) { return std::isfinite(v); }) - data;
+    return Status::NonFinite(what + " holds NaN or Inf (at index " + std::to_string(i) + ")");
   }
   if (data != out.data()) std::memmove(out.data(), data, out.size() * sizeof(float));
   return Status::Ok();
