@@ -66,28 +66,27 @@ Status CheckPrivacy(const NodeConfig& c, const std::string& name) {
 // (docs/plugins.md). Rationale: a path without its choice is not refused, because the launcher
 // gives every node a scenario's keys and a method may choose a built-in kind over them.
 Status CheckTorchScriptFiles(const NodeConfig& c, const std::string& name) {
-  const struct {
-    bool chosen;
-    const std::string& path;
-    const char* choice;
-    const char* key;
-  } files[] = {{c.model.architecture == training::Architecture::kTorchScript,
-                c.model.torchscript_path, "[model] architecture", "model.torchscript_path"},
-               {c.learning.metric == similarity::MetricKind::kTorchScript, c.learning.metric_path,
-                "[learning] metric", "learning.metric_path"},
-               {c.learning.robust.kind == training::RobustKind::kTorchScript, c.learning.merge_path,
-                "[learning] robust", "learning.merge_path"},
-               {c.attack.kind == AttackKind::kTorchScript, c.attack.attack_path, "[attack] kind",
-                "attack.attack_path"}};
-  for (const auto& file : files) {
+  for (const TorchScriptChoice& file : TorchScriptChoices(c)) {
     if (!file.chosen || !file.path.empty()) continue;
     return Status::InvalidArgument(name + ": " + file.choice + " = \"torchscript\" needs '" +
-                                   file.key + "' (a file saved by torch.jit.script(...).save)");
+                                   file.path_key +
+                                   "' (a file saved by torch.jit.script(...).save)");
   }
   return Status::Ok();
 }
 
 }  // namespace
+
+std::array<TorchScriptChoice, 4> TorchScriptChoices(const NodeConfig& c) {
+  return {{{c.model.architecture == training::Architecture::kTorchScript, c.model.torchscript_path,
+            "[model] architecture", "model.torchscript_path", false},
+           {c.learning.metric == similarity::MetricKind::kTorchScript, c.learning.metric_path,
+            "[learning] metric", "learning.metric_path", true},
+           {c.learning.robust.kind == training::RobustKind::kTorchScript, c.learning.merge_path,
+            "[learning] robust", "learning.merge_path", true},
+           {c.attack.kind == AttackKind::kTorchScript, c.attack.attack_path, "[attack] kind",
+            "attack.attack_path", true}}};
+}
 
 Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
   // Each section's own rules (ParseNodeConfig runs them as it reads the section, too).

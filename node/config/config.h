@@ -37,6 +37,7 @@
 // EmdSection::Exchange, ...; NodeConfig::Machine composes them), so the node host copies no
 // field.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -618,6 +619,21 @@ struct NodeConfig {
   // and the learner's architecture (peers with another are refused).
   MembershipConfig Membership(const Learner& learner, const NodeFacts& facts) const;
 };
+
+// One "torchscript" choice a config can make and the file it names: the model's and each
+// plug-in point's (docs/plugins.md). `choice` names the key in the guide's words ("[learning]
+// metric"), `path_key` the file's key, dotted ("learning.metric_path").
+struct TorchScriptChoice {
+  bool chosen;
+  const std::string& path;
+  const char* choice;
+  const char* path_key;
+  bool plugin;  // a plug-in point (not the model)
+};
+
+// The "torchscript" choices of `config`, chosen or not, the model's first; valid while `config`
+// lives.
+std::array<TorchScriptChoice, 4> TorchScriptChoices(const NodeConfig& config);
 
 // Parses TOML text `text`; `name` (usually the file path) prefixes every error. kInvalidArgument
 // for a syntax error, an unknown key, a wrong type or a value outside what is allowed.

@@ -356,15 +356,8 @@ void NodeHost::LogStart(const std::optional<NodeKeys>& keys) {
         endpoint());
   }
   // The plug-ins it runs (docs/plugins.md), so that a run's log says which files it used.
-  const std::pair<bool, std::string> plugins[] = {
-      {config_.learning.metric == similarity::MetricKind::kTorchScript,
-       "[learning] metric: " + config_.learning.metric_path},
-      {config_.learning.robust.kind == training::RobustKind::kTorchScript,
-       "[learning] robust: " + config_.learning.merge_path},
-      {config_.attack.kind == AttackKind::kTorchScript,
-       "[attack] kind: " + config_.attack.attack_path}};
-  for (const auto& [chosen, plugin] : plugins) {
-    if (chosen) log_->info("plug-in {}", plugin);
+  for (const TorchScriptChoice& file : TorchScriptChoices(config_)) {
+    if (file.chosen && file.plugin) log_->info("plug-in {}: {}", file.choice, file.path);
   }
   if (config_.attack.kind != AttackKind::kNone) {
     log_->warn("[attack] kind = {}: this node {} (robustness experiment)",
