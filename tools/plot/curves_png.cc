@@ -45,6 +45,7 @@ void ApplyStyle(cairo_t* cr, const LineStyle& style) {
 struct PlotArea {
   Axis x_axis, y_axis;
   double left = 0, right = 0, top = 0, bottom = 0;
+  // The pixel column of data value `x`, and the pixel row of `y`.
   double px(double x) const { return left + x_axis.Fraction(x) * (right - left); }
   double py(double y) const { return bottom - y_axis.Fraction(y) * (bottom - top); }
 };

@@ -270,7 +270,6 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
   bool accuracy = summaries.front().metric == "accuracy";
   TableColumns columns;
   for (const auto& s : summaries) columns.name_width = std::max(columns.name_width, s.name.size());
-  const size_t name_width = columns.name_width;
   auto any = [&](auto has) { return std::any_of(summaries.begin(), summaries.end(), has); };
   columns.any_ari = any([](const MethodSummary& s) { return s.ari.has_value(); });
   columns.any_simulated =
@@ -278,20 +277,18 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
   columns.any_round = any([](const MethodSummary& s) { return s.cluster_round.has_value(); });
   columns.any_exchange = any([](const MethodSummary& s) { return s.exchange_seconds.has_value(); });
   columns.target = summaries.front().target_acc;
-  const bool any_simulated = columns.any_simulated;
-  const std::optional<double> target = columns.target;
   std::ostringstream out;
   out << "Test " << (accuracy ? "accuracy (%)" : "MSE")
       << " at each node's best-validation round, mean per cluster:\n";
-  out << std::string(name_width, ' ').replace(0, 6, "method");
+  out << std::string(columns.name_width, ' ').replace(0, 6, "method");
   for (int c = 0; c < num_clusters; ++c) out << Pad("cl " + std::to_string(c), 9);
   out << Pad("mean", 9) << Pad("in-cluster", 12);
-  if (any_simulated) {
+  if (columns.any_simulated) {
     out << Pad("real", 8) << Pad("simulated", 11);
   } else {
     out << Pad("wall", 8);
   }
-  if (target) out << Pad("to target", 11);
+  if (columns.target) out << Pad("to target", 11);
   out << Pad("overhead", 10);
   if (columns.any_ari) out << Pad("ARI", 7);
   if (columns.any_round) out << Pad("clustered@", 12);
@@ -303,17 +300,17 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
   });
   out << "overhead: each node's share of its "
       << (all_simulated ? "simulated time"
-          : any_simulated
+          : columns.any_simulated
               ? "time (simulated time for the methods with simulated seconds, else real time)"
               : "real time")
       << " outside training and evaluation, mean over the nodes\n";
-  if (target) {
+  if (columns.target) {
     out << "to target: the " << (all_simulated ? "simulated " : "")
         << "seconds (rounds.csv wall_s) until the honest nodes' mean test accuracy first reached "
-        << Fixed(*target, 2) << "%, the lowest final accuracy of the methods less "
+        << Fixed(*columns.target, 2) << "%, the lowest final accuracy of the methods less "
         << kRunTargetPoints << " point\n";
   }
-  out << FormatFullTestTable(summaries, num_clusters, name_width);
+  out << FormatFullTestTable(summaries, num_clusters, columns.name_width);
   return out.str();
 }
 

@@ -25,7 +25,10 @@ inline constexpr std::string_view kSummaryStatuses[] = {kComplete, kInterrupted,
 // The cell of an EMD exchange's rounds: "<first>-<last>", or "<round>" when they are one;
 // empty when there was no exchange.
 struct RoundRangeCell {
+  // The cell of `rounds` ("" for none).
   std::string Write(const std::optional<std::pair<int64_t, int64_t>>& rounds) const;
+  // Reads `cell` into `out` (nullopt for an empty cell); kMalformed naming `where`, with what is
+  // allowed, for text that is not a round or a range of rounds.
   Status Read(std::string_view cell, const std::string& where,
               std::optional<std::pair<int64_t, int64_t>>& out) const;
 };
