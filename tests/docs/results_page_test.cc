@@ -4,7 +4,8 @@
 // to two decimals. A row over seeds ("`<method>`, seeds 1–5") holds the means of its runs' figures
 // and the standard deviation of their means. A figure typed by hand, or data added without its
 // row, fails here. docs/robustness.md's result tables are rebuilt the same way from
-// results/robustness/ (the RobustnessPage tests at the end).
+// results/robustness/ (the RobustnessPage tests at the end), and so are docs/results.md's plug-in
+// tables (results/robustness/fmnist-covariate-plugins/, the last test).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -666,11 +667,12 @@ std::map<std::string, std::vector<RobustnessRun>> RobustnessRuns(const std::stri
   return runs;
 }
 
-// The table under the heading `heading` of docs/robustness.md, its rows below the header and the
-// |---| line: each row's first cell → the others.
-std::map<std::string, std::vector<std::string>> RobustnessTable(const std::string& heading) {
+// The table under the heading `heading` of docs/<page> (docs/robustness.md by default), its rows
+// below the header and the |---| line: each row's first cell → the others.
+std::map<std::string, std::vector<std::string>> RobustnessTable(
+    const std::string& heading, const std::string& page = "robustness.md") {
   std::map<std::string, std::vector<std::string>> table;
-  std::ifstream in(kRoot / "docs" / "robustness.md");
+  std::ifstream in(kRoot / "docs" / page);
   std::string line;
   bool in_section = false, in_rows = false;
   while (std::getline(in, line)) {
@@ -687,7 +689,7 @@ std::map<std::string, std::vector<std::string>> RobustnessTable(const std::strin
     const std::vector<std::string> cells = TableCells(line);
     table[cells[0]] = {cells.begin() + 1, cells.end()};
   }
-  EXPECT_FALSE(table.empty()) << "docs/robustness.md has no table under " << heading;
+  EXPECT_FALSE(table.empty()) << "docs/" << page << " has no table under " << heading;
   return table;
 }
 
@@ -907,6 +909,90 @@ TEST(RobustnessPage, TheAttackerShareTableIsItsData) {
   }
   EXPECT_EQ(RobustnessTable("### Results: file 004's covariate shift, 10% to 30% attackers"),
             expected);
+}
+
+// "Plug-ins on file 004's covariate shift" (docs/results.md): the worked examples' metric
+// (`last_layer`), merge rule (`cos_weights geometric_median`) and attack (min-max) beside the
+// built-ins run by the same build, kept in results/robustness/fmnist-covariate-plugins/<attack>/
+// seed-<s>/ (`clean`: no attacker, `min_max`: the plug-in attack).
+const std::vector<std::string> kPlugInMethods = {"cos_weights", "cos_weights clip 0.5",
+                                                 "cos_weights geometric_median", "last_layer"};
+const std::vector<std::pair<std::string, std::string>> kPlugInAttacks = {
+    {"clean", "no attacker"}, {"scaling", "scaling"}, {"min_max", "min-max (plug-in)"}};
+const size_t kPlugInSeeds = 3;
+
+// summary[attack][method][seed folder]: the summary row of each kept plug-in launch's run.
+std::map<std::string, std::map<std::string, std::map<std::string, std::map<std::string, std::string>>>>
+PlugInSummaries() {
+  std::map<std::string,
+           std::map<std::string, std::map<std::string, std::map<std::string, std::string>>>>
+      summary;
+  for (const auto& [attack, row] : kPlugInAttacks) {
+    for (const auto& [method, runs] : RobustnessRuns("fmnist-covariate-plugins/" + attack)) {
+      EXPECT_TRUE(std::count(kPlugInMethods.begin(), kPlugInMethods.end(), method))
+          << attack << ": method " << method << " has no column";
+      for (const RobustnessRun& run : runs) {
+        EXPECT_EQ(run.summary.at("attackers"), attack == "clean" ? "0" : "20") << run.method_dir;
+        summary[attack][method][run.seed] = run.summary;
+      }
+    }
+  }
+  return summary;
+}
+
+// One row per attack, one column per method of kPlugInMethods: the honest nodes' mean test
+// accuracy, mean ± standard deviation over the seeds ("–" where not run, "(k of 3)" where only k
+// seeds ran). Then the seed-matched
+// differences (mean ± standard error, then the number of seeds) of the geometric median against DAC and `clip`, and of the
+// last-layer metric against cos_weights, per attack ("–" where not run); and for the two metrics
+// under no attacker the 180° cluster's accuracy and the share of in-cluster draws (%).
+TEST(ResultsPage, ThePlugInTablesAreTheirData) {
+  auto summary = PlugInSummaries();
+  std::map<std::string, std::vector<std::string>> accuracy, differences;
+  auto mean_of = [&](const std::string& attack, const std::string& method) {
+    std::map<std::string, double> by_seed;
+    for (const auto& [seed, row] : summary[attack][method]) by_seed[seed] = std::stod(row.at("mean"));
+    return by_seed;
+  };
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> comparisons = {
+      {"geometric median − DAC", {"cos_weights geometric_median", "cos_weights"}},
+      {"geometric median − clip", {"cos_weights geometric_median", "cos_weights clip 0.5"}},
+      {"last layer − cos_weights", {"last_layer", "cos_weights"}}};
+  for (const auto& [attack, row] : kPlugInAttacks) {
+    for (const std::string& method : kPlugInMethods) {
+      std::vector<double> values;
+      for (const auto& [seed, value] : mean_of(attack, method)) values.push_back(value);
+      accuracy[row].push_back(MeanCell(values, 2, kPlugInSeeds));
+    }
+  }
+  for (const auto& [name, pair] : comparisons) {
+    for (const auto& [attack, row] : kPlugInAttacks) {
+      const auto a = mean_of(attack, pair.first), b = mean_of(attack, pair.second);
+      std::vector<double> d;
+      for (const auto& [seed, value] : a) {
+        if (b.count(seed)) d.push_back(value - b.at(seed));
+      }
+      differences[name].push_back(d.empty() ? "–" : DifferenceCell(d) + " (" +
+                                                        std::to_string(d.size()) + ")");
+    }
+  }
+  std::map<std::string, std::vector<std::string>> metrics;
+  for (const auto& [method, name] : std::vector<std::pair<std::string, std::string>>{
+           {"cos_weights", "cos_weights (built in)"}, {"last_layer", "last layer (plug-in)"}}) {
+    std::vector<double> means, rotated, in_cluster;
+    for (const auto& [seed, row] : summary["clean"][method]) {
+      means.push_back(std::stod(row.at("mean")));
+      rotated.push_back(std::stod(row.at("cluster_1")));
+      in_cluster.push_back(100 * std::stod(row.at("in_cluster")));
+    }
+    metrics[name] = {MeanCell(means, 2, kPlugInSeeds), MeanCell(rotated, 2, kPlugInSeeds),
+                     MeanCell(in_cluster, 1, kPlugInSeeds)};
+  }
+  EXPECT_EQ(RobustnessTable("### Results: plug-ins on file 004's covariate shift", "results.md"),
+            accuracy);
+  EXPECT_EQ(RobustnessTable("### Results: plug-ins against the built-ins, seed by seed", "results.md"),
+            differences);
+  EXPECT_EQ(RobustnessTable("### Results: the plug-in metric's draws", "results.md"), metrics);
 }
 
 }  // namespace

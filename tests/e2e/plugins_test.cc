@@ -3,7 +3,8 @@
 // min-max attacker), over compressed and uncompressed links; plug-ins that fail on every third
 // call, which cost rounds and peers error lines but never the node; and a file that breaks its
 // contract, refused at start-up. Through meshlearn-launch, in threads and simulated: the
-// cos_weights example summed in the built-in's order gives the built-in's run byte for byte.
+// cos_weights example summed in the built-in's order gives the built-in's run byte for byte, and
+// (simulated) so does the FedAvg example added in the built-in merge's order.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -174,6 +175,21 @@ TEST(PlugIns, TheCosWeightsExampleInTheBuiltInsOrderGivesTheBuiltInsRunInEveryMo
     EXPECT_NE(ReadText(plugin + "/dac/node-0/node.log").find("plug-in [learning] metric"),
               std::string::npos);
   }
+}
+
+// The built-in merge (robust = "none") sums in a canonical order; the FedAvg example in that
+// order gives the built-in's run byte for byte.
+TEST(PlugIns, TheFedAvgExampleInTheBuiltInsOrderGivesTheBuiltInsRun) {
+  const std::string builtin =
+      LaunchDac("e2e_plugins_fedavg_builtin", "metric = \"cos_weights\", tau = 140", "--simulate");
+  const std::string plugin = LaunchDac("e2e_plugins_fedavg_script",
+                                       "metric = \"cos_weights\", tau = 140, robust = "
+                                       "\"torchscript\", merge_path = \"" +
+                                           Example("fedavg_builtin_order") + "\"",
+                                       "--simulate");
+  ExpectIdenticalMethodFiles(builtin, plugin, "dac", 6);
+  EXPECT_NE(ReadText(plugin + "/dac/node-0/node.log").find("plug-in [learning] robust"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The TorchScript merge rule (plugins/script_merge.h): every refusal at load names the file and
 // what was expected; the FedAvg example gives the built-in's merged weights on hand-worked
-// inputs, with FedAvg, FedSim and staleness weights; a fault at run time fails the merge and
+// inputs, with FedAvg, FedSim and staleness weights, and in the built-in's order to the last bit
+// on inputs whose order changes the rounding; a fault at run time fails the merge and
 // writes nothing; and the geometric median example holds against a far model.
 #include "plugins/script_merge.h"
 
@@ -17,6 +18,7 @@ namespace {
 using testing::Example;
 using testing::ExpectError;
 using testing::Fixture;
+using testing::RandomWeights;
 using training::AggregationKind;
 using training::MergeInput;
 using training::MergeWeights;
@@ -83,6 +85,42 @@ TEST(ScriptMerge, FedAvgGivesTheBuiltinMergeOfHandWorkedModels) {
   auto fedsim = Load(Example("fedavg"), {AggregationKind::kFedSim, {}});
   ASSERT_TRUE(fedsim);
   EXPECT_EQ(Merged(*fedsim, x, fedsim_peers), (std::vector<float>{4, 4}));
+}
+
+// Six models whose terms c_k x_k span many magnitudes, so that the order of the additions
+// changes the rounding: the peers in every rotation of their order, FedAvg with equal and unequal
+// train sizes (ties between coefficients are ordered by the models' bytes) and FedSim.
+TEST(ScriptMerge, FedAvgInTheBuiltinOrderGivesItsMergedWeightsToTheLastBit) {
+  auto in_order = Load(Example("fedavg_builtin_order"), {});
+  auto in_order_fedsim = Load(Example("fedavg_builtin_order"), {AggregationKind::kFedSim, {}});
+  auto simple = Load(Example("fedavg"), {});
+  ASSERT_TRUE(in_order && in_order_fedsim && simple);
+  const auto builtin = training::CreateMergeRule({}, {});
+  const auto builtin_fedsim = training::CreateMergeRule({AggregationKind::kFedSim, {}}, {});
+  const size_t floats = 1040;
+  std::vector<std::vector<float>> models;
+  for (uint64_t k = 0; k < 6; ++k) {
+    models.push_back(RandomWeights(floats, 40 + k));
+    for (float& w : models.back()) w *= std::pow(10.0f, static_cast<float>(k % 3) * 3 - 3);
+  }
+  const std::vector<float>& own = models[0];
+  bool order_mattered = false;
+  for (const std::vector<uint64_t>& sizes :
+       {std::vector<uint64_t>{1, 1, 1, 1, 1}, std::vector<uint64_t>{3, 1, 2, 1, 3}}) {
+    for (size_t rotation = 0; rotation < 5; ++rotation) {
+      std::vector<MergeInput> peers;
+      for (size_t j = 0; j < 5; ++j) {
+        const size_t k = 1 + (j + rotation) % 5;
+        peers.push_back({models[k], sizes[k - 1], 0.05 * static_cast<double>(k)});
+      }
+      const std::vector<float> expected = Merged(*builtin, own, peers);
+      EXPECT_EQ(Merged(*in_order, own, peers), expected) << "rotation " << rotation;
+      EXPECT_EQ(Merged(*in_order_fedsim, own, peers), Merged(*builtin_fedsim, own, peers))
+          << "FedSim, rotation " << rotation;
+      order_mattered = order_mattered || Merged(*simple, own, peers) != expected;
+    }
+  }
+  EXPECT_TRUE(order_mattered) << "the inputs do not tell the two orders apart";
 }
 
 // staleness_test.cc's example: the peer 3 rounds behind keeps s(3) = 1/2 of its 1/2, and the own
