@@ -48,9 +48,9 @@ def float_bits(x: torch.Tensor) -> torch.Tensor:
     return bits + torch.signbit(x).long() * 2147483648
 
 
-def bytes_less(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """memcmp(a, b) < 0 over the little-endian bytes of two float32 vectors of one size."""
-    bits_a, bits_b = float_bits(a), float_bits(b)
+def bytes_less(bits_a: torch.Tensor, bits_b: torch.Tensor) -> bool:
+    """memcmp(a, b) < 0 over the little-endian bytes of two float32 vectors of one size, given
+    their bit patterns (float_bits)."""
     differ = torch.nonzero(bits_a != bits_b)
     if differ.size(0) == 0:
         return False
@@ -69,13 +69,18 @@ class FedAvgBuiltinOrder(torch.nn.Module):
     def forward(self, own: torch.Tensor, peers: List[torch.Tensor],
                 coefficients: torch.Tensor) -> torch.Tensor:
         models = [own] + peers
+        # The bytes decide only between equal coefficients: their bit patterns are rebuilt once
+        # per model, and only when two coefficients are equal.
+        bits: List[torch.Tensor] = []
+        if torch.unique(coefficients).numel() < coefficients.numel():
+            bits = [float_bits(m) for m in models]
         order: List[int] = []
         for k in range(len(models)):  # insertion sort by (coefficient descending, bytes)
             at = len(order)
             while at > 0:
                 prev = order[at - 1]
                 ck, cp = float(coefficients[k]), float(coefficients[prev])
-                if ck > cp or (ck == cp and bytes_less(models[k], models[prev])):
+                if ck > cp or (ck == cp and bytes_less(bits[k], bits[prev])):
                     at -= 1
                 else:
                     break

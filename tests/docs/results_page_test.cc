@@ -922,12 +922,14 @@ const std::vector<std::pair<std::string, std::string>> kPlugInAttacks = {
 const size_t kPlugInSeeds = 3;
 
 // summary[attack][method][seed folder]: the summary row of each kept plug-in launch's run.
-std::map<std::string, std::map<std::string, std::map<std::string, std::map<std::string, std::string>>>>
+std::map<std::string,
+         std::map<std::string, std::map<std::string, std::map<std::string, std::string>>>>
 PlugInSummaries() {
   std::map<std::string,
            std::map<std::string, std::map<std::string, std::map<std::string, std::string>>>>
       summary;
-  for (const auto& [attack, row] : kPlugInAttacks) {
+  for (const auto& attack_row : kPlugInAttacks) {
+    const std::string& attack = attack_row.first;
     for (const auto& [method, runs] : RobustnessRuns("fmnist-covariate-plugins/" + attack)) {
       EXPECT_TRUE(std::count(kPlugInMethods.begin(), kPlugInMethods.end(), method))
           << attack << ": method " << method << " has no column";
@@ -942,16 +944,17 @@ PlugInSummaries() {
 
 // One row per attack, one column per method of kPlugInMethods: the honest nodes' mean test
 // accuracy, mean ± standard deviation over the seeds ("–" where not run, "(k of 3)" where only k
-// seeds ran). Then the seed-matched
-// differences (mean ± standard error, then the number of seeds) of the geometric median against DAC and `clip`, and of the
-// last-layer metric against cos_weights, per attack ("–" where not run); and for the two metrics
-// under no attacker the 180° cluster's accuracy and the share of in-cluster draws (%).
+// seeds ran). Then the seed-matched differences (mean ± standard error, then the number of seeds)
+// of the geometric median against DAC and `clip`, and of the last-layer metric against
+// cos_weights, per attack ("–" where not run); and for the two metrics under no attacker the 180°
+// cluster's accuracy and the share of in-cluster draws (%).
 TEST(ResultsPage, ThePlugInTablesAreTheirData) {
   auto summary = PlugInSummaries();
   std::map<std::string, std::vector<std::string>> accuracy, differences;
   auto mean_of = [&](const std::string& attack, const std::string& method) {
     std::map<std::string, double> by_seed;
-    for (const auto& [seed, row] : summary[attack][method]) by_seed[seed] = std::stod(row.at("mean"));
+    for (const auto& [seed, row] : summary[attack][method])
+      by_seed[seed] = std::stod(row.at("mean"));
     return by_seed;
   };
   const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> comparisons = {
@@ -972,8 +975,8 @@ TEST(ResultsPage, ThePlugInTablesAreTheirData) {
       for (const auto& [seed, value] : a) {
         if (b.count(seed)) d.push_back(value - b.at(seed));
       }
-      differences[name].push_back(d.empty() ? "–" : DifferenceCell(d) + " (" +
-                                                        std::to_string(d.size()) + ")");
+      differences[name].push_back(
+          d.empty() ? "–" : DifferenceCell(d) + " (" + std::to_string(d.size()) + ")");
     }
   }
   std::map<std::string, std::vector<std::string>> metrics;
@@ -990,8 +993,9 @@ TEST(ResultsPage, ThePlugInTablesAreTheirData) {
   }
   EXPECT_EQ(RobustnessTable("### Results: plug-ins on file 004's covariate shift", "results.md"),
             accuracy);
-  EXPECT_EQ(RobustnessTable("### Results: plug-ins against the built-ins, seed by seed", "results.md"),
-            differences);
+  EXPECT_EQ(
+      RobustnessTable("### Results: plug-ins against the built-ins, seed by seed", "results.md"),
+      differences);
   EXPECT_EQ(RobustnessTable("### Results: the plug-in metric's draws", "results.md"), metrics);
 }
 
