@@ -63,12 +63,12 @@ void PrintViolations(const SeedResult& r) {
 // Greedy reduction of `failure` (see the rules in fuzz.h).
 void Reduce(const FuzzFailure& failure, const FuzzOptions& options) {
   FuzzOptions smaller = options;
-  FuzzScenario best = DrawScenario(failure.seed, smaller.limits);
+  FuzzScenario best = DrawScenario(failure.seed, smaller.limits, options.plugin_dir);
   int runs = 0;
   auto still_fails = [&](const FuzzLimits& limits) {
     if (runs >= kReductionRuns) return false;
     ++runs;
-    FuzzScenario s = DrawScenario(failure.seed, limits);
+    FuzzScenario s = DrawScenario(failure.seed, limits, options.plugin_dir);
     SeedResult r =
         RunSeed(s, SeedDir(options, failure.seed, FuzzSeedRun::kReduced), RunOptionsOf(options));
     if (!Fails(r, failure.violation.invariant)) return false;
@@ -93,6 +93,11 @@ void Reduce(const FuzzFailure& failure, const FuzzOptions& options) {
       std::set<FaultKind> kinds = best.kinds;
       kinds.erase(kind);
       limits.kinds = kinds;
+      if (still_fails(limits)) smaller.limits = limits, progress = true;
+    }
+    limits = smaller.limits;
+    if (best.metric_plugin != FuzzPlugIn::kNone || best.merge_plugin != FuzzPlugIn::kNone) {
+      limits.plugins = false;
       if (still_fails(limits)) smaller.limits = limits, progress = true;
     }
   }
@@ -123,6 +128,11 @@ void PrintSummary(const FuzzSummary& s, const FuzzOptions& options) {
   std::string injected;
   for (const auto& [kind, n] : s.faults) injected += " " + kind + "=" + std::to_string(n);
   std::printf("fuzz: faults injected:%s\n", injected.empty() ? " none" : injected.c_str());
+  std::string plugins;
+  for (const auto& [plugin, n] : s.seeds_with_plugin) {
+    plugins += " " + std::string(NameOf(FuzzPlugInNames(), plugin)) + "=" + std::to_string(n);
+  }
+  std::printf("fuzz: seeds running each plug-in:%s\n", plugins.empty() ? " none" : plugins.c_str());
   std::string checked;
   for (const std::string& name : InvariantNames()) checked += " " + name;
   std::printf("fuzz: invariants checked (%llu checks):%s; largest memory growth %.1f MiB\n",
@@ -164,6 +174,9 @@ std::vector<FuzzFigure> FuzzFigures(const FuzzSummary& s, const FuzzOptions& opt
   for (const auto& [kind, n] : s.seeds_with_fault) {
     row("seeds_with_" + std::string(NameOf(FaultKindNames(), kind)), std::to_string(n));
   }
+  for (const auto& [plugin, n] : s.seeds_with_plugin) {
+    row("seeds_with_plugin_" + std::string(NameOf(FuzzPlugInNames(), plugin)), std::to_string(n));
+  }
   for (const auto& [kind, n] : s.faults) row("injected_" + kind, std::to_string(n));
   for (const std::string& name : InvariantNames()) row("invariant_" + name, "checked");
   for (const auto& [invariant, n] : s.failures) row("failed_" + invariant, std::to_string(n));
@@ -176,6 +189,8 @@ std::string ReplayCommand(uint64_t seed, const FuzzOptions& options) {
   if (options.limits.nodes) line << " --nodes " << *options.limits.nodes;
   if (options.limits.rounds) line << " --rounds " << *options.limits.rounds;
   if (options.limits.kinds) line << " --faults " << FaultKindList(*options.limits.kinds);
+  if (!options.limits.plugins) line << " --no-plugins";
+  if (options.plugin_dir != DefaultPlugInDir()) line << " --plugins " << options.plugin_dir;
   if (options.canary) line << " --canary";
   if (options.out_dir != FuzzOptions().out_dir) line << " --out " << options.out_dir;
   return line.str();
@@ -186,7 +201,12 @@ FuzzSummary Fuzz(const FuzzOptions& options) {
   double nodes = 0, rounds = 0;
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t seed = options.from; seed < options.from + options.seeds; ++seed) {
-    FuzzScenario s = DrawScenario(seed, options.limits);
+    FuzzScenario s = DrawScenario(seed, options.limits, options.plugin_dir);
+    if (Status files = CheckPlugInFiles(s); !files.ok()) {
+      summary.error = files.message();
+      std::fprintf(stderr, "meshlearn-launch fuzz: %s\n", summary.error.c_str());
+      break;
+    }
     const std::string dir = SeedDir(options, seed);
     const bool twice = options.determinism_every > 0 &&
                        seed % static_cast<uint64_t>(options.determinism_every) == 0;
@@ -199,6 +219,9 @@ FuzzSummary Fuzz(const FuzzOptions& options) {
     nodes += s.nodes;
     rounds += static_cast<double>(s.rounds);
     for (FaultKind k : s.kinds) ++summary.seeds_with_fault[k];
+    for (FuzzPlugIn p : {s.metric_plugin, s.merge_plugin}) {
+      if (p != FuzzPlugIn::kNone) ++summary.seeds_with_plugin[p];
+    }
     for (const auto& [kind, n] : r.faults) summary.faults[kind] += n;
     summary.invariant_checks += InvariantNames().size() - 1;  // determinism: counted below
     summary.max_memory_growth_mib = std::max(summary.max_memory_growth_mib, r.memory_growth_mib);
@@ -265,12 +288,18 @@ int FuzzCommand(int argc, char** argv) {
                  "run every K-th seed twice and compare the outputs (default 10; 0: never)")
       ->check(CLI::Range(0, 1000000));
   app.add_flag("!--no-reduce", options.reduce, "do not reduce the failures found");
+  app.add_option("--plugins", options.plugin_dir,
+                 "the folder of the plug-ins' .pt files that seeds draw (default: where this "
+                 "build saves plugins/examples/, " +
+                     DefaultPlugInDir() + ")");
+  app.add_flag("!--no-plugins", options.limits.plugins, "draw no plug-in");
   app.add_option("--seed-timeout", options.seed_timeout_s,
                  "real seconds a seed may take before it is killed (default 900)")
       ->check(CLI::Range(1.0, 86400.0));
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
   options.limits.nodes = nodes;
   options.limits.rounds = rounds;
+  options.plugin_dir = std::filesystem::absolute(options.plugin_dir).lexically_normal().string();
   if (!faults.empty()) {
     auto kinds = ParseFaultKinds(faults);
     if (!kinds.ok()) {
@@ -283,7 +312,11 @@ int FuzzCommand(int argc, char** argv) {
     options.from = *replay;
     options.seeds = 1;
     options.reduce = false;
-    FuzzScenario s = DrawScenario(*replay, options.limits);
+    FuzzScenario s = DrawScenario(*replay, options.limits, options.plugin_dir);
+    if (Status files = CheckPlugInFiles(s); !files.ok()) {
+      std::fprintf(stderr, "meshlearn-launch fuzz: %s\n", files.message().c_str());
+      return tools::kExitBadInput;
+    }
     const std::string dir = SeedDir(options, *replay);
     SeedResult r = RunSeed(s, dir, RunOptionsOf(options));
     std::printf("seed %llu: %s (%.1f s) %s\n  outputs in %s\n",
@@ -292,7 +325,9 @@ int FuzzCommand(int argc, char** argv) {
     PrintViolations(r);
     return r.violations.empty() ? tools::kExitOk : tools::kExitFailed;
   }
-  return Fuzz(options).failed == 0 ? tools::kExitOk : tools::kExitFailed;
+  const FuzzSummary summary = Fuzz(options);
+  if (!summary.error.empty()) return tools::kExitBadInput;
+  return summary.failed == 0 ? tools::kExitOk : tools::kExitFailed;
 }
 
 }  // namespace meshlearn::launch

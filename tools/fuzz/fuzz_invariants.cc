@@ -122,12 +122,35 @@ void CheckNode(const FuzzScenario& s, const FuzzNodeEnd& n, Violations& v) {
   }
 }
 
+// plugin-faults over `n`'s node.log: the lines naming the file of a plug-in of `s` that does not
+// misbehave, but the start-up line that says the node runs it (node/host/node_host.cc).
+// Rationale: every run-time fault of a plug-in is a line naming its file (plugins/script_*.h),
+// and the misbehaving plug-in's are the only ones a seed expects.
+void CheckPlugInLog(const FuzzScenario& s, const FuzzNodeEnd& n, Violations& v) {
+  std::vector<std::string> files;
+  for (FuzzPlugIn p : {s.metric_plugin, s.merge_plugin}) {
+    if (p != FuzzPlugIn::kNone && !Misbehaves(p)) files.push_back(PlugInFile(s, p));
+  }
+  if (files.empty()) return;
+  auto log = ReadWholeFile((std::filesystem::path(n.dir) / node::kNodeLogFile).string());
+  if (!log.ok()) return;  // a node whose writes failed may have none
+  std::istringstream lines(*log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find("plug-in [") != std::string::npos) continue;
+    for (const std::string& file : files) {
+      if (line.find(file) != std::string::npos) v.Add(kPlugInFaults, NodeText(n) + ": " + line);
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& InvariantNames() {
   static const std::vector<std::string> kNames = {
-      kNoCrash,       kScenarioRuns,    kFiniteModels, kRoundsContiguous, kCheckpointAgrees,
-      kFramesRefused, kCountersBalance, kMemoryBound,  kLiveness,         kDeterminism};
+      kNoCrash,          kScenarioRuns,  kFiniteModels,    kRoundsContiguous,
+      kCheckpointAgrees, kFramesRefused, kCountersBalance, kMemoryBound,
+      kPlugInFaults,     kLiveness,      kDeterminism};
   return kNames;
 }
 
@@ -167,6 +190,7 @@ std::vector<Violation> CheckRun(const FuzzScenario& scenario, const FuzzRunRepor
   }
   for (const FuzzNodeEnd& n : report.nodes) {
     CheckNode(scenario, n, v);
+    CheckPlugInLog(scenario, n, v);
     for (const auto& [code, count] : n.refused_by_code) {
       if (!IsRefusalCode(code)) {
         v.Add(kFramesRefused, NodeText(n) + " refused " + std::to_string(count) +

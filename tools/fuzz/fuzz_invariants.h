@@ -21,6 +21,9 @@
 //                      one row to the next, across its restarts
 //   memory-bound       the run's peak resident memory grew by at most kMemoryBaseMib +
 //                      kMemoryPerNodeMib x nodes over what it had when it began
+//   plugin-faults      no node's log reports a fault of a plug-in that does not misbehave on
+//                      purpose: after its start-up line, a drawn plug-in's file is named in a
+//                      node.log only when it is the misbehaving one (FuzzPlugIn)
 //   liveness           after the faults (every outage ends, every partition heals), every node
 //                      finished all its rounds, or ended with its reason; and the run ended within
 //                      LivenessBoundSeconds simulated seconds
@@ -49,6 +52,7 @@ inline constexpr const char kCheckpointAgrees[] = "checkpoint-agrees";
 inline constexpr const char kFramesRefused[] = "frames-refused";
 inline constexpr const char kCountersBalance[] = "counters-balance";
 inline constexpr const char kMemoryBound[] = "memory-bound";
+inline constexpr const char kPlugInFaults[] = "plugin-faults";
 
 // memory-bound: a run's peak resident memory may grow over the fuzzer's by at most
 // kMemoryBaseMib + kMemoryPerNodeMib x nodes (MiB).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <sstream>
 
@@ -87,6 +88,34 @@ void DrawMethod(FuzzScenario& s) {
   }
   Draws topk("topk", s.seed);
   if (topk.Coin(0.1)) s.codec = CompressionCodec::kTopK;
+}
+
+// The plug-ins, from draws of their own (the specification): every draw is made whatever the
+// method, so that which plug-in a seed runs does not hang on the other aspects' draws.
+void DrawPlugIns(FuzzScenario& s, const FuzzLimits& limits) {
+  Draws d("plugin", s.seed);
+  const bool on = d.Coin(0.2);
+  const double points = d.Unit();  // [0, 1/3): a metric; [1/3, 2/3): both; [2/3, 1): a merge
+  const FuzzPlugIn metric = d.Coin(1.0 / 3) ? FuzzPlugIn::kLastLayer : FuzzPlugIn::kCosWeights;
+  const FuzzPlugIn merge = d.Coin() ? FuzzPlugIn::kGeometricMedian : FuzzPlugIn::kFedAvg;
+  const bool misbehaves = d.Coin(1.0 / 3);
+  if (!on || !limits.plugins) return;
+  const bool metric_fits = s.sampler == SamplerKind::kDac && s.metric != MetricKind::kEmd &&
+                           s.metric != MetricKind::kCentroid;
+  const bool with_metric = metric_fits && points < 2.0 / 3;
+  const bool with_merge = !with_metric || points >= 1.0 / 3;
+  if (with_metric) {
+    s.metric = MetricKind::kTorchScript;
+    s.metric_plugin = metric;
+  }
+  if (with_merge) s.merge_plugin = merge;
+  if (!misbehaves) return;
+  // With both, the metric misbehaves in the lower half of "both".
+  if (with_metric && (!with_merge || points < 0.5)) {
+    s.metric_plugin = FuzzPlugIn::kMisbehavingMetric;
+  } else {
+    s.merge_plugin = FuzzPlugIn::kMisbehavingMerge;
+  }
 }
 
 // Whether the scenario's method runs the EMD exchange, and whether it uses FLT's signatures.
@@ -241,6 +270,11 @@ node::NodeConfig NodeSettings(const FuzzScenario& s) {
   c.learning.aggregation = s.aggregation;
   c.learning.peers_per_round = s.peers_per_round;
   c.learning.tau = 30;
+  if (s.metric_plugin != FuzzPlugIn::kNone) c.learning.metric_path = PlugInFile(s, s.metric_plugin);
+  if (s.merge_plugin != FuzzPlugIn::kNone) {
+    c.learning.robust.kind = training::RobustKind::kTorchScript;
+    c.learning.merge_path = PlugInFile(s, s.merge_plugin);
+  }
   if (s.sampler == SamplerKind::kDac && (emd || signatures)) {
     // Their scores are never > 0 (configs/README.md [learning] metric).
     c.learning.unscored = topology::UnscoredRule::kZero;
@@ -271,15 +305,60 @@ NameTable<FaultKind> FaultKindNames() {
   return kNames;
 }
 
-FuzzScenario DrawScenario(uint64_t seed, const FuzzLimits& limits) {
+NameTable<FuzzPlugIn> FuzzPlugInNames() {
+  static constexpr NamedValue<FuzzPlugIn> kNames[] = {
+      {"cos_weights", FuzzPlugIn::kCosWeights},
+      {"last_layer", FuzzPlugIn::kLastLayer},
+      {"misbehaving_metric", FuzzPlugIn::kMisbehavingMetric},
+      {"fedavg", FuzzPlugIn::kFedAvg},
+      {"geometric_median", FuzzPlugIn::kGeometricMedian},
+      {"misbehaving_merge", FuzzPlugIn::kMisbehavingMerge}};
+  return kNames;
+}
+
+bool Misbehaves(FuzzPlugIn plugin) {
+  return plugin == FuzzPlugIn::kMisbehavingMetric || plugin == FuzzPlugIn::kMisbehavingMerge;
+}
+
+std::string DefaultPlugInDir() { return MESHLEARN_PLUGIN_EXAMPLES_DIR; }
+
+FuzzScenario DrawScenario(uint64_t seed, const FuzzLimits& limits, const std::string& plugin_dir) {
   FuzzScenario s;
   s.seed = seed;
+  s.plugin_dir = plugin_dir;
   DrawSize(s, limits);
   DrawMethod(s);
+  DrawPlugIns(s, limits);
   DrawNodeFaults(s, limits);
   DrawNetworkFaults(s, limits);
   DrawStorageFaults(s, limits);
   return s;
+}
+
+bool DrawsMisbehavingPlugIn(const FuzzScenario& s) {
+  return Misbehaves(s.metric_plugin) || Misbehaves(s.merge_plugin);
+}
+
+std::string PlugInFile(const FuzzScenario& s, FuzzPlugIn plugin) {
+  return (std::filesystem::path(s.plugin_dir) /
+          (std::string(NameOf(FuzzPlugInNames(), plugin)) + ".pt"))
+      .string();
+}
+
+Status CheckPlugInFiles(const FuzzScenario& s) {
+  for (FuzzPlugIn plugin : {s.metric_plugin, s.merge_plugin}) {
+    if (plugin == FuzzPlugIn::kNone) continue;
+    const std::string file = PlugInFile(s, plugin);
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(file, ec)) continue;
+    return Status::NotFound(
+        "seed " + std::to_string(s.seed) + " draws the plug-in " +
+        std::string(NameOf(FuzzPlugInNames(), plugin)) + ", but " + file +
+        " does not exist: a build with tests saves the worked examples there (cmake --build "
+        "build --target meshlearn_plugin_examples), or --plugins names the folder that holds "
+        "them (or --no-plugins runs the seeds without)");
+  }
+  return Status::Ok();
 }
 
 std::string DescribeScenario(const FuzzScenario& s) {
@@ -287,8 +366,14 @@ std::string DescribeScenario(const FuzzScenario& s) {
   out << s.nodes << " nodes, " << s.rounds << " rounds, " << s.clusters << " clusters, "
       << NameOf(topology::SamplerKindNames(), s.sampler);
   if (s.sampler == SamplerKind::kDac) out << '/' << NameOf(similarity::MetricKindNames(), s.metric);
-  out << ' ' << NameOf(training::AggregationKindNames(), s.aggregation)
-      << (s.sync ? " sync" : " async");
+  if (s.metric_plugin != FuzzPlugIn::kNone) {
+    out << '(' << NameOf(FuzzPlugInNames(), s.metric_plugin) << ".pt)";
+  }
+  out << ' ' << NameOf(training::AggregationKindNames(), s.aggregation);
+  if (s.merge_plugin != FuzzPlugIn::kNone) {
+    out << " robust=torchscript(" << NameOf(FuzzPlugInNames(), s.merge_plugin) << ".pt)";
+  }
+  out << (s.sync ? " sync" : " async");
   if (s.codec != CompressionCodec::kNone) out << ' ' << NameOf(CompressionCodecNames(), s.codec);
   if (s.privacy) out << " dp";
   if (s.security) out << " curve";

@@ -6,10 +6,11 @@
 //
 // Specification.
 // - A scenario is a function of its seed alone, through the draws below; nothing else (the
-//   machine, the time, other seeds) enters. Every aspect (size, method, each fault kind) draws
-//   from its own generator, seeded by StableHash(aspect, seed). Rationale: a reduction
-//   (FuzzLimits) that caps the nodes or turns a fault kind off leaves every other draw as it was,
-//   so the smaller scenario is the same failure with less around it.
+//   machine, the time, other seeds) enters, but the plug-in folder's path (below). Every aspect
+//   (size, method, plug-ins, each fault kind) draws from its own generator, seeded by
+//   StableHash(aspect, seed). Rationale: a reduction (FuzzLimits) that caps the nodes or turns a
+//   fault kind or the plug-ins off leaves every other draw as it was, so the smaller scenario is
+//   the same failure with less around it.
 // - Size: 3 to 40 nodes and 5 to 60 rounds, biased to small (3 + floor(37 u^3), 5 + floor(55 u^3)),
 //   in 1 to 3 clusters of file 004's synthetic regression (the cheapest data that runs the real
 //   learner, codec and host).
@@ -20,6 +21,17 @@
 //   centroid); FedAvg or FedSim; sync or async rounds; a compression codec (none, fp16, int8, and
 //   topk in a tenth of the seeds, from draws of its own); sometimes DP-SGD, CURVE security, or
 //   only a few known peers.
+// - Plug-ins, in a fifth of the seeds (draws of their own, "plugin"): the worked examples of
+//   plugins/examples/ that the build saves (docs/plugins.md), found in the scenario's plugin
+//   folder: for DAC with a metric computed from the models (not emd or centroid) a plug-in
+//   metric (cos_weights, or in a third of them last_layer, which on the linear model's 11 floats
+//   is the whole model), and/or, with any method, a plug-in merge rule (fedavg or
+//   geometric_median); in a third of those seeds one of them is replaced by its misbehaving
+//   twin (misbehaving_metric: every 4th call fails; misbehaving_merge: every 3rd; in turn with
+//   NaN, a wrong size and an exception). Rationale: a seed replays only if its plug-in fails on
+//   the same calls every run, so a misbehaving plug-in counts its calls rather than drawing.
+//   The folder is where the files are, not a draw: it enters only the paths of the scenario
+//   file, and a seed that draws no plug-in writes the same file as before plug-ins were drawn.
 // - Faults, each kind on with probability 1/2: message loss (up to 30%), corrupt and truncated
 //   frames (up to 10% each), partitions into two groups (symmetric, or one-way in a third of the
 //   seeds that draw one) that heal before the last round, deaths
@@ -64,11 +76,35 @@ enum class FaultKind {
 // The config name of every FaultKind, in documentation order.
 NameTable<FaultKind> FaultKindNames();
 
-// Caps on a drawn scenario (a reduction, or the command line's --nodes, --rounds, --faults).
+// A plug-in a fuzz scenario may run: a worked example of plugins/examples/, the file
+// "<name>.pt" of its FuzzPlugInNames() name in the scenario's plugin folder.
+enum class FuzzPlugIn {
+  kNone,
+  kCosWeights,         // metric cos_weights.py
+  kLastLayer,          // metric layer_cosine.py --start -650
+  kMisbehavingMetric,  // metric misbehaving.py --point metric --every 4
+  kFedAvg,             // merge fedavg.py
+  kGeometricMedian,    // merge geometric_median.py
+  kMisbehavingMerge,   // merge misbehaving.py --point merge --every 3
+};
+
+// The file name (without ".pt") of every FuzzPlugIn but kNone.
+NameTable<FuzzPlugIn> FuzzPlugInNames();
+
+// Whether `plugin` fails some of its calls on purpose (the misbehaving ones).
+bool Misbehaves(FuzzPlugIn plugin);
+
+// The folder this build saves the worked examples in (MESHLEARN_PLUGIN_EXAMPLES_DIR, compiled in;
+// an absolute path).
+std::string DefaultPlugInDir();
+
+// Caps on a drawn scenario (a reduction, or the command line's --nodes, --rounds, --faults,
+// --no-plugins).
 struct FuzzLimits {
   std::optional<int> nodes;                  // at most this many nodes (at least 3)
   std::optional<int64_t> rounds;             // at most this many rounds (at least 1)
   std::optional<std::set<FaultKind>> kinds;  // only these fault kinds (nullopt: any)
+  bool plugins = true;                       // false: no plug-in, whatever the seed draws
 };
 
 // One outage of a fuzz scenario.
@@ -107,6 +143,11 @@ struct FuzzScenario {
   int known_peers = 0;  // 0: every node knows every other
   double round_deadline_s = 5;
   double round_compute_s = 1;
+  // Plug-ins: metric_plugin with metric kTorchScript, merge_plugin with [learning] robust =
+  // "torchscript" (kNone: built in); their files are in plugin_dir (not drawn: where they are).
+  FuzzPlugIn metric_plugin = FuzzPlugIn::kNone;
+  FuzzPlugIn merge_plugin = FuzzPlugIn::kNone;
+  std::string plugin_dir;
   // Faults (zero or empty when their kind is off).
   std::set<FaultKind> kinds;
   double loss = 0, corrupt = 0, truncate = 0, duplicate = 0;
@@ -118,8 +159,20 @@ struct FuzzScenario {
   std::vector<FuzzPartition> partitions;
 };
 
-// The scenario of `seed` under `limits` (see the specification).
-FuzzScenario DrawScenario(uint64_t seed, const FuzzLimits& limits = {});
+// The scenario of `seed` under `limits` (see the specification), its plug-ins' files in
+// `plugin_dir`.
+FuzzScenario DrawScenario(uint64_t seed, const FuzzLimits& limits = {},
+                          const std::string& plugin_dir = DefaultPlugInDir());
+
+// Whether `s` runs a plug-in that fails some of its calls on purpose (Misbehaves).
+bool DrawsMisbehavingPlugIn(const FuzzScenario& s);
+
+// The file of `plugin` (not kNone) in `s`'s plugin folder.
+std::string PlugInFile(const FuzzScenario& s, FuzzPlugIn plugin);
+
+// Ok when the file of every plug-in `s` drew exists; else kNotFound naming the seed, the
+// plug-in, the file, and how to save it or name another folder (--plugins).
+Status CheckPlugInFiles(const FuzzScenario& s);
 
 // One line describing `s`: nodes, rounds, method and the faults with their rates.
 std::string DescribeScenario(const FuzzScenario& s);

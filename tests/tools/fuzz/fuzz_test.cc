@@ -4,15 +4,18 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <gtest/gtest.h>
 
+#include "base/stable_hash.h"
 #include "node/host/node_files.h"
 #include "node/host/outputs.h"
 #include "tests/fresh_dir.h"
 #include "tools/fuzz/fuzz.h"
 #include "tools/fuzz/fuzz_invariants.h"
 #include "tools/fuzz/fuzz_scenario.h"
+#include "tools/layout/run_layout.h"
 #include "tools/scenario/scenario_file.h"
 #include "training/model.h"
 
@@ -100,6 +103,95 @@ TEST(FuzzScenario, DrawsTheDataExchangingMethodsAndTopkWithWhatTheyNeed) {
   }
 }
 
+// The StableHash chain of seeds 1 to 60's scenario files as main's build wrote them at edd252e,
+// before plug-ins were drawn (meshlearn-launch fuzz --replay S for each, scenario.toml).
+constexpr uint64_t kMainScenarioDigest = 0x61a05c83c0b30111ull;
+
+// The names of the plug-ins a seed drew, each followed by a space ("" for none).
+std::string PlugInsOf(const FuzzScenario& s) {
+  std::string names;
+  for (FuzzPlugIn p : {s.metric_plugin, s.merge_plugin}) {
+    if (p != FuzzPlugIn::kNone) names += std::string(NameOf(FuzzPlugInNames(), p)) + " ";
+  }
+  return names;
+}
+
+// A fifth of the seeds draw plug-ins, every one of them in some seeds, a metric only for DAC
+// with a metric computed from the models; turning the plug-ins off gives each seed the scenario
+// it drew before plug-ins were drawn: the digest of seeds 1 to 60's files is the one main's
+// build wrote at edd252e (the same 60 files, byte for byte), and a seed without a plug-in writes
+// the same file either way.
+TEST(FuzzScenario, AFifthOfTheSeedsDrawPlugInsAndTheOthersAreUnchanged) {
+  uint64_t digest = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    FuzzLimits off;
+    off.plugins = false;
+    digest = StableHash(ScenarioToml(DrawScenario(seed, off)), digest);
+  }
+  EXPECT_EQ(digest, kMainScenarioDigest) << "seeds 1 to 60 without plug-ins";
+  std::map<FuzzPlugIn, int> drawn;
+  int with_plugin = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    const FuzzScenario s = DrawScenario(seed);
+    FuzzLimits off;
+    off.plugins = false;
+    const FuzzScenario without = DrawScenario(seed, off);
+    if (PlugInsOf(s).empty()) {
+      EXPECT_EQ(ScenarioToml(s), ScenarioToml(without)) << "seed " << seed;
+      continue;
+    }
+    ++with_plugin;
+    for (FuzzPlugIn p : {s.metric_plugin, s.merge_plugin}) drawn[p] += 1;
+    const std::string toml = ScenarioToml(s);
+    if (s.metric_plugin != FuzzPlugIn::kNone) {
+      EXPECT_EQ(s.sampler, topology::SamplerKind::kDac) << "seed " << seed;
+      EXPECT_NE(without.metric, similarity::MetricKind::kEmd) << "seed " << seed;
+      EXPECT_NE(without.metric, similarity::MetricKind::kCentroid) << "seed " << seed;
+      EXPECT_NE(toml.find("metric_path = '" + PlugInFile(s, s.metric_plugin) + "'"),
+                std::string::npos)
+          << toml;
+    }
+    if (s.merge_plugin != FuzzPlugIn::kNone) {
+      EXPECT_NE(toml.find("merge_path = '" + PlugInFile(s, s.merge_plugin) + "'"),
+                std::string::npos)
+          << toml;
+    }
+    // Only the plug-ins differ.
+    FuzzScenario same = s;
+    same.metric = without.metric;
+    same.metric_plugin = same.merge_plugin = FuzzPlugIn::kNone;
+    EXPECT_EQ(ScenarioToml(same), ScenarioToml(without)) << "seed " << seed;
+    EXPECT_TRUE(CheckPlugInFiles(s).ok()) << CheckPlugInFiles(s).ToString();
+  }
+  EXPECT_GT(with_plugin, 160) << "a fifth of 1000";
+  EXPECT_LT(with_plugin, 240) << "a fifth of 1000";
+  for (const std::string& name : NamesOf(FuzzPlugInNames())) {
+    EXPECT_GT(drawn[*ValueNamed(FuzzPlugInNames(), name)], 3) << name;
+  }
+}
+
+// A drawn plug-in whose file is missing is an error naming the seed, the file and --plugins,
+// and stops a fuzz run before it runs that seed.
+TEST(FuzzScenario, AMissingPlugInFileIsAClearError) {
+  uint64_t seed = 1;
+  while (PlugInsOf(DrawScenario(seed)).empty()) ++seed;
+  const FuzzScenario s = DrawScenario(seed, {}, "/nonexistent/plugins");
+  const Status missing = CheckPlugInFiles(s);
+  ASSERT_EQ(missing.code(), ErrorCode::kNotFound);
+  EXPECT_NE(missing.message().find("seed " + std::to_string(seed)), std::string::npos);
+  EXPECT_NE(missing.message().find("/nonexistent/plugins/"), std::string::npos);
+  EXPECT_NE(missing.message().find("--plugins"), std::string::npos);
+  FuzzOptions options;
+  options.out_dir = meshlearn::testing::FreshTestDir("fuzz");
+  options.from = seed;
+  options.seeds = 3;
+  options.plugin_dir = "/nonexistent/plugins";
+  options.reduce = false;
+  const FuzzSummary summary = Fuzz(options);
+  EXPECT_EQ(summary.error, missing.message());
+  EXPECT_EQ(summary.seeds, 0u) << "no seed ran";
+}
+
 TEST(FuzzScenario, EveryDrawnScenarioLoadsAsAScenarioFile) {
   const std::string dir = meshlearn::testing::FreshTestDir("fuzz");
   for (uint64_t seed = 1; seed <= 200; ++seed) {
@@ -157,6 +249,76 @@ TEST(Fuzz, AHandfulOfSeedsKeepEveryInvariant) {
   EXPECT_GT(summary.faults["death"], 0u) << "seeds 1 to 3 draw a death";
 }
 
+// The lines of the nodes' logs of the run in `dir` (RunSeed's folder) that name a plug-in's
+// file: the start-up lines that say a node runs it, and the others (its faults).
+struct LinesNaming {
+  int start = 0;
+  std::vector<std::string> faults;
+};
+LinesNaming LogLinesNaming(const std::string& dir, const std::string& file) {
+  LinesNaming found;
+  auto report = ReadRunReport(PathIn(dir, kFuzzReportFile));
+  EXPECT_TRUE(report.ok()) << report.status().ToString();
+  if (!report.ok()) return found;
+  for (const FuzzNodeEnd& n : report->nodes) {
+    std::ifstream in(n.dir + "/" + node::kNodeLogFile);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.find(file) == std::string::npos) continue;
+      if (line.find("plug-in [") != std::string::npos) {
+        ++found.start;
+      } else {
+        found.faults.push_back(line);
+      }
+    }
+  }
+  return found;
+}
+
+// The first seeds that draw each plug-in, through the fuzzer's seed runner (5 nodes, 8 rounds):
+// every invariant holds, every node says it runs the plug-in, and a misbehaving plug-in's faults
+// are error lines naming its file (a peer or a round lost, never a crash) while a worked example
+// has none; a seed with a misbehaving plug-in runs twice to the same outputs.
+TEST(Fuzz, SeedsThatDrawPlugInsKeepEveryInvariant) {
+  std::map<FuzzPlugIn, uint64_t> first;
+  for (uint64_t seed = 1; first.size() < NamesOf(FuzzPlugInNames()).size(); ++seed) {
+    const FuzzScenario s = DrawScenario(seed);
+    for (FuzzPlugIn p : {s.metric_plugin, s.merge_plugin}) {
+      if (p != FuzzPlugIn::kNone) first.emplace(p, seed);
+    }
+  }
+  std::set<uint64_t> seeds;
+  for (const auto& [plugin, seed] : first) seeds.insert(seed);
+  FuzzLimits limits;
+  limits.nodes = 5;
+  limits.rounds = 8;
+  const std::string dir = meshlearn::testing::FreshTestDir("fuzz");
+  for (uint64_t seed : seeds) {
+    const FuzzScenario s = DrawScenario(seed, limits);
+    SCOPED_TRACE("seed " + std::to_string(seed) + ": " + DescribeScenario(s));
+    const bool twice = DrawsMisbehavingPlugIn(s);
+    const std::string seed_dir = dir + "/seed-" + std::to_string(seed);
+    const SeedResult r = RunSeed(s, seed_dir, {.hash_outputs = twice});
+    for (const Violation& v : r.violations) ADD_FAILURE() << v.invariant << ": " << v.detail;
+    for (FuzzPlugIn p : {s.metric_plugin, s.merge_plugin}) {
+      if (p == FuzzPlugIn::kNone) continue;
+      const std::string file = PlugInFile(s, p);
+      const LinesNaming lines = LogLinesNaming(seed_dir, file);
+      EXPECT_GT(lines.start, 0) << "the nodes run " << file;
+      if (Misbehaves(p)) {
+        EXPECT_FALSE(lines.faults.empty()) << file << " misbehaves";
+      } else {
+        EXPECT_TRUE(lines.faults.empty()) << lines.faults.front();
+      }
+    }
+    if (twice) {
+      const SeedResult again = RunSeed(s, dir + "/again", {.hash_outputs = true});
+      EXPECT_TRUE(again.violations.empty());
+      EXPECT_EQ(again.output_hash, r.output_hash) << "the same calls fail in every run";
+    }
+  }
+}
+
 // A report whose every node ran cleanly, with a balanced ledger.
 FuzzRunReport CleanReport() {
   FuzzRunReport report;
@@ -173,6 +335,27 @@ bool Breaks(const std::vector<Violation>& violations, const std::string& invaria
     if (v.invariant == invariant) return true;
   }
   return false;
+}
+
+// plugin-faults: a node.log line naming a worked example's file (but its start-up line) breaks
+// it; one naming the misbehaving plug-in the scenario drew does not.
+TEST(FuzzInvariants, AFaultOfAWellBehavedPlugInBreaksPlugInFaults) {
+  FuzzScenario s = DrawScenario(1, {}, "/p");
+  s.metric_plugin = FuzzPlugIn::kCosWeights;
+  s.merge_plugin = FuzzPlugIn::kMisbehavingMerge;
+  const std::string dir = meshlearn::testing::FreshTestDir("fuzz");
+  FuzzRunReport report = CleanReport();
+  report.nodes.push_back({"n0", dir, "", {}});
+  const std::string start =
+      "plug-in [learning] metric: /p/cos_weights.pt\nplug-in [learning] robust: "
+      "/p/misbehaving_merge.pt\n";
+  std::ofstream(dir + "/" + node::kNodeLogFile)
+      << start << "round 3: merge left out, the node keeps its model this round: "
+      << "/p/misbehaving_merge.pt: forward threw: builtins.RuntimeError\n";
+  EXPECT_FALSE(Breaks(CheckRun(s, report), kPlugInFaults));
+  std::ofstream(dir + "/" + node::kNodeLogFile, std::ios::app)
+      << "round 4: could not score peer 2: /p/cos_weights.pt: forward threw\n";
+  EXPECT_TRUE(Breaks(CheckRun(s, report), kPlugInFaults));
 }
 
 // checkpoint-agrees accepts a torn checkpoint that a restart refused (the node restarted clean),
