@@ -18,8 +18,8 @@
 //
 // Specification.
 // - Every key described is required (its writer writes every one), except: a number whose form
-//   has empty_is_nan (absent means NaN, and NaN is not written), OptionalNumber and
-//   OptionalString (absent means not set), and Tables (absent or [] means none).
+//   has empty_is_nan (absent means NaN, and NaN is not written), OptionalNumber, OptionalString
+//   and OptionalBool (absent means not set), and Tables (absent or [] means none).
 // - Format(key, value, current) comes first: a file whose format is not `current` is
 //   kUnsupportedVersion at once, before any other key is read.
 // - Numbers follow a NumberForm (base/number_text.h): its bounds, and non-finite numbers only
@@ -75,6 +75,9 @@ class TomlWriter {
     if (value) t_.insert(key, *value);
   }
   void Bool(const char* key, bool value) { t_.insert(key, value); }
+  void OptionalBool(const char* key, const std::optional<bool>& value) {
+    if (value) t_.insert(key, *value);
+  }
   template <class Enum>
   void Choice(const char* key, Enum value, NameTable<Enum> names) {
     t_.insert(key, std::string(NameOf(names, value)));
@@ -139,11 +142,13 @@ class TomlReader {
   void OptionalNumber(const char* key, std::optional<double>& out);
   void Bool(const char* key, bool& out) {
     Run([&] {
-      return t_.Read(key, true, [&](const toml::node& n) -> Status {
-        if (!n.is_boolean()) return t_.Fail(key, n, "must be true or false");
-        out = *n.value<bool>();
-        return Status::Ok();
-      });
+      return t_.Read(key, true, [&](const toml::node& n) { return ReadBool(key, n, out); });
+    });
+  }
+  void OptionalBool(const char* key, std::optional<bool>& out) {
+    Run([&] {
+      return t_.Read(key, false,
+                     [&](const toml::node& n) { return ReadBool(key, n, out.emplace()); });
     });
   }
   template <class Enum>
@@ -208,6 +213,11 @@ class TomlReader {
   template <class F>
   void Run(F read) {
     if (status_.ok()) status_ = read();
+  }
+  Status ReadBool(const char* key, const toml::node& n, bool& out) {
+    if (!n.is_boolean()) return t_.Fail(key, n, "must be true or false");
+    out = *n.value<bool>();
+    return Status::Ok();
   }
   template <std::integral Int>
   Status ReadInteger(const char* key, const toml::node& n, const NumberForm& form, Int& out) {

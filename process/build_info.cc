@@ -13,10 +13,6 @@
 
 namespace meshlearn::node {
 
-extern const char kBuildVersion[];  // generated at build time (cmake/build_version.cmake)
-
-std::string BuildVersion() { return kBuildVersion; }
-
 std::vector<std::pair<std::string, std::string>> LibraryVersions() {
   auto dotted = [](int major, int minor, int patch) {
     return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);

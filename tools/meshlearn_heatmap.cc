@@ -1,8 +1,9 @@
 // meshlearn-heatmap: merges a run's node folders into heatmap.csv and renders matrix CSVs
 // (communication counts, scores, EMD matrix) as PNG heatmaps (DESIGN.md "Outputs").
 //
-// Exit codes: 0 done, 2 bad input or an output that cannot be written (one line on stderr
-// naming the file, the line and what is allowed).
+// A build whose tree was not clean writes into a checkout's results/ only with --allow-dirty
+// (tools/layout/kept_results.h). Exit codes: 0 done, 2 bad input, an output that may not or cannot
+// be written (one line on stderr naming the file, the line and what is allowed).
 
 #include <cmath>
 #include <filesystem>
@@ -11,17 +12,21 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "process/build_identity.h"
 #include "tools/cli/cli_exit.h"
+#include "tools/layout/kept_results.h"
 #include "tools/layout/run_layout.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/plot/render.h"
 
 namespace {
 
+namespace node = meshlearn::node;
 using meshlearn::Result;
 using meshlearn::Status;
 namespace launch = meshlearn::launch;
@@ -69,9 +74,13 @@ Status CheckSquare(const std::string& path, const plot::LabeledMatrix& m) {
 }
 
 int RunMerge(const std::string& run_dir, const std::string& clusters_path, std::string out_csv,
-             std::string out_png, const std::string& title) {
+             std::string out_png, const std::string& title, bool allow_dirty) {
   if (out_csv.empty()) out_csv = launch::PathIn(run_dir, launch::kHeatmapCsvFile);
   if (out_png.empty()) out_png = launch::PathIn(run_dir, launch::kHeatmapPngFile);
+  for (const auto& [option, out] : {std::pair{"--out", out_csv}, std::pair{"--png", out_png}}) {
+    Status may_write = launch::CheckWriteIntoResults(option, out, node::ThisBuild(), allow_dirty);
+    if (!may_write.ok()) return Fail(may_write);
+  }
   Result<plot::LabeledMatrix> merged = plot::MergeCommCounts(run_dir);
   if (!merged.ok()) return Fail(merged.status());
   auto clusters = LoadClusters(clusters_path, *merged);
@@ -101,7 +110,9 @@ int RunMerge(const std::string& run_dir, const std::string& clusters_path, std::
 
 int RunRender(const std::string& matrix_path, const std::string& out_png,
               const std::string& clusters_path, const std::string& title, const std::string& label,
-              const std::string& row_title, const std::string& col_title) {
+              const std::string& row_title, const std::string& col_title, bool allow_dirty) {
+  Status may_write = launch::CheckWriteIntoResults("OUT", out_png, node::ThisBuild(), allow_dirty);
+  if (!may_write.ok()) return Fail(may_write);
   Result<plot::LabeledMatrix> read = plot::ReadMatrixCsv(matrix_path);
   if (!read.ok()) return Fail(read.status());
   Status status = CheckSquare(matrix_path, *read);
@@ -158,7 +169,15 @@ int main(int argc, char** argv) {
   render->add_option("--row-title", row_title, "Title of the row axis")->capture_default_str();
   render->add_option("--col-title", col_title, "Title of the column axis")->capture_default_str();
 
+  bool allow_dirty = false;
+  tools::AddAllowDirtyFlag(*merge, allow_dirty);
+  tools::AddAllowDirtyFlag(*render, allow_dirty);
+  app.set_version_flag("--version", node::VersionText("meshlearn-heatmap"));
+
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
-  if (merge->parsed()) return RunMerge(run_dir, clusters_path, out_csv, out_png, title);
-  return RunRender(matrix_path, render_png, clusters_path, title, label, row_title, col_title);
+  if (merge->parsed()) {
+    return RunMerge(run_dir, clusters_path, out_csv, out_png, title, allow_dirty);
+  }
+  return RunRender(matrix_path, render_png, clusters_path, title, label, row_title, col_title,
+                   allow_dirty);
 }

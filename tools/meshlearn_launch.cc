@@ -1,12 +1,13 @@
 // meshlearn-launch: runs a scenario with N local nodes and prints the paper-style table.
 //
-//   meshlearn-launch SCENARIO.toml [--out DIR] [--resume | --force] [--in-process | --simulate
-//                    [--snapshot-every N]]
+//   meshlearn-launch SCENARIO.toml [--out DIR] [--resume | --force] [--allow-dirty]
+//                    [--in-process | --simulate [--snapshot-every N]]
 //                    [--nodes N] [--seed S] [--set key=value ...] [--methods a,b]
 //                    [--known-peers K] [--log-level LEVEL] [--partition-only] [--dashboard PORT]
 //                    [--engine local|slurm|mpirun [--slurm-batch] [--hostfile FILE]
 //                    [--bind ADDRESS] [-- ENGINE ARGS...]]
-//   meshlearn-launch report RUN_DIR
+//   meshlearn-launch report RUN_DIR [--allow-dirty]
+//   meshlearn-launch --version   (the version and the build: commit, clean or dirty)
 //   meshlearn-launch bytes-to-target RUN_DIR... --baseline RUN_DIR... --out DIR [--points P]
 //                    (tools/report/bytes_to_target.h)
 //   meshlearn-launch serve RUN_DIR --dashboard PORT   (tools/dashboard/live_dashboard.h)
@@ -17,9 +18,10 @@
 //
 // The command line becomes a launch::RunRequest, which launch::Run::Execute runs
 // (tools/launch/run.h). The run folder (--out) is never reused silently: see
-// tools/scenario/run_folder.h. Exit codes: 0 all methods ran; 2 bad scenario, command line or run
-// folder; 3 results were written but some nodes failed (they are listed); 130 interrupted
-// (results so far are written).
+// tools/scenario/run_folder.h; a build whose tree was not clean writes into a checkout's results/
+// only with --allow-dirty (tools/layout/kept_results.h). Exit codes: 0 all methods ran; 2 bad
+// scenario, command line or run folder; 3 results were written but some nodes failed (they are
+// listed); 130 interrupted (results so far are written).
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -30,6 +32,7 @@
 #include <CLI/CLI.hpp>
 
 #include "node/config/logging.h"
+#include "process/build_identity.h"
 #include "process/process_limits.h"
 #include "tools/check_plugin_command.h"
 #include "tools/cli/cli_exit.h"
@@ -100,6 +103,7 @@ void DeclareRunOptions(CLI::App& app, LaunchCommandLine& line) {
   app.add_flag("--force", line.force,
                "replace the run in --out: delete the files meshlearn wrote there, keep the others")
       ->excludes(resume_flag);
+  tools::AddAllowDirtyFlag(app, line.request.allow_dirty);
   line.in_process_flag =
       app.add_flag("--in-process", line.in_process,
                    "run the nodes as threads of this process (same transport, loopback TCP)");
@@ -241,6 +245,7 @@ int main(int argc, char** argv) {
     return dashboard::ServeCommand(argc - 1, argv + 1);
   }
   CLI::App app{"meshlearn-launch: run a scenario with N local meshlearn nodes"};
+  app.set_version_flag("--version", node::VersionText("meshlearn-launch"));
   LaunchCommandLine line;
   DeclareRunOptions(app, line);
   DeclareScenarioOptions(app, line);

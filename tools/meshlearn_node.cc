@@ -1,6 +1,7 @@
 // meshlearn-node: runs one node from its config file until its rounds are done (or SIGINT/SIGTERM).
 //
 //   meshlearn-node --config node.toml [--log-level debug] [--check]
+//   meshlearn-node --version   (the version and the build: commit, clean or dirty)
 //
 // --check validates the config and, with [security], reads the key files.
 // A config with an [engine] section is a template for every rank an engine starts
@@ -19,6 +20,7 @@
 #include "node/config/logging.h"
 #include "node/config/node_template.h"
 #include "node/host/node.h"
+#include "process/build_identity.h"
 #include "process/process_limits.h"
 #include "process/stop_signals.h"
 #include "tools/cli/cli_exit.h"
@@ -96,6 +98,8 @@ int RunNode(const std::string& config_path, const node::NodeConfig& config, bool
     return tools::kExitFailed;
   }
 
+  std::printf("meshlearn-node: %s, %s\n", node::ThisBuild().version.c_str(),
+              node::DescribeBuild(node::ThisBuild()).c_str());
   std::printf("meshlearn-node: %s\n", training::CpuKernelSummary().c_str());
   std::fflush(stdout);
   auto created = node::Node::Create(config);
@@ -128,6 +132,7 @@ int RunNode(const std::string& config_path, const node::NodeConfig& config, bool
 int main(int argc, char** argv) {
   if (!training::PinCpuKernelsOrExplain("meshlearn-node")) return tools::kExitBadInput;
   CLI::App app{"meshlearn-node: one peer-to-peer decentralized learning node"};
+  app.set_version_flag("--version", node::VersionText("meshlearn-node"));
   NodeCommandLine line;
   DeclareOptions(app, line);
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;

@@ -1,7 +1,8 @@
 // Every file results/ keeps reads back through the strict reader of its description
 // (docs/DESIGN.md "Files described once"), and renders back to the same bytes in the layout it was
 // read in. A file of an older layout (columns added since) is upgraded by the same description:
-// the test names those files and checks that the upgrade reads back equal.
+// the test names those files and checks that the upgrade reads back equal. A manifest's launch of
+// a build that was not clean was told to write there (--allow-dirty).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +15,9 @@
 #include "base/atomic_file.h"
 #include "base/csv_table.h"
 #include "node/host/outputs.h"
+#include "process/build_identity.h"
 #include "tools/fuzz/fuzz.h"
+#include "tools/layout/run_layout.h"
 #include "tools/plot/matrix_csv.h"
 #include "tools/report/bytes_to_target.h"
 #include "tools/report/report.h"
@@ -96,20 +99,41 @@ std::string AfterComment(const std::string& text) {
   return text.substr(text.compare(at, 1, "\n") == 0 ? at + 1 : at);
 }
 
-// A manifest renders back its bytes; one whose opening comment an earlier launcher wrote (the
-// comment is not read) renders back its keys' bytes under today's comment.
-void CheckManifest(const std::string& path, const std::string& text, Tally& tally) {
-  auto manifest = ParseManifest(text, path);
+// A launch whose build's tree was not clean wrote into results/ only when told so
+// (tools/layout/kept_results.h): its command has --allow-dirty, and it recorded its diff hash
+// when its commit is known. Manifests written before builds knew their tree say nothing.
+void ExpectDirtyBuildsAllowed(const std::string& path, const std::vector<LaunchRecord>& launches) {
+  for (const LaunchRecord& launch : launches) {
+    if (!launch.clean.has_value() || *launch.clean) continue;
+    EXPECT_NE(std::find(launch.command.begin(), launch.command.end(), "--allow-dirty"),
+              launch.command.end())
+        << path << ": a launch of a build whose tree was not clean (commit "
+        << launch.commit.value_or("?") << ") without --allow-dirty";
+    if (launch.commit != node::kUnknownCommit) {
+      EXPECT_TRUE(launch.diff_hash.has_value()) << path << ": a dirty build without its diff_hash";
+    }
+  }
+}
+
+// A manifest (a launch's or, beside fuzz.csv, a fuzz run's) renders back its bytes; one whose
+// opening comment an earlier launcher wrote (the comment is not read) renders back its keys' bytes
+// under today's comment. Its dirty builds were allowed (ExpectDirtyBuildsAllowed).
+template <class Record>
+void CheckManifest(const std::string& kind, const std::string& path, const std::string& text,
+                   Result<Record> (*parse)(const std::string&, const std::string&),
+                   std::string (*render)(const Record&), Tally& tally) {
+  auto manifest = parse(text, path);
   ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
-  const std::string rendered = RenderManifest(*manifest);
+  const std::string rendered = render(*manifest);
   if (rendered != text) {
     EXPECT_EQ(AfterComment(rendered), AfterComment(text)) << path;
-    ++tally.upgraded["manifest.toml"]
+    ++tally.upgraded[kind]
                     ["with an earlier launcher's opening comment (not read; today's is written)"];
   } else {
-    ++tally.same["manifest.toml"];
+    ++tally.same[kind];
   }
-  ++tally.read["manifest.toml"];
+  ExpectDirtyBuildsAllowed(path, manifest->launches);
+  ++tally.read[kind];
 }
 
 // Reads the file at `path` by its name; a kept file that no description names fails.
@@ -119,7 +143,13 @@ void CheckKeptFile(const fs::path& path, Tally& tally) {
   auto text = ReadWholeFile(path.string());
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   const std::string p = path.string();
-  if (name == "manifest.toml") return CheckManifest(p, *text, tally);
+  if (name == "manifest.toml" && fs::exists(path.parent_path() / kFuzzSummaryFile)) {
+    return CheckManifest<FuzzManifest>("manifest.toml (fuzz)", p, *text, ParseFuzzManifest,
+                                       RenderFuzzManifest, tally);
+  }
+  if (name == "manifest.toml") {
+    return CheckManifest<Manifest>(name, p, *text, ParseManifest, RenderManifest, tally);
+  }
   if (name == "summary.csv") return CheckCsv<MethodSummary>(name, p, *text, tally);
   if (name == "simulation.csv") return CheckCsv<SimulationRow>(name, p, *text, tally);
   if (name == "network.csv") return CheckCsv<NetworkRow>(name, p, *text, tally);

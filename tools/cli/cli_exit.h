@@ -1,7 +1,7 @@
 #pragma once
-// The exit codes of the meshlearn tools, and their command-line parse. The one place the codes
-// are spelled: every tool and command returns one of these (docs/experiments.md "Exit codes and
-// errors", docs/lan.md).
+// The exit codes of the meshlearn tools, their command-line parse and the flags several commands
+// share. The one place the codes are spelled: every tool and command returns one of these
+// (docs/experiments.md "Exit codes and errors", docs/lan.md).
 
 #include <optional>
 
@@ -28,6 +28,14 @@ inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv)
     return app.exit(e) == 0 ? kExitOk : kExitBadInput;
   }
   return std::nullopt;
+}
+
+// Declares --allow-dirty on `app`, bound to `allow`: a command that writes files lets a build that
+// is not clean write them into a checkout's results/ (tools/layout/kept_results.h).
+inline CLI::Option* AddAllowDirtyFlag(CLI::App& app, bool& allow) {
+  return app.add_flag("--allow-dirty", allow,
+                      "write into a checkout's results/ folder even though this build's tree was "
+                      "not clean or is unknown (the manifest records the diff hash)");
 }
 
 }  // namespace meshlearn::tools

@@ -8,11 +8,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/atomic_file.h"
 #include "base/csv_table.h"
 #include "base/number_text.h"
+#include "process/build_identity.h"
 #include "tools/cli/cli_exit.h"
 #include "tools/fuzz/fuzz_invariants.h"
+#include "tools/layout/kept_results.h"
 #include "tools/layout/run_layout.h"
+#include "tools/scenario/manifest.h"
 
 namespace meshlearn::launch {
 namespace {
@@ -152,6 +156,38 @@ Status WriteSummaryCsv(const FuzzSummary& s, const FuzzOptions& options) {
   std::filesystem::create_directories(options.out_dir, ec);
   return WriteCsvFile<FuzzFigure>(PathIn(options.out_dir, kFuzzSummaryFile),
                                   FuzzFigures(s, options));
+}
+
+// Writes `manifest` to "<out>/manifest.toml", making the folder.
+Status WriteFuzzManifest(const FuzzManifest& manifest, const std::string& out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  return WriteFileAtomically(PathIn(out_dir, kManifestFile), RenderFuzzManifest(manifest));
+}
+
+// Fuzz(options) between two writes of the run's manifest (command line `command`): at the start,
+// and at the end with the seeds that failed. Returns the exit code.
+int FuzzWithManifest(const FuzzOptions& options, const std::vector<std::string>& command) {
+  FuzzManifest manifest;
+  manifest.from = options.from;
+  manifest.seeds = options.seeds;
+  manifest.launches.push_back(ThisLaunch(command, "fuzz"));
+  manifest.started = manifest.launches.back().started;
+  if (Status written = WriteFuzzManifest(manifest, options.out_dir); !written.ok()) {
+    std::fprintf(stderr, "meshlearn-launch fuzz: %s\n", written.ToString().c_str());
+    return tools::kExitBadInput;
+  }
+  const FuzzSummary summary = Fuzz(options);
+  manifest.failed = summary.failed;
+  const bool stopped = !summary.error.empty();  // a seed's plug-in file is missing
+  manifest.status = manifest.launches.back().status =
+      summary.failed || stopped ? kFailed : kComplete;
+  manifest.ended = manifest.launches.back().ended = NowUtc();
+  if (Status written = WriteFuzzManifest(manifest, options.out_dir); !written.ok()) {
+    std::fprintf(stderr, "meshlearn-launch fuzz: %s\n", written.ToString().c_str());
+  }
+  if (stopped) return tools::kExitBadInput;
+  return summary.failed == 0 ? tools::kExitOk : tools::kExitFailed;
 }
 
 }  // namespace
@@ -296,7 +332,15 @@ int FuzzCommand(int argc, char** argv) {
   app.add_option("--seed-timeout", options.seed_timeout_s,
                  "real seconds a seed may take before it is killed (default 900)")
       ->check(CLI::Range(1.0, 86400.0));
+  bool allow_dirty = false;
+  tools::AddAllowDirtyFlag(app, allow_dirty);
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
+  if (Status may_write =
+          CheckWriteIntoResults("--out", options.out_dir, node::ThisBuild(), allow_dirty);
+      !may_write.ok()) {
+    std::fprintf(stderr, "meshlearn-launch fuzz: %s\n", may_write.message().c_str());
+    return tools::kExitBadInput;
+  }
   options.limits.nodes = nodes;
   options.limits.rounds = rounds;
   options.plugin_dir = std::filesystem::absolute(options.plugin_dir).lexically_normal().string();
@@ -325,9 +369,9 @@ int FuzzCommand(int argc, char** argv) {
     PrintViolations(r);
     return r.violations.empty() ? tools::kExitOk : tools::kExitFailed;
   }
-  const FuzzSummary summary = Fuzz(options);
-  if (!summary.error.empty()) return tools::kExitBadInput;
-  return summary.failed == 0 ? tools::kExitOk : tools::kExitFailed;
+  std::vector<std::string> command(argv, argv + argc);
+  command.insert(command.begin(), "meshlearn-launch");  // argv[0] is "fuzz"
+  return FuzzWithManifest(options, command);
 }
 
 }  // namespace meshlearn::launch

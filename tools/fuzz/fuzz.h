@@ -6,6 +6,7 @@
 //
 //   meshlearn-launch fuzz --seeds N [--from S] [--out DIR] [--canary] [--determinism-every K]
 //                         [--no-reduce] [--seed-timeout SECONDS] [--plugins DIR] [--no-plugins]
+//                         [--allow-dirty]
 //   meshlearn-launch fuzz --replay S [--nodes N] [--rounds R] [--faults LIST] [--no-plugins]
 //                         [--canary]
 //
@@ -27,8 +28,12 @@
 //   the faults injected by kind (summed over the seeds), the seeds that drew each plug-in, the
 //   invariants checked and how often,
 //   the largest memory growth, and the failures by invariant.
+// - "<out>/manifest.toml" (FuzzManifest, tools/scenario/manifest.h) records the run as every
+//   run's manifest does: written before the first seed, and at the end with its status and the
+//   seeds that failed. An --out in a checkout's results/ needs a clean build or --allow-dirty
+//   (tools/layout/kept_results.h). --replay writes no manifest.
 // - Exit code: 0 when every invariant held on every seed, 1 when one failed, 2 for a bad
-//   command line or a missing plug-in file.
+//   command line, a missing plug-in file, or an --out that may not or cannot be written.
 
 #include <cstdint>
 #include <map>

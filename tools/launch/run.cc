@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
-#include "process/build_info.h"
 #include "tools/cli/cli_exit.h"
 #include "tools/launch/experiment.h"
 #include "tools/launch/method_runner.h"
+#include "tools/layout/kept_results.h"
 #include "tools/layout/run_layout.h"
 #include "tools/report/report.h"
 #include "tools/report/run_report.h"
@@ -28,14 +27,7 @@ Manifest NewManifest(const Scenario& scenario, const RunRequest& request, const 
   m.nodes = scenario.data.partition.num_clients;
   m.scenario_text = scenario.text;
   m.resolved = scenario.resolved;
-  LaunchRecord launch;
-  launch.command = request.command;
-  std::error_code ec;
-  launch.working_dir = std::filesystem::current_path(ec).string();
-  launch.mode = mode;
-  launch.version = node::BuildVersion();
-  launch.libraries = node::LibraryVersions();
-  launch.host = HostFacts();
+  LaunchRecord launch = ThisLaunch(request.command, mode);
   launch.started = m.started;
   m.launches.push_back(std::move(launch));
   return m;
@@ -164,6 +156,12 @@ std::optional<int> Launch::Prepare() {
         "\" needs --simulate: only the simulator lets the nodes exchange in turns, and this "
         "launch runs them in " +
         mode_ + " mode (allowed here: schedule = \"synchronous\", " + "the default)"));
+    return tools::kExitBadInput;
+  }
+  if (Status may_write =
+          CheckWriteIntoResults("--out", options_.out_dir, node::ThisBuild(), request_.allow_dirty);
+      !may_write.ok()) {
+    std::fprintf(stderr, "meshlearn-launch: %s\n", may_write.message().c_str());
     return tools::kExitBadInput;
   }
   if (!ClaimFolder()) return tools::kExitBadInput;

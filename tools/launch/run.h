@@ -1,7 +1,9 @@
 #pragma once
 // A launch of a scenario, start to end. Run::Execute owns the whole sequence:
 //   1. load the scenario and pick the methods (--methods) and the runner (method_runner.h);
-//   2. claim the run folder (run_folder.h: refuse, --resume or --force) and write the manifest;
+//   2. check that this build may write into the run folder (kept_results.h: a dirty build writes
+//      into results/ only with --allow-dirty), claim it (run_folder.h: refuse, --resume or
+//      --force) and write the manifest;
 //   3. partition the data once (experiment.h), or stop there with --partition-only;
 //   4. for each method of the table: read back what an earlier launch completed, or record it
 //      as started, run it with the runner, record how it ended, and report it (run_report.h);
@@ -27,6 +29,9 @@ struct RunRequest {
   std::vector<std::string> only_methods;  // --methods, in the user's order; empty: every method
   ExistingRun existing = ExistingRun::kRefuse;
   bool partition_only = false;
+  // --allow-dirty: a build whose tree was not clean may write into a checkout's results/
+  // (tools/layout/kept_results.h).
+  bool allow_dirty = false;
   std::vector<std::string> command;  // the whole command line, for the manifest
   // Makes the run's watcher (the live dashboard) once the partition is known; empty: none.
   WatcherFactory watch;

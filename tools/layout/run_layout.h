@@ -17,7 +17,7 @@
 //
 //   <bytes-to-target --out>/bytes_to_target.csv bytes_to_target_mean.csv
 //
-//   <fuzz --out>/fuzz.csv
+//   <fuzz --out>/manifest.toml fuzz.csv
 //   <fuzz --out>/seed-<n>/scenario.toml fuzz-report.toml run.log, and the seed's run folder
 //   <fuzz --out>/seed-<n>-again/ ... seed-<n>-reduced/ ...      (same files)
 //
@@ -80,8 +80,8 @@ using node::kSignatureFile;
 // (tools/report/bytes_to_target.h).
 inline constexpr const char kBytesToTargetFile[] = "bytes_to_target.csv";
 inline constexpr const char kBytesToTargetMeanFile[] = "bytes_to_target_mean.csv";
-// What `meshlearn-launch fuzz` writes into its --out folder (tools/fuzz/fuzz.h): the summary, and
-// in each seed's folder the drawn scenario, the child's report and its log.
+// What `meshlearn-launch fuzz` writes into its --out folder (tools/fuzz/fuzz.h): kManifestFile,
+// the summary, and in each seed's folder the drawn scenario, the child's report and its log.
 inline constexpr const char kFuzzSummaryFile[] = "fuzz.csv";
 inline constexpr const char kFuzzScenarioFile[] = "scenario.toml";
 inline constexpr const char kFuzzReportFile[] = "fuzz-report.toml";

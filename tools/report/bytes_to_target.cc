@@ -13,7 +13,9 @@
 #include "base/atomic_file.h"
 #include "base/csv.h"
 #include "base/csv_table.h"
+#include "process/build_identity.h"
 #include "tools/cli/cli_exit.h"
+#include "tools/layout/kept_results.h"
 #include "tools/layout/run_layout.h"
 #include "tools/scenario/run_reader.h"
 
@@ -463,7 +465,13 @@ int BytesToTargetCommand(int argc, char** argv) {
                  "the target is the baseline's final mean test accuracy minus this many "
                  "percentage points (default 1)")
       ->check(CLI::NonNegativeNumber);
+  bool allow_dirty = false;
+  tools::AddAllowDirtyFlag(app, allow_dirty);
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
+  if (Status may_write = CheckWriteIntoResults("--out", out, node::ThisBuild(), allow_dirty);
+      !may_write.ok()) {
+    return Failed(may_write);
+  }
 
   // Every folder once: a run also given as a baseline is read as the baseline.
   std::vector<std::string> others;

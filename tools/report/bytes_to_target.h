@@ -239,12 +239,13 @@ Status WriteBytesToTargetMeanCsv(const std::string& path,
 // The table the command prints: one line per mean row, bytes in MB (10^6).
 std::string FormatBytesToTarget(const std::vector<BytesToTargetMean>& means, double points);
 
-// `meshlearn-launch bytes-to-target RUN_DIR... --baseline RUN_DIR... --out DIR [--points P]`:
-// reads the baseline runs and the runs (ReadRunCurves; a folder given as both counts once, as a
-// baseline), writes bytes_to_target.csv and bytes_to_target_mean.csv into --out and prints the
-// mean table. Returns kExitOk, or kExitBadInput (the error on stderr) for a bad command line, a
-// folder that cannot be read, any error of MeasureBytesToTarget or a table that cannot be
-// written.
+// `meshlearn-launch bytes-to-target RUN_DIR... --baseline RUN_DIR... --out DIR [--points P]
+// [--allow-dirty]`: reads the baseline runs and the runs (ReadRunCurves; a folder given as both
+// counts once, as a baseline), writes bytes_to_target.csv and bytes_to_target_mean.csv into --out
+// and prints the mean table. Returns kExitOk, or kExitBadInput (the error on stderr) for a bad
+// command line, an --out in a checkout's results/ and a build that may not write there
+// (kept_results.h), a folder that cannot be read, any error of MeasureBytesToTarget or a table
+// that cannot be written.
 int BytesToTargetCommand(int argc, char** argv);
 
 }  // namespace meshlearn::launch

@@ -6,7 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "process/build_identity.h"
 #include "tools/cli/cli_exit.h"
+#include "tools/layout/kept_results.h"
 #include "tools/report/bytes_to_target.h"
 
 namespace meshlearn::launch {
@@ -106,6 +108,8 @@ int ReportCommand(int argc, char** argv) {
   app.add_option("--out", out,
                  "where the table's summary.csv and curves.png go (default: the run folder; "
                  "required with several)");
+  bool allow_dirty = false;
+  tools::AddAllowDirtyFlag(app, allow_dirty);
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
   if (out.empty() && dirs.size() > 1) {
     std::fprintf(stderr,
@@ -114,7 +118,19 @@ int ReportCommand(int argc, char** argv) {
                  dirs.size());
     return tools::kExitBadInput;
   }
+  // The report writes into --out (by default the run folder), and each method's heatmaps into
+  // its run folder.
+  std::vector<std::pair<std::string, std::string>> written;
+  if (!out.empty()) written.emplace_back("--out", out);
+  for (const std::string& dir : dirs) written.emplace_back("RUN_DIR", dir);
   if (out.empty()) out = dirs[0];
+  for (const auto& [option, path] : written) {
+    Status may_write = CheckWriteIntoResults(option, path, node::ThisBuild(), allow_dirty);
+    if (!may_write.ok()) {
+      std::fprintf(stderr, "meshlearn-launch report: %s\n", may_write.message().c_str());
+      return tools::kExitBadInput;
+    }
+  }
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   auto folder = ReadRunFolders(dirs);

@@ -33,10 +33,11 @@ std::vector<MethodSummary> WriteRunReport(const std::string& out_dir, const std:
                                           const Partition& partition,
                                           const std::vector<MethodRun>& runs);
 
-// `meshlearn-launch report RUN_DIR... [--out DIR]`: reads the run folders as one
+// `meshlearn-launch report RUN_DIR... [--out DIR] [--allow-dirty]`: reads the run folders as one
 // (ReadRunFolders), prints their notes and writes the report (WriteRunReport) into --out, by
 // default the one run folder. Returns the exit code: kExitOk, kExitNodesFailed when some nodes
-// failed, kExitBadInput for a bad command line or folders that cannot be read or combined.
+// failed, kExitBadInput for a bad command line, folders that cannot be read or combined, or a
+// folder in a checkout's results/ and a build that may not write there (kept_results.h).
 int ReportCommand(int argc, char** argv);
 
 }  // namespace meshlearn::launch

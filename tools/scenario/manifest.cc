@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <thread>
 
 #include "base/toml_table.h"
+#include "process/build_identity.h"
+#include "process/build_info.h"
 #include "training/cpu_pinning.h"
 
 namespace meshlearn::launch {
@@ -19,6 +22,11 @@ constexpr const char* kHeader =
     "# it when a run starts and rewrites it as each method ends; --resume checks the scenario\n"
     "# against it. status: running | complete | interrupted | failed; a launch's status\n"
     "# may also be killed.\n\n";
+
+constexpr const char* kFuzzHeader =
+    "# meshlearn fuzz manifest (docs/development.md \"The fault fuzzer\"). meshlearn-launch fuzz\n"
+    "# writes it before the first seed and again at the end. status: running | complete |\n"
+    "# failed (some seed broke an invariant).\n\n";
 
 }  // namespace
 
@@ -42,6 +50,31 @@ std::string RenderManifest(const Manifest& m) { return std::string(kHeader) + Re
 
 Result<Manifest> ParseManifest(const std::string& text, const std::string& name) {
   return ParseToml<Manifest>(text, name);
+}
+
+LaunchRecord ThisLaunch(const std::vector<std::string>& command, const std::string& mode) {
+  const node::BuildIdentity& build = node::ThisBuild();
+  LaunchRecord launch;
+  launch.command = command;
+  std::error_code ec;
+  launch.working_dir = std::filesystem::current_path(ec).string();
+  launch.mode = mode;
+  launch.version = build.version;
+  launch.commit = build.commit;
+  launch.clean = build.clean;
+  if (!build.diff_hash.empty()) launch.diff_hash = build.diff_hash;
+  launch.libraries = node::LibraryVersions();
+  launch.host = HostFacts();
+  launch.started = NowUtc();
+  return launch;
+}
+
+std::string RenderFuzzManifest(const FuzzManifest& m) {
+  return std::string(kFuzzHeader) + RenderToml(m);
+}
+
+Result<FuzzManifest> ParseFuzzManifest(const std::string& text, const std::string& name) {
+  return ParseToml<FuzzManifest>(text, name);
 }
 
 std::string NowUtc() {

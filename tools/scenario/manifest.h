@@ -62,8 +62,16 @@ struct MethodRecord {
 struct LaunchRecord {
   std::vector<std::string> command;  // argv
   std::string working_dir;
-  std::string mode;     // "process", "in-process", "simulated", "<engine> engine", "partition-only"
-  std::string version;  // node::BuildVersion()
+  // "process", "in-process", "simulated", "<engine> engine", "partition-only"; "fuzz" in a
+  // FuzzManifest
+  std::string mode;
+  std::string version;  // the binary's node::BuildIdentity::version
+  // The binary's build (node::BuildIdentity): its commit, whether its tree was clean and, when it
+  // was not, the diff hash. Absent in manifests written before builds knew them; a launch of
+  // today writes commit and clean, and diff_hash when the tree was not clean.
+  std::optional<std::string> commit;
+  std::optional<bool> clean;
+  std::optional<std::string> diff_hash;
   std::vector<std::pair<std::string, std::string>> libraries;  // node::LibraryVersions()
   std::vector<std::pair<std::string, std::string>> host;       // HostFacts()
   std::string started, ended;
@@ -76,6 +84,9 @@ struct LaunchRecord {
     keys.String("working_dir", l.working_dir);
     keys.String("mode", l.mode);
     keys.String("version", l.version);
+    keys.OptionalString("commit", l.commit);
+    keys.OptionalBool("clean", l.clean);
+    keys.OptionalString("diff_hash", l.diff_hash);
     keys.StringTable("libraries", l.libraries);
     keys.StringTable("host", l.host);
     keys.String("started", l.started);
@@ -86,6 +97,16 @@ struct LaunchRecord {
 
 // The manifest's own format; ParseManifest reads only this one.
 inline constexpr int kManifestFormat = 1;
+
+// The keys every manifest opens with: its format (`current`, checked first), status, start and
+// end. `m` is a Manifest or a FuzzManifest.
+template <class Keys, class Self>
+void DescribeManifestOpening(Keys& keys, Self& m, int current) {
+  keys.Format("format", m.format, current);
+  keys.String("status", m.status);
+  keys.String("started", m.started);
+  keys.String("ended", m.ended);
+}
 
 // The whole manifest.
 struct Manifest {
@@ -110,10 +131,7 @@ struct Manifest {
   // run it.
   template <class Keys, class Self>
   static void Describe(Keys& keys, Self& m) {
-    keys.Format("format", m.format, kManifestFormat);
-    keys.String("status", m.status);
-    keys.String("started", m.started);
-    keys.String("ended", m.ended);
+    DescribeManifestOpening(keys, m, kManifestFormat);
     keys.Integer("seed", m.seed);
     keys.Integer("nodes", m.nodes);
     keys.Table("scenario", [&](auto& scenario) {
@@ -133,6 +151,43 @@ std::string RenderManifest(const Manifest& manifest);
 // the dotted key of a missing, mistyped or unknown key, or the value and what is allowed
 // (base/toml_table.h), kUnsupportedVersion for another format.
 Result<Manifest> ParseManifest(const std::string& text, const std::string& name);
+
+// The manifest of a `meshlearn-launch fuzz` run, "<fuzz --out>/manifest.toml" (tools/fuzz/fuzz.h):
+// its one launch (command, the binary's build, libraries, host, times), the seeds it ran and how
+// many failed. The fuzz command writes it before the first seed and again at the end. Its own
+// format; ParseFuzzManifest reads only this one.
+inline constexpr int kFuzzManifestFormat = 1;
+struct FuzzManifest {
+  int format = kFuzzManifestFormat;
+  // running, then complete (every invariant held on every seed) or failed (some seed broke one,
+  // or the run stopped before a seed whose plug-in file is missing)
+  std::string status = kRunning;
+  std::string started, ended;
+  uint64_t from = 1;    // [fuzz] the first seed
+  uint64_t seeds = 0;   // how many seeds, from `from` on
+  uint64_t failed = 0;  // the seeds that broke an invariant (0 while running)
+  std::vector<LaunchRecord> launches;
+
+  // The keys of the file, described once as the run manifest's are.
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& m) {
+    DescribeManifestOpening(keys, m, kFuzzManifestFormat);
+    keys.Table("fuzz", [&](auto& fuzz) {
+      fuzz.Integer("from", m.from);
+      fuzz.Integer("seeds", m.seeds);
+      fuzz.Integer("failed", m.failed);
+    });
+    keys.Tables("launches", m.launches);
+  }
+};
+
+// RenderManifest and ParseManifest for a fuzz run's manifest.
+std::string RenderFuzzManifest(const FuzzManifest& manifest);
+Result<FuzzManifest> ParseFuzzManifest(const std::string& text, const std::string& name);
+
+// The record of a launch by this process, started now: `command` (argv), the working folder,
+// `mode`, this binary's build (node::ThisBuild()) and libraries, and the host.
+LaunchRecord ThisLaunch(const std::vector<std::string>& command, const std::string& mode);
 
 // The current time as ISO 8601 UTC with seconds ("2026-11-24T10:00:00Z").
 std::string NowUtc();
