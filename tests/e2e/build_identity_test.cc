@@ -1,17 +1,16 @@
 // The built programs know their build (process/build_identity.h): `--version` prints it, a run's
 // and a fuzz run's manifest record it, and a launch, a report or a fuzz run into a checkout's
 // results/ needs a clean build or --allow-dirty (tools/layout/kept_results.h). The checkout is a
-// made-up one in a temporary folder (a `.git` folder beside `results/`); the binaries are the real
-// ones, and their own identity, fixed when they were built, decides. Each test reads that identity
-// from `--version` and checks what such a build must do:
-// - a dirty build (a tree being edited, as when a change is tested before its commit): the launch,
-//   the report and the fuzz run into results/ are refused and write nothing, and --allow-dirty
-//   writes, its manifest carrying the diff hash;
-// - a clean build (CI's fresh clone): they write, and the manifest says clean.
-// Rationale: the identity is compiled in, so that no variable or flag can make a binary claim
-// another build; a clean clone's binaries can therefore show only the clean path here. The
-// refusal for every kind of build (dirty, unknown commit) is decided for made-up identities in
-// tests/tools/layout/kept_results_test.cc.
+// made-up one in a temporary folder (a `.git` folder beside `results/`); the binaries are real,
+// and their own identity, fixed when they were built, decides. Each test reads that identity from
+// `--version` and checks what such a build must do:
+// - a dirty build: the launch, the report and the fuzz run into results/ are refused and write
+//   nothing, and --allow-dirty writes, its manifest carrying the diff hash;
+// - a clean build: they write, and the manifest says clean.
+// They run twice: over meshlearn-launch (clean on CI's fresh clone, dirty while a change is
+// tested before its commit) and over meshlearn-launch-dirty, the same objects linked with the
+// identity of a dirty tree the build makes (tests/e2e/CMakeLists.txt). Rationale: the identity is
+// compiled in, so that no variable or flag can make a binary claim another build.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -82,10 +81,23 @@ TEST(BuildIdentity, EveryProgramPrintsItsBuildWithVersion) {
   EXPECT_EQ(launch.diff_hash.empty(), launch.clean || launch.commit == "unknown");
 }
 
-TEST(BuildIdentity, ALaunchIntoACheckoutsResultsNeedsACleanBuildOrAllowDirty) {
-  const std::string dir = ::testing::TempDir() + "/e2e_kept_results";
+// `launcher` with `args`, its output in "<dir>/<name>.log".
+Finished RunLauncherBinary(const std::string& launcher, const std::string& dir,
+                           const std::string& name, std::vector<std::string> args) {
+  args.insert(args.begin(), launcher);
+  return RunToEnd(args, dir + "/" + name + ".log");
+}
+
+// A launch and a report by `launcher` into a checkout's results/ (see the file comment), in a
+// fresh `dir`; returns the build it printed.
+PrintedBuild ExpectLaunchesIntoResultsFollowTheRule(const std::string& launcher,
+                                                   const std::string& dir) {
   fs::remove_all(dir);
-  const PrintedBuild build = VersionOf(MESHLEARN_LAUNCH_BIN, dir);
+  const PrintedBuild build = VersionOf(launcher, dir);
+  auto RunLauncher = [&](const std::string& d, const std::string& name,
+                         const std::vector<std::string>& args) {
+    return RunLauncherBinary(launcher, d, name, args);
+  };
   const std::string results = MakeCheckout(dir);
   const std::string scenario = WriteScenario(dir, 1, 0);
   // Through a relative path with `..`, as a user might type it.
@@ -106,7 +118,8 @@ TEST(BuildIdentity, ALaunchIntoACheckoutsResultsNeedsACleanBuildOrAllowDirty) {
   const std::string allowed = results + "/allowed";
   Finished run =
       RunLauncher(dir, "allowed", {scenario, "--out", allowed, "--simulate", "--allow-dirty"});
-  ASSERT_TRUE(ExitedWith(run.status, 0)) << run.log;
+  EXPECT_TRUE(ExitedWith(run.status, 0)) << run.log;
+  if (!ExitedWith(run.status, 0)) return build;
   const toml::table m = ManifestOf(allowed);
   ExpectLaunchRecords(m, build);
   EXPECT_EQ(Text(m, "launches[0].command[5]"), "--allow-dirty");
@@ -128,18 +141,38 @@ TEST(BuildIdentity, ALaunchIntoACheckoutsResultsNeedsACleanBuildOrAllowDirty) {
   Finished elsewhere =
       RunLauncher(dir, "elsewhere", {scenario, "--out", dir + "/runs/e2e", "--simulate"});
   EXPECT_TRUE(ExitedWith(elsewhere.status, 0)) << elsewhere.log;
+  return build;
 }
 
-TEST(BuildIdentity, AFuzzRunWritesItsManifest) {
-  const std::string dir = ::testing::TempDir() + "/e2e_fuzz_manifest";
+TEST(BuildIdentity, ALaunchIntoACheckoutsResultsNeedsACleanBuildOrAllowDirty) {
+  ExpectLaunchesIntoResultsFollowTheRule(MESHLEARN_LAUNCH_BIN,
+                                         ::testing::TempDir() + "/e2e_kept_results");
+}
+
+TEST(BuildIdentity, ADirtyBuildIsRefusedResultsAndAllowDirtyWritesThere) {
+  const PrintedBuild build = ExpectLaunchesIntoResultsFollowTheRule(
+      MESHLEARN_LAUNCH_DIRTY_BIN, ::testing::TempDir() + "/e2e_kept_results_dirty");
+  EXPECT_FALSE(build.clean) << "meshlearn-launch-dirty is built with a dirty tree's identity";
+  EXPECT_EQ(build.diff_hash.size(), 16u);
+}
+
+// A fuzz run by `launcher` writes its manifest, and into a checkout's results/ follows the rule
+// (see the file comment), in a fresh `dir`; returns the build it printed.
+PrintedBuild ExpectAFuzzRunWritesItsManifest(const std::string& launcher,
+                                             const std::string& dir) {
   fs::remove_all(dir);
-  const PrintedBuild build = VersionOf(MESHLEARN_LAUNCH_BIN, dir);
+  const PrintedBuild build = VersionOf(launcher, dir);
+  auto RunLauncher = [&](const std::string& d, const std::string& name,
+                         const std::vector<std::string>& args) {
+    return RunLauncherBinary(launcher, d, name, args);
+  };
   const std::string out = dir + "/fuzz";
   const std::vector<std::string> command = {
       "fuzz", "--seeds", "1", "--from", "7", "--nodes", "3", "--rounds", "1", "--determinism-every",
       "0",    "--out",   out};
   Finished fuzz = RunLauncher(dir, "fuzz", command);
-  ASSERT_TRUE(ExitedWith(fuzz.status, 0)) << fuzz.log;
+  EXPECT_TRUE(ExitedWith(fuzz.status, 0)) << fuzz.log;
+  if (!ExitedWith(fuzz.status, 0)) return build;
   const toml::table m = ManifestOf(out);
   EXPECT_EQ(Integer(m, "format"), 1);
   EXPECT_EQ(Text(m, "status"), "complete");
@@ -148,7 +181,8 @@ TEST(BuildIdentity, AFuzzRunWritesItsManifest) {
   EXPECT_EQ(Integer(m, "fuzz.failed"), 0);
   EXPECT_FALSE(Text(m, "started").empty());
   EXPECT_GE(Text(m, "ended"), Text(m, "started"));
-  ASSERT_EQ(Count(m, "launches"), 1u);
+  EXPECT_EQ(Count(m, "launches"), 1u);
+  if (Count(m, "launches") != 1u) return build;
   EXPECT_EQ(Text(m, "launches[0].mode"), "fuzz");
   EXPECT_EQ(Text(m, "launches[0].status"), "complete");
   EXPECT_EQ(Text(m, "launches[0].command[1]"), "fuzz");
@@ -171,6 +205,18 @@ TEST(BuildIdentity, AFuzzRunWritesItsManifest) {
     EXPECT_TRUE(ExitedWith(allowed.status, 0)) << allowed.log;
     ExpectLaunchRecords(ManifestOf(results + "/fuzz-allowed"), build);
   }
+  return build;
+}
+
+TEST(BuildIdentity, AFuzzRunWritesItsManifest) {
+  ExpectAFuzzRunWritesItsManifest(MESHLEARN_LAUNCH_BIN,
+                                  ::testing::TempDir() + "/e2e_fuzz_manifest");
+}
+
+TEST(BuildIdentity, ADirtyBuildsFuzzRunIsRefusedResultsAndAllowDirtyWritesThere) {
+  const PrintedBuild build = ExpectAFuzzRunWritesItsManifest(
+      MESHLEARN_LAUNCH_DIRTY_BIN, ::testing::TempDir() + "/e2e_fuzz_manifest_dirty");
+  EXPECT_FALSE(build.clean) << "meshlearn-launch-dirty is built with a dirty tree's identity";
 }
 
 }  // namespace
