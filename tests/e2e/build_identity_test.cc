@@ -91,7 +91,7 @@ Finished RunLauncherBinary(const std::string& launcher, const std::string& dir,
 // A launch and a report by `launcher` into a checkout's results/ (see the file comment), in a
 // fresh `dir`; returns the build it printed.
 PrintedBuild ExpectLaunchesIntoResultsFollowTheRule(const std::string& launcher,
-                                                   const std::string& dir) {
+                                                    const std::string& dir) {
   fs::remove_all(dir);
   const PrintedBuild build = VersionOf(launcher, dir);
   auto RunLauncher = [&](const std::string& d, const std::string& name,
@@ -158,8 +158,7 @@ TEST(BuildIdentity, ADirtyBuildIsRefusedResultsAndAllowDirtyWritesThere) {
 
 // A fuzz run by `launcher` writes its manifest, and into a checkout's results/ follows the rule
 // (see the file comment), in a fresh `dir`; returns the build it printed.
-PrintedBuild ExpectAFuzzRunWritesItsManifest(const std::string& launcher,
-                                             const std::string& dir) {
+PrintedBuild ExpectAFuzzRunWritesItsManifest(const std::string& launcher, const std::string& dir) {
   fs::remove_all(dir);
   const PrintedBuild build = VersionOf(launcher, dir);
   auto RunLauncher = [&](const std::string& d, const std::string& name,
