@@ -733,6 +733,31 @@ TEST(RobustnessPage, TheSamplerAttacksTableIsItsData) {
   EXPECT_EQ(RobustnessTable("### Results: who honest nodes draw"), expected);
 }
 
+// "A first look: the synthetic mesh of `poison-majority`": results/robustness/poison-majority/
+// <attack>/seed-<s>/ keeps one launch per attack and seed (`none`: no attacker in any method).
+// One row per attack: the number of attackers in its `attacked` runs, then the honest nodes' mean
+// test MSE of the methods attacked, clip, trimmed, krum and gate, each the mean ± standard
+// deviation over the kept seeds.
+TEST(RobustnessPage, ThePoisonMajorityTableIsItsData) {
+  std::map<std::string, std::vector<std::string>> expected;
+  for (const auto& folder :
+       fs::directory_iterator(kRoot / "results" / "robustness" / "poison-majority")) {
+    const std::string attack = folder.path().filename().string();
+    const auto runs = RobustnessRuns("poison-majority/" + attack);
+    std::set<std::string> attackers;
+    for (const RobustnessRun& run : runs.at("attacked")) {
+      attackers.insert(run.summary.at("attackers"));
+    }
+    ASSERT_EQ(attackers.size(), 1u) << attack << ": runs with different numbers of attackers";
+    std::vector<std::string>& cells = expected[attack];
+    cells.push_back(*attackers.begin());
+    for (const char* method : {"attacked", "clip", "trimmed", "krum", "gate"}) {
+      cells.push_back(MeanCell(Figures(runs.at(method), "mean"), 2, runs.at(method).size()));
+    }
+  }
+  EXPECT_EQ(RobustnessTable("### A first look: the synthetic mesh of `poison-majority`"), expected);
+}
+
 // "Results: the ClippedGossip ring" (configs/scenarios/clipped-gossip-ring.toml): one row per
 // rule, one column per attack, each cell the honest nodes' mean test accuracy of the method
 // "<attack> <rule>", mean ± standard deviation over the kept seeds; the column "no attacker"
