@@ -26,9 +26,19 @@ constexpr NamedValue<Interpolation> kInterpolationNames[] = {
     {"nearest", Interpolation::kNearest},
 };
 
-// Seed streams: one per client, plus fixed streams for pool hold-outs and synthetic thetas.
+constexpr NamedValue<PoolSplit> kPoolSplitNames[] = {
+    {"per-seed", PoolSplit::kPerSeed},
+    {"fixed", PoolSplit::kFixed},
+};
+
+// Seed streams: one per client, plus fixed streams for pool hold-outs and synthetic thetas, and
+// (PoolSplit::kFixed) for assigning the fixed pools' samples.
 constexpr uint64_t kHoldoutStream = 1'000'000'000;
 constexpr uint64_t kThetaStream = 2'000'000'000;
+constexpr uint64_t kAssignStream = 3'000'000'000;
+// The seed of PoolSplit::kFixed's one shuffle (file 004's code uses 42 too, with numpy's
+// generator, so the pools are not theirs sample for sample).
+constexpr uint64_t kFixedPoolSeed = 42;
 
 std::string Join(const std::vector<int64_t>& v) {
   std::string s;
@@ -62,16 +72,19 @@ int ImpliedClusterCount(const PartitionConfig& c, size_t num_sources) {
 // A source split into the indices usable for train/validation and those for test.
 struct SplitSource {
   const DataSource* source;
-  std::vector<size_t> train_rows;  // shuffled order of pool rows for train/validation
+  // Shuffled order of pool rows for train and validation; PoolSplit::kFixed: for train only.
+  std::vector<size_t> train_rows;
   const Dataset* test_dataset;
   std::vector<size_t> test_rows;
+  std::vector<size_t> validation_rows;  // PoolSplit::kFixed only: shuffled validation pool
 };
 
 SplitSource SplitPool(const DataSource& source, const PartitionConfig& config, size_t index) {
-  SplitSource split{&source, {}, source.test_pool, {}};
+  SplitSource split{&source, {}, source.test_pool, {}, {}};
   std::vector<size_t> rows(source.pool->size());
   std::iota(rows.begin(), rows.end(), 0);
-  SeededRandom rng(DeriveSeed(config.seed, kHoldoutStream + index));
+  const bool fixed = config.pool_split == PoolSplit::kFixed;
+  SeededRandom rng(DeriveSeed(fixed ? kFixedPoolSeed : config.seed, kHoldoutStream + index));
   rng.Shuffle(rows);
   if (source.test_pool != nullptr) {
     split.train_rows = std::move(rows);
@@ -84,6 +97,18 @@ SplitSource SplitPool(const DataSource& source, const PartitionConfig& config, s
     split.test_rows.assign(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(held));
     split.train_rows.assign(rows.begin() + static_cast<ptrdiff_t>(held), rows.end());
     std::sort(split.test_rows.begin(), split.test_rows.end());
+  }
+  if (fixed) {
+    const double per_client =
+        static_cast<double>(config.train_per_client + config.validation_per_client);
+    const auto validation = static_cast<ptrdiff_t>(
+        std::llround(static_cast<double>(config.validation_per_client) / per_client *
+                     static_cast<double>(split.train_rows.size())));
+    split.validation_rows.assign(split.train_rows.end() - validation, split.train_rows.end());
+    split.train_rows.resize(split.train_rows.size() - static_cast<size_t>(validation));
+    SeededRandom assign(DeriveSeed(config.seed, kAssignStream + index));
+    assign.Shuffle(split.train_rows);
+    assign.Shuffle(split.validation_rows);
   }
   return split;
 }
@@ -106,6 +131,47 @@ std::vector<size_t> Eligible(const std::vector<size_t>& rows, const Dataset& dat
   }
   return out;
 }
+
+// One client's draw of rows from a source's pool.
+struct ClientDraw {
+  const Dataset& pool;
+  const std::set<int64_t>* classes;  // label shift: the cluster's classes; else nullptr
+  bool allow_overlap;
+  SeededRandom& rng;
+  std::vector<bool>& taken;  // the pool's rows already given to a client
+  const std::string& who;    // "client <i> (cluster <c>)", for errors
+
+  // `count` rows of `order` named `what` in errors: with allow_overlap, distinct eligible rows
+  // drawn by rng; otherwise the next rows of the cluster's walk from `at` that are eligible and
+  // not taken, which it marks taken. kInvalidArgument when there are too few.
+  Result<std::vector<size_t>> Take(const std::vector<size_t>& order, size_t count, size_t& at,
+                                   const char* what) const {
+    if (allow_overlap) {
+      std::vector<size_t> eligible = Eligible(order, pool, classes);
+      if (eligible.size() < count) {
+        return Status::InvalidArgument(who + " needs " + std::to_string(count) + " " + what +
+                                       " samples but only " + std::to_string(eligible.size()) +
+                                       " are eligible");
+      }
+      return DrawDistinct(std::move(eligible), count, rng);
+    }
+    std::vector<size_t> rows;
+    while (rows.size() < count && at < order.size()) {
+      const size_t r = order[at++];
+      if (taken[r] || (classes != nullptr && !classes->count(pool.labels[r]))) continue;
+      taken[r] = true;
+      rows.push_back(r);
+    }
+    if (rows.size() < count) {
+      return Status::InvalidArgument(who + " needs " + std::to_string(count) + " " + what +
+                                     " samples but the pool has only " +
+                                     std::to_string(rows.size()) +
+                                     " unused eligible ones left; lower the sizes or set "
+                                     "allow_overlap");
+    }
+    return rows;
+  }
+};
 
 // Applies the pixel range, then the cluster's transformation (rotation, label swap, label
 // offset) in place.
@@ -289,6 +355,8 @@ NameTable<PixelRange> PixelRangeNames() { return kPixelRangeNames; }
 
 NameTable<Interpolation> InterpolationNames() { return kInterpolationNames; }
 
+NameTable<PoolSplit> PoolSplitNames() { return kPoolSplitNames; }
+
 Result<ShiftKind> ParseShiftKind(std::string_view name) {
   if (std::optional<ShiftKind> kind = ValueNamed(ShiftKindNames(), name)) return *kind;
   std::string allowed;
@@ -386,7 +454,9 @@ Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>
   for (size_t i = 0; i < sources.size(); ++i) splits.push_back(SplitPool(sources[i], c, i));
   std::vector<std::vector<bool>> used;
   for (const DataSource& s : sources) used.emplace_back(s.pool->size(), false);
+  // Where each cluster's walk of the train (and, PoolSplit::kFixed, validation) order stands.
   std::vector<size_t> cursor(static_cast<size_t>(clusters), 0);
+  std::vector<size_t> validation_cursor(static_cast<size_t>(clusters), 0);
 
   const size_t per_client = c.train_per_client + c.validation_per_client;
   std::vector<ClientShard> shards;
@@ -404,31 +474,18 @@ Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>
     const std::string who =
         "client " + std::to_string(client) + " (cluster " + std::to_string(cluster) + ")";
 
-    std::vector<size_t> rows;
-    if (c.allow_overlap) {
-      std::vector<size_t> eligible = Eligible(split.train_rows, pool, classes);
-      if (eligible.size() < per_client) {
-        return Status::InvalidArgument(who + " needs " + std::to_string(per_client) +
-                                       " train+validation samples but only " +
-                                       std::to_string(eligible.size()) + " are eligible");
-      }
-      rows = DrawDistinct(std::move(eligible), per_client, rng);
-    } else {
-      // Walk this cluster's shuffled order, skipping rows taken or of the wrong class.
-      std::vector<bool>& taken = used[source_index];
-      size_t& at = cursor[static_cast<size_t>(cluster)];
-      while (rows.size() < per_client && at < split.train_rows.size()) {
-        const size_t r = split.train_rows[at++];
-        if (taken[r] || (classes != nullptr && !classes->count(pool.labels[r]))) continue;
-        taken[r] = true;
-        rows.push_back(r);
-      }
-      if (rows.size() < per_client) {
-        return Status::InvalidArgument(
-            who + " needs " + std::to_string(per_client) +
-            " train+validation samples but the pool has only " + std::to_string(rows.size()) +
-            " unused eligible ones left; lower the sizes or set allow_overlap");
-      }
+    const ClientDraw draw{pool, classes, c.allow_overlap, rng, used[source_index], who};
+    const auto k = static_cast<size_t>(cluster);
+    const bool fixed = c.pool_split == PoolSplit::kFixed;
+    Result<std::vector<size_t>> rows =
+        fixed ? draw.Take(split.train_rows, c.train_per_client, cursor[k], "train")
+              : draw.Take(split.train_rows, per_client, cursor[k], "train+validation");
+    if (!rows.ok()) return rows.status();
+    if (fixed) {
+      Result<std::vector<size_t>> validation = draw.Take(
+          split.validation_rows, c.validation_per_client, validation_cursor[k], "validation");
+      if (!validation.ok()) return validation.status();
+      rows->insert(rows->end(), validation->begin(), validation->end());
     }
     std::vector<size_t> test_eligible = Eligible(split.test_rows, *split.test_dataset, classes);
     if (test_eligible.size() < c.test_per_client) {
@@ -441,9 +498,9 @@ Result<std::vector<ClientShard>> BuildClientShards(const std::vector<DataSource>
     ClientShard shard;
     shard.client_id = static_cast<int>(client);
     shard.cluster_id = cluster;
-    const auto mid = rows.begin() + static_cast<ptrdiff_t>(c.train_per_client);
-    shard.train = SelectRows(pool, std::vector<size_t>(rows.begin(), mid));
-    shard.validation = SelectRows(pool, std::vector<size_t>(mid, rows.end()));
+    const auto mid = rows->begin() + static_cast<ptrdiff_t>(c.train_per_client);
+    shard.train = SelectRows(pool, std::vector<size_t>(rows->begin(), mid));
+    shard.validation = SelectRows(pool, std::vector<size_t>(mid, rows->end()));
     shard.test = SelectRows(*split.test_dataset, test_rows);
     for (Dataset* d : {&shard.train, &shard.validation, &shard.test}) {
       TransformForCluster(*d, c, cluster, split.source->label_offset, num_classes);

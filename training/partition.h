@@ -61,6 +61,21 @@ enum class Interpolation {
 // The config name of every Interpolation ([data] interpolation), in documentation order.
 NameTable<Interpolation> InterpolationNames();
 
+// Which samples of a source's pool are train and which validation samples, across seeds.
+enum class PoolSplit {
+  kPerSeed,  // "per-seed": the seed shuffles the whole pool; each client takes its train and
+             // validation samples from that one order, so the seed decides both pools
+  kFixed,    // "fixed": one seed-independent shuffle cuts the pool once into a test hold-out (no
+             // separate test pool only), a train pool and a validation pool, in the ratio
+             // train_per_client : validation_per_client; the seed only assigns each pool's
+             // samples to the clients. File 004's code: run_experiment.py:183-197 (a fixed
+             // default_rng(42) split), utils/initialization_utils.py:268-274 (a random_split per
+             // seed)
+};
+
+// The config name of every PoolSplit ([data] pool_split), in documentation order.
+NameTable<PoolSplit> PoolSplitNames();
+
 // Parses a shift name ("iid", "covariate", "label", "label_swap", "domain", "synthetic").
 // Unknown names give kInvalidArgument listing the allowed ones.
 Result<ShiftKind> ParseShiftKind(std::string_view name);
@@ -82,6 +97,7 @@ struct PartitionConfig {
   size_t test_per_client = 0;
   uint64_t seed = 0;
   bool allow_overlap = false;  // see the header comment
+  PoolSplit pool_split = PoolSplit::kPerSeed;
   // With no separate test pool, this fraction of the pool is held out (by seed) for test sets.
   double test_holdout_fraction = 0.15;
 

@@ -114,6 +114,74 @@ TEST(Partition, TrainAndValidationSamplesAreDisjointAcrossClients) {
   for (long r : test_rows) EXPECT_FALSE(seen.count(r)) << "test row " << r << " also trains";
 }
 
+// The pool rows of each client's train samples and of its validation samples, in client order.
+struct ClientRows {
+  std::vector<std::set<long>> train, validation;
+};
+
+ClientRows RowsOfClients(const Dataset& pool, const std::vector<ClientShard>& shards) {
+  ClientRows rows;
+  for (const ClientShard& s : shards) {
+    const std::vector<long> train = SourceRows(pool, s.train, 0);
+    const std::vector<long> validation = SourceRows(pool, s.validation, 0);
+    rows.train.emplace_back(train.begin(), train.end());
+    rows.validation.emplace_back(validation.begin(), validation.end());
+  }
+  return rows;
+}
+
+std::set<long> Union(const std::vector<std::set<long>>& sets) {
+  std::set<long> all;
+  for (const std::set<long>& s : sets) all.insert(s.begin(), s.end());
+  return all;
+}
+
+// [data] pool_split = "fixed", as file 004's code: 200 pool rows for 8 clients of 20 train and 5
+// validation samples are cut once into a train pool of 160 and a validation pool of 40 (20 : 5).
+// Every seed deals out exactly those two pools, only to other clients; "per-seed" redraws them.
+TEST(Partition, FixedPoolSplitKeepsThePoolsAndDealsThemOutPerSeed) {
+  const Dataset pool = MakeImagePool(200, 10, 0);
+  const Dataset test_pool = MakeImagePool(100, 10, 0.5f);
+  PartitionConfig c = SmallConfig(ShiftKind::kNone);
+  std::map<std::pair<PoolSplit, uint64_t>, ClientRows> rows;
+  for (PoolSplit split : {PoolSplit::kFixed, PoolSplit::kPerSeed}) {
+    for (uint64_t seed : {1, 2}) {
+      c.pool_split = split;
+      c.seed = seed;
+      auto shards = BuildClientShards({{&pool, &test_pool}}, c);
+      ASSERT_TRUE(shards.ok()) << shards.status().ToString();
+      rows[{split, seed}] = RowsOfClients(pool, *shards);
+    }
+  }
+  const ClientRows& one = rows[{PoolSplit::kFixed, 1}];
+  const ClientRows& two = rows[{PoolSplit::kFixed, 2}];
+  const std::set<long> train_pool = Union(one.train), validation_pool = Union(one.validation);
+  EXPECT_EQ(train_pool.size(), 160u);
+  EXPECT_EQ(validation_pool.size(), 40u);
+  EXPECT_EQ(Union(two.train), train_pool);
+  EXPECT_EQ(Union(two.validation), validation_pool);
+  EXPECT_NE(one.train[0], two.train[0]);
+  EXPECT_NE(one.validation[0], two.validation[0]);
+  // Per seed, all 200 rows are used too, but which 40 validate changes with the seed.
+  EXPECT_EQ(Union(rows[{PoolSplit::kPerSeed, 1}].validation).size(), 40u);
+  EXPECT_NE(Union(rows[{PoolSplit::kPerSeed, 1}].validation),
+            Union(rows[{PoolSplit::kPerSeed, 2}].validation));
+}
+
+// With a fixed split a pool too small for one share is refused for that share: 190 rows cut 20 : 5
+// leave 152 for train, and the eighth client finds 12 of its 20.
+TEST(Partition, FixedPoolSplitNamesTheShareThatDoesNotFit) {
+  const Dataset pool = MakeImagePool(190, 10, 0);
+  const Dataset test_pool = MakeImagePool(100, 10, 0.5f);
+  PartitionConfig c = SmallConfig(ShiftKind::kNone);
+  c.pool_split = PoolSplit::kFixed;
+  auto shards = BuildClientShards({{&pool, &test_pool}}, c);
+  ASSERT_EQ(shards.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(shards.status().message(),
+            "client 7 (cluster 0) needs 20 train samples but the pool has only 12 unused eligible "
+            "ones left; lower the sizes or set allow_overlap");
+}
+
 TEST(Partition, TooSmallPoolIsAnErrorUnlessOverlapIsAllowed) {
   const Dataset pool = MakeImagePool(150, 10, 0);
   PartitionConfig c = SmallConfig(ShiftKind::kNone);

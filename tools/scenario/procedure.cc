@@ -1,5 +1,6 @@
 #include "tools/scenario/procedure.h"
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 
@@ -18,6 +19,10 @@ constexpr PresetKey kPaperCodeKeys[] = {
     {"network.schedule", "sequential", "run_experiment.py:455-596"},
     // Every client's best model on its cluster's whole test set.
     {"data.test", "cluster", "utils/testing_utils.py:420-456", /*needs_test_pool=*/true},
+    // The train and validation pools are cut once (default_rng(42)); a seed re-assigns their
+    // samples to clients (random_split).
+    {"data.pool_split", "fixed", "run_experiment.py:183-197, utils/initialization_utils.py:268-274",
+     /*needs_test_pool=*/true},
 };
 
 const PresetNodeSetting kPaperCodeNodeSettings[] = {
@@ -30,10 +35,12 @@ const PresetNodeSetting kPaperCodeNodeSettings[] = {
     // A stopped client neither samples, merges nor trains.
     {[](node::NodeConfig& c) { c.round.resting = node::RestingRule::kSilent; },
      "utils/training_utils.py:60, 107"},
-    // Oracle merges a stopped peer's local_model, which early stopping never resets to the best
-    // (utils/classes.py:303-313); DAC merges its best_model (utils/training_utils.py:123-125).
+    // Oracle and Random (delusion -1, the same branch) merge a stopped peer's local_model, which
+    // early stopping never resets to the best (utils/classes.py:303-313); DAC merges its
+    // best_model (utils/training_utils.py:123-125).
     {[](node::NodeConfig& c) { c.training.stopped_serves = node::StoppedServes::kLast; },
-     "utils/training_utils.py:326", topology::SamplerKind::kOracle},
+     "utils/training_utils.py:300-304, 326",
+     {topology::SamplerKind::kOracle, topology::SamplerKind::kRandom}},
 };
 
 // The τ of the authors' runs where they differ from Table 8. Their `cosine_similarity` is the
@@ -208,8 +215,10 @@ std::vector<std::string> ApplyPresetNodeSettings(Scenario& scenario, toml::table
   std::vector<std::string> notes;
   for (const PresetNodeSetting& setting : PresetNodeSettings(scenario.procedure)) {
     for (size_t i = 0; i < scenario.methods.size(); ++i) {
-      if (setting.only_sampler &&
-          scenario.methods[i].node_keys.learning.sampler != *setting.only_sampler) {
+      const topology::SamplerKind sampler = scenario.methods[i].node_keys.learning.sampler;
+      if (!setting.only_samplers.empty() &&
+          std::find(setting.only_samplers.begin(), setting.only_samplers.end(), sampler) ==
+              setting.only_samplers.end()) {
         continue;
       }
       ApplyNodeSetting(setting.set, setting.source, scenario, i, root, set_on_command_line, notes);

@@ -58,8 +58,8 @@ struct PresetKey {
 struct PresetNodeSetting {
   void (*set)(node::NodeConfig& config);  // gives `config` the setting
   const char* source;                     // where the authors' code does so (file:line)
-  // Only in the methods of this sampler; nullopt: in every method.
-  std::optional<topology::SamplerKind> only_sampler = std::nullopt;
+  // Only in the methods of these samplers; empty: in every method.
+  std::vector<topology::SamplerKind> only_samplers = {};
 };
 
 // The τ a procedure gives every DAC method of one kind in one experiment: the scenario's

@@ -228,6 +228,7 @@ Status ParseData(TableReader& t, DataSpec& d) {
   MESHLEARN_RETURN_IF_ERROR(t.Integer("test_per_client", &p.test_per_client, 1, 1 << 24));
   MESHLEARN_RETURN_IF_ERROR(t.Choice("test", &d.test, TestSetNames()));
   MESHLEARN_RETURN_IF_ERROR(t.Bool("allow_overlap", &p.allow_overlap));
+  MESHLEARN_RETURN_IF_ERROR(t.Choice("pool_split", &p.pool_split, training::PoolSplitNames()));
   MESHLEARN_RETURN_IF_ERROR(
       t.Number("test_holdout_fraction", &p.test_holdout_fraction, 0, 0.9, true));
   MESHLEARN_RETURN_IF_ERROR(t.Integer("synthetic_dim", &p.synthetic_dim, 1, 100000));
