@@ -215,6 +215,14 @@ Status RunInEvalMode(TorchModel& model, const char* doing, const std::function<v
 
 }  // namespace
 
+NameTable<LossMean> LossMeanNames() {
+  static constexpr NamedValue<LossMean> kNames[] = {
+      {"samples", LossMean::kSamples},
+      {"batches", LossMean::kBatches},
+  };
+  return kNames;
+}
+
 NameTable<OptimizerKind> OptimizerKindNames() {
   static constexpr auto kNames = [] {
     std::array<NamedValue<OptimizerKind>, kOptimizers.size()> names{};
@@ -310,20 +318,26 @@ Result<TrainStats> TrainLocal(Model& model, const Dataset& train, const TrainCon
   return stats;
 }
 
-Result<Evaluation> Evaluate(Model& model, const Dataset& data, int64_t batch_size) {
+Result<Evaluation> Evaluate(Model& model, const Dataset& data, LossAveraging averaging) {
   MESHLEARN_RETURN_IF_ERROR(CheckCompatible(model, data));
+  const int64_t batch_size = averaging.batch;
   if (batch_size < 1) return Status::InvalidArgument("evaluation needs batch_size >= 1");
   TorchModel& m = AsTorch(model);
   const DataTensors t = View(model, data);
   const int64_t n = static_cast<int64_t>(data.size());
-  double loss_sum = 0;
+  double loss_sum = 0;         // over the samples
+  double batch_mean_sum = 0;   // of the batches' mean losses
+  int64_t batches = 0;
   int64_t correct = 0;
   MESHLEARN_RETURN_IF_ERROR(RunInEvalMode(m, "evaluating", [&] {
     for (int64_t start = 0; start < n; start += batch_size) {
       const int64_t len = std::min(batch_size, n - start);
       const torch::Tensor outputs = m.Forward(t.x.narrow(0, start, len));
       const torch::Tensor y = t.y.narrow(0, start, len);
-      loss_sum += Loss(data.task, outputs, y, torch::Reduction::Sum).item<double>();
+      const double batch_loss = Loss(data.task, outputs, y, torch::Reduction::Sum).item<double>();
+      loss_sum += batch_loss;
+      batch_mean_sum += batch_loss / static_cast<double>(len);
+      ++batches;
       if (data.task == Task::kClassification) {
         correct += outputs.argmax(1).eq(y).sum().item<int64_t>();
       }
@@ -331,7 +345,9 @@ Result<Evaluation> Evaluate(Model& model, const Dataset& data, int64_t batch_siz
   }));
   Evaluation result;
   result.samples = data.size();
-  result.loss = loss_sum / static_cast<double>(n);
+  result.loss = averaging.mean == LossMean::kBatches
+                    ? batch_mean_sum / static_cast<double>(batches)
+                    : loss_sum / static_cast<double>(n);
   result.accuracy = data.task == Task::kClassification
                         ? static_cast<double>(correct) / static_cast<double>(n)
                         : std::nan("");
@@ -371,15 +387,16 @@ Result<std::vector<float>> Embed(Model& model, const Dataset& data, std::span<co
   return out;
 }
 
-Result<WeightsLossFn> MakeWeightsLossFn(const Model& prototype, const Dataset& data) {
+Result<WeightsLossFn> MakeWeightsLossFn(const Model& prototype, const Dataset& data,
+                                        LossAveraging averaging) {
   Result<std::unique_ptr<Model>> clone = prototype.Clone();
   if (!clone.ok()) return clone.status();
   MESHLEARN_RETURN_IF_ERROR(CheckCompatible(**clone, data));
   std::shared_ptr<Model> scratch = std::move(clone).value();
   const Dataset* d = &data;
-  return WeightsLossFn([scratch, d](std::span<const float> weights) -> Result<double> {
+  return WeightsLossFn([scratch, d, averaging](std::span<const float> weights) -> Result<double> {
     MESHLEARN_RETURN_IF_ERROR(scratch->LoadParameters(weights));
-    Result<Evaluation> e = Evaluate(*scratch, *d);
+    Result<Evaluation> e = Evaluate(*scratch, *d, averaging);
     if (!e.ok()) return e.status();
     return e->loss;
   });

@@ -84,9 +84,27 @@ Result<TrainStats> TrainLocal(Model& model, const Dataset& train, const TrainCon
 // 5.9 ms in batches of 32 (meshlearn-bench BM_EmdExchangeVsRounds, one thread).
 inline constexpr int64_t kEvaluationBatch = 32;
 
-// Evaluates `model` on `data` without changing it. Errors as for TrainLocal.
-Result<Evaluation> Evaluate(Model& model, const Dataset& data,
-                            int64_t batch_size = kEvaluationBatch);
+// How an evaluation averages the loss over a dataset ([training] loss_mean).
+enum class LossMean {
+  kSamples,  // "samples": the mean over the samples
+  kBatches,  // "batches": the mean of the batches' mean losses, over batches taken in the
+             // dataset's order, the last one shorter, so that its samples weigh more: file 004's
+             // code (utils/classes.py:371-398, DataLoader batches, drop_last=False)
+};
+
+// The config name of every LossMean, in documentation order.
+NameTable<LossMean> LossMeanNames();
+
+// How Evaluate runs: `batch` samples a forward pass and, under LossMean::kBatches, a batch whose
+// mean loss is averaged.
+struct LossAveraging {
+  LossMean mean = LossMean::kSamples;
+  int64_t batch = kEvaluationBatch;
+};
+
+// Evaluates `model` on `data` without changing it; the accuracy is over the samples whatever
+// `averaging` says. Errors as for TrainLocal.
+Result<Evaluation> Evaluate(Model& model, const Dataset& data, LossAveraging averaging = {});
 
 // The embeddings of samples `rows` of `data`: rows.size() x model.EmbeddingDim() floats,
 // row-major. kInvalidArgument when the model has no embedding or a row is out of range.
@@ -96,8 +114,10 @@ Result<std::vector<float>> Embed(Model& model, const Dataset& data, std::span<co
 using WeightsLossFn = std::function<Result<double>(std::span<const float> weights)>;
 
 // Returns a callback that loads the given weights into a private clone of `prototype` and
-// returns their mean loss on `data` (which must outlive the callback). The callback errors with
-// kLayoutMismatch on a wrong length and kNonFinite on NaN/Inf weights. It is not thread-safe.
-Result<WeightsLossFn> MakeWeightsLossFn(const Model& prototype, const Dataset& data);
+// returns their loss on `data` (which must outlive the callback), averaged as `averaging` says.
+// The callback errors with kLayoutMismatch on a wrong length and kNonFinite on NaN/Inf weights.
+// It is not thread-safe.
+Result<WeightsLossFn> MakeWeightsLossFn(const Model& prototype, const Dataset& data,
+                                        LossAveraging averaging = {});
 
 }  // namespace meshlearn::training

@@ -127,6 +127,7 @@ struct TrainingSection {
   int64_t rounds = 50;
   int patience = 50;
   StoppedServes stopped_serves = StoppedServes::kBest;
+  training::LossMean loss_mean = training::LossMean::kSamples;
 
   bool operator==(const TrainingSection&) const = default;
   // The keys of [training].
@@ -141,6 +142,7 @@ struct TrainingSection {
     keys.Integer("rounds", s.rounds, 0, 1000000);
     keys.Integer("patience", s.patience, 1, 1000000);
     keys.Choice("stopped_serves", s.stopped_serves, StoppedServesNames());
+    keys.Choice("loss_mean", s.loss_mean, training::LossMeanNames());
   }
 };
 

@@ -14,13 +14,13 @@ double SecondsSince(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
-Status EvaluateInto(training::Model& model, const training::Dataset& data, double* loss,
-                    double* accuracy) {
+Status EvaluateInto(training::Model& model, const training::Dataset& data,
+                    training::LossAveraging averaging, double* loss, double* accuracy) {
   if (data.size() == 0) {
     *loss = *accuracy = std::numeric_limits<double>::quiet_NaN();
     return Status::Ok();
   }
-  auto eval = training::Evaluate(model, data);
+  auto eval = training::Evaluate(model, data, averaging);
   if (!eval.ok()) return eval.status();
   *loss = eval->loss;
   *accuracy = eval->accuracy;
@@ -30,11 +30,13 @@ Status EvaluateInto(training::Model& model, const training::Dataset& data, doubl
 }  // namespace
 
 LocalTrainer::LocalTrainer(training::Model& model, const training::ClientShard& shard,
-                           training::TrainConfig config, int patience, bool serve_last,
-                           uint64_t train_seed, std::optional<PrivacyBudget> privacy)
+                           training::TrainConfig config, training::LossAveraging averaging,
+                           int patience, bool serve_last, uint64_t train_seed,
+                           std::optional<PrivacyBudget> privacy)
     : model_(model),
       shard_(shard),
       config_(std::move(config)),
+      averaging_(averaging),
       train_seed_(train_seed),
       serve_last_(serve_last),
       stopping_(patience),
@@ -66,8 +68,9 @@ Status LocalTrainer::TrainAndEvaluate(int64_t round, RoundOutcome& out) {
 
   auto eval_start = SteadyClock::now();
   MESHLEARN_RETURN_IF_ERROR(
-      EvaluateInto(model_, shard_.validation, &last_.val_loss, &last_.val_acc));
-  MESHLEARN_RETURN_IF_ERROR(EvaluateInto(model_, shard_.test, &last_.test_loss, &last_.test_acc));
+      EvaluateInto(model_, shard_.validation, averaging_, &last_.val_loss, &last_.val_acc));
+  MESHLEARN_RETURN_IF_ERROR(
+      EvaluateInto(model_, shard_.test, averaging_, &last_.test_loss, &last_.test_acc));
   out.eval_seconds = SecondsSince(eval_start);
   return Status::Ok();
 }

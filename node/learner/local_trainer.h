@@ -36,11 +36,12 @@ namespace meshlearn::node {
 class LocalTrainer {
  public:
   // Trains `model` on `shard` (both outlive the trainer) with `config` (its privacy is taken
-  // from `privacy` when set), seeding round t with `train_seed` + t; `patience` is early
-  // stopping's; `serve_last`: a stopped node serves its last trained weights, not its best.
+  // from `privacy` when set), seeding round t with `train_seed` + t, and evaluates as
+  // `averaging` says ([training] loss_mean); `patience` is early stopping's; `serve_last`: a
+  // stopped node serves its last trained weights, not its best.
   LocalTrainer(training::Model& model, const training::ClientShard& shard,
-               training::TrainConfig config, int patience, bool serve_last, uint64_t train_seed,
-               std::optional<PrivacyBudget> privacy);
+               training::TrainConfig config, training::LossAveraging averaging, int patience,
+               bool serve_last, uint64_t train_seed, std::optional<PrivacyBudget> privacy);
 
   // True when the node must neither train nor merge this round: early stopping has stopped it, or
   // the round would exhaust its privacy budget.
@@ -68,6 +69,7 @@ class LocalTrainer {
   training::Model& model_;
   const training::ClientShard& shard_;
   training::TrainConfig config_;
+  training::LossAveraging averaging_;  // how validation and test losses are averaged
   uint64_t train_seed_;
   bool serve_last_;  // a stopped node serves its last trained weights ([training] stopped_serves)
   training::EarlyStopping stopping_;

@@ -11,13 +11,13 @@ namespace meshlearn::node {
 Result<std::unique_ptr<PeerMerger>> PeerMerger::Create(
     training::Model& model, const training::Dataset& train,
     std::unique_ptr<similarity::SimilarityMetric> metric, std::unique_ptr<training::MergeRule> rule,
-    std::optional<double> merge_min_score) {
+    std::optional<double> merge_min_score, training::LossAveraging averaging) {
   std::unique_ptr<PeerMerger> merger(new PeerMerger(model, train.size(), merge_min_score));
   merger->metric_ = std::move(metric);
   merger->rule_ = std::move(rule);
   merger->initial_ = model.Parameters();
   if (merger->metric_->Needs().own_data_loss) {
-    auto loss = training::MakeWeightsLossFn(model, train);
+    auto loss = training::MakeWeightsLossFn(model, train, averaging);
     if (!loss.ok()) return loss.status();
     merger->own_data_loss_ = std::move(*loss);
   }

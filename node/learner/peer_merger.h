@@ -40,11 +40,13 @@ class PeerMerger {
   // Scores with `metric` and merges with `rule` into `model` (which outlives the merger and holds
   // the shared initial weights now, for metrics that need them); `train` is the node's training
   // data (its size is n_i for FedAvg; a metric that needs the own-data loss scores on it).
-  // `merge_min_score`: [learning] merge_min_score, off when empty.
+  // `merge_min_score`: [learning] merge_min_score, off when empty. `averaging`: how that
+  // own-data loss is averaged ([training] loss_mean).
   static Result<std::unique_ptr<PeerMerger>> Create(
       training::Model& model, const training::Dataset& train,
       std::unique_ptr<similarity::SimilarityMetric> metric,
-      std::unique_ptr<training::MergeRule> rule, std::optional<double> merge_min_score);
+      std::unique_ptr<training::MergeRule> rule, std::optional<double> merge_min_score,
+      training::LossAveraging averaging = {});
 
   // Scores every peer of `job` against `own` (the node's current weights) into out.scores, in
   // the order of job.peers.

@@ -41,6 +41,14 @@ std::string ArchitectureIdOf(const training::ModelSpec& spec, const ParamLayout&
   return id.str();
 }
 
+// How the node averages its losses ([training] loss_mean): under "batches", over batches of its
+// training batch size, as file 004's code does for its clients' training data (the batch size of
+// its DataLoader; its validation batches are 8, the batch size of file 004's image runs).
+training::LossAveraging LossAveragingOf(const NodeConfig& config) {
+  if (config.training.loss_mean == training::LossMean::kSamples) return {};
+  return {training::LossMean::kBatches, config.training.batch_size};
+}
+
 class TrainingLearner final : public Learner {
  public:
   // The learner of `config` over `shard` (the node's [data] shard as read).
@@ -65,7 +73,7 @@ class TrainingLearner final : public Learner {
     auto rule = MakeMergeRule(config.learning, floats);
     if (!rule.ok()) return rule.status();
     auto merger = PeerMerger::Create(m, train, std::move(*metric), std::move(*rule),
-                                     config.learning.merge_min_score);
+                                     config.learning.merge_min_score, LossAveragingOf(config));
     if (!merger.ok()) return merger.status();
     learner->merger_ = std::move(*merger);
     learner->architecture_id_ = ArchitectureIdOf(spec, m.Layout());
@@ -115,7 +123,8 @@ class TrainingLearner final : public Learner {
                               config.training.momentum, config.training.weight_decay};
     train_config.batch_size = config.training.batch_size;
     train_config.epochs = config.training.local_epochs;
-    learner->trainer_.emplace(m, learner->shard_, train_config, config.training.patience,
+    learner->trainer_.emplace(m, learner->shard_, train_config, LossAveragingOf(config),
+                              config.training.patience,
                               config.training.stopped_serves == StoppedServes::kLast, train_seed,
                               std::move(privacy));
     std::unique_ptr<similarity::EmdSolver> solver;

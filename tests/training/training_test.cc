@@ -207,6 +207,32 @@ TEST(WeightsLoss, MatchesEvaluationOfThoseWeightsAndLeavesThePrototypeAlone) {
   EXPECT_EQ((*loss_of)(std::vector<float>(3)).status().code(), ErrorCode::kLayoutMismatch);
 }
 
+// [training] loss_mean, by hand: a linear model of zero weights predicts 0, so five targets
+// 1, 1, 1, 1, 3 have squared errors 1, 1, 1, 1, 9. Their mean is 13 / 5 = 2.6; in batches of 2
+// ({1, 1}, {1, 1}, {9}) the mean of the batch means is (1 + 1 + 9) / 3 = 11 / 3, as file 004's
+// code averages its DataLoader's batches. The own-data loss of the inv_loss metric follows it.
+TEST(Evaluation, BatchMeansWeighAShortLastBatchAsMuchAsAFullOne) {
+  auto model = Make(Architecture::kLinear, {10}, 1);
+  ASSERT_TRUE(model->LoadParameters(std::vector<float>(model->Parameters().size(), 0)).ok());
+  Dataset d;
+  d.task = Task::kRegression;
+  d.sample_shape = {10};
+  for (float target : {1, 1, 1, 1, 3}) {
+    for (int j = 0; j < 10; ++j) d.features.push_back(0.5f);
+    d.targets.push_back(target);
+  }
+  EXPECT_DOUBLE_EQ(Evaluate(*model, d)->loss, 2.6);
+  EXPECT_DOUBLE_EQ(Evaluate(*model, d, {LossMean::kSamples, 2})->loss, 2.6);
+  const LossAveraging batches{LossMean::kBatches, 2};
+  EXPECT_DOUBLE_EQ(Evaluate(*model, d, batches)->loss, 11.0 / 3);
+  // One batch of all five is the sample mean again.
+  EXPECT_DOUBLE_EQ(Evaluate(*model, d, {LossMean::kBatches, 5})->loss, 2.6);
+  Result<WeightsLossFn> loss_of = MakeWeightsLossFn(*model, d, batches);
+  ASSERT_TRUE(loss_of.ok());
+  EXPECT_DOUBLE_EQ(*(*loss_of)(model->Parameters()), 11.0 / 3);
+  EXPECT_EQ(NamesOf(LossMeanNames()), (std::vector<std::string>{"samples", "batches"}));
+}
+
 TEST(LocalTraining, BadConfigurationsAndDataAreRejected) {
   auto model = Make(Architecture::kMlp, {1, 28, 28}, 10);
   const Dataset data = SmallImages();

@@ -32,6 +32,10 @@ const PresetNodeSetting kPaperCodeNodeSettings[] = {
     // A witness passes on only the peers it sampled itself, with their direct scores.
     {[](node::NodeConfig& c) { c.learning.two_hop_row = topology::TwoHopRow::kDirect; },
      "utils/training_utils.py:188"},
+    // A loss is the mean of its DataLoader's batch means (the last batch shorter): the inverse
+    // training loss and the validation loss of early stopping.
+    {[](node::NodeConfig& c) { c.training.loss_mean = training::LossMean::kBatches; },
+     "utils/classes.py:371-398"},
     // A stopped client neither samples, merges nor trains.
     {[](node::NodeConfig& c) { c.round.resting = node::RestingRule::kSilent; },
      "utils/training_utils.py:60, 107"},

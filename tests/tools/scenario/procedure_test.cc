@@ -74,7 +74,8 @@ TEST(Procedure, PaperCodeRendersTheAuthorsSettingsIntoEveryNodeConfig) {
   // record.)
   for (const char* recorded :
        {"procedure = 'paper-code'", "two_hop = 'smallest'", "two_hop_row = 'direct'",
-        "stopped_serves = 'last'", "tau = 2000", "test = 'cluster'", "pool_split = 'fixed'"}) {
+        "stopped_serves = 'last'", "tau = 2000", "test = 'cluster'", "pool_split = 'fixed'",
+        "loss_mean = 'batches'"}) {
     EXPECT_NE(scenario->resolved.find(recorded), std::string::npos) << recorded << "\n"
                                                                     << scenario->resolved;
   }
