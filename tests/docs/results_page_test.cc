@@ -58,10 +58,11 @@ std::map<RunKey, std::vector<double>> KeptRuns() {
   if (!fs::exists(results)) return runs;
   for (const auto& entry : fs::recursive_directory_iterator(results)) {
     if (entry.path().filename() != "summary.csv") continue;
-    // results/compression/, results/stragglers/, results/robustness/ and results/paper-code/
-    // have their own layouts and page tables (below).
+    // results/compression/, results/stragglers/, results/robustness/, results/paper-code/ and
+    // results/quickstart/ have their own layouts and page tables (below).
     const std::string top = fs::relative(entry.path(), results).begin()->string();
-    if (top == "compression" || top == "stragglers" || top == "robustness" || top == "paper-code") {
+    if (top == "compression" || top == "stragglers" || top == "robustness" || top == "paper-code" ||
+        top == "quickstart") {
       continue;
     }
     const fs::path method_dir = entry.path().parent_path();
@@ -1022,6 +1023,51 @@ TEST(ResultsPage, ThePlugInTablesAreTheirData) {
       RobustnessTable("### Results: plug-ins against the built-ins, seed by seed", "results.md"),
       differences);
   EXPECT_EQ(RobustnessTable("### Results: the plug-in metric's draws", "results.md"), metrics);
+}
+
+// "The quickstart": results/quickstart/<mode>/seed-<s>/ keeps configs/quickstart.toml's launch at
+// seed s as node processes (`processes`) and under --simulate (`simulated`). One row per method of
+// the processes' runs: each cluster's accuracy, the mean and the in-cluster share (%, one
+// decimal), each the mean ± standard deviation over the seeds, and the mean's seed-matched
+// difference to `random` (mean ± standard error; "–" for random). The simulated runs give the same
+// accuracies and in-cluster shares, seed by seed, to the last digit.
+TEST(ResultsPage, TheQuickstartTableIsItsDataAsProcessesAndSimulated) {
+  const fs::path root = kRoot / "results" / "quickstart";
+  // method → seed → summary row
+  std::map<std::string, std::map<std::string, std::map<std::string, std::string>>> runs;
+  const std::vector<std::string> figures = {"cluster_0", "cluster_1", "cluster_2", "cluster_3",
+                                            "mean", "in_cluster"};
+  for (const auto& seed : fs::directory_iterator(root / "processes")) {
+    const std::string name = seed.path().filename().string();
+    const auto processes = CsvRows(seed.path() / "summary.csv");
+    const auto simulated = CsvRows(root / "simulated" / name / "summary.csv");
+    ASSERT_EQ(processes.size(), simulated.size()) << name;
+    for (size_t i = 0; i < processes.size(); ++i) {
+      for (const std::string& figure : figures) {
+        EXPECT_EQ(processes[i].at(figure), simulated[i].at(figure))
+            << name << " " << processes[i].at("method") << " " << figure;
+      }
+      runs[processes[i].at("method")][name] = processes[i];
+    }
+  }
+  ASSERT_TRUE(runs.count("random")) << root << " keeps no random run";
+  std::map<std::string, std::vector<std::string>> expected;
+  for (const auto& [method, seeds] : runs) {
+    std::vector<std::string>& cells = expected[method];
+    for (const std::string& figure : figures) {
+      std::vector<double> values;
+      for (const auto& [seed, row] : seeds) {
+        values.push_back(std::stod(row.at(figure)) * (figure == "in_cluster" ? 100 : 1));
+      }
+      cells.push_back(MeanCell(values, figure == "in_cluster" ? 1 : 2, seeds.size()));
+    }
+    std::vector<double> gains;
+    for (const auto& [seed, row] : seeds) {
+      gains.push_back(std::stod(row.at("mean")) - std::stod(runs["random"].at(seed).at("mean")));
+    }
+    cells.push_back(method == "random" ? "–" : DifferenceCell(gains));
+  }
+  EXPECT_EQ(RobustnessTable("## The quickstart", "results.md"), expected);
 }
 
 }  // namespace
