@@ -58,11 +58,11 @@ std::map<RunKey, std::vector<double>> KeptRuns() {
   if (!fs::exists(results)) return runs;
   for (const auto& entry : fs::recursive_directory_iterator(results)) {
     if (entry.path().filename() != "summary.csv") continue;
-    // results/compression/, results/stragglers/, results/robustness/, results/paper-code/ and
-    // results/quickstart/ have their own layouts and page tables (below).
+    // results/compression/, results/stragglers/, results/robustness/, results/paper-code/,
+    // results/quickstart/ and results/scale/ have their own layouts and page tables (below).
     const std::string top = fs::relative(entry.path(), results).begin()->string();
     if (top == "compression" || top == "stragglers" || top == "robustness" || top == "paper-code" ||
-        top == "quickstart") {
+        top == "quickstart" || top == "scale") {
       continue;
     }
     const fs::path method_dir = entry.path().parent_path();
@@ -1068,6 +1068,111 @@ TEST(ResultsPage, TheQuickstartTableIsItsDataAsProcessesAndSimulated) {
     cells.push_back(method == "random" ? "–" : DifferenceCell(gains));
   }
   EXPECT_EQ(RobustnessTable("## The quickstart", "results.md"), expected);
+}
+
+// results/scale/<run>/seed-<s>/ keeps a launch of docs/results.md's scale sections: its
+// summary.csv and manifest.toml, and simulation.csv when simulated.
+const fs::path kScale = kRoot / "results" / "scale";
+
+// The seed folders of results/scale/<run>/, in seed order.
+std::vector<fs::path> ScaleSeeds(const std::string& run) {
+  std::vector<fs::path> seeds;
+  if (!fs::is_directory(kScale / run)) return seeds;
+  for (const auto& seed : fs::directory_iterator(kScale / run)) seeds.push_back(seed.path());
+  std::sort(seeds.begin(), seeds.end());
+  return seeds;
+}
+
+// "Simulated" and "Bounded views": one row per simulated run folder of results/scale/ (a launch of
+// one method, one per seed), named by the folder: the seeds ("1–3" or "1"), the honest mean (test
+// MSE or accuracy, two decimals) and the in-cluster share (%, one decimal) of summary.csv, and
+// from simulation.csv the events, the peak memory per node (MiB, two decimals), the seconds the
+// simulation took (one decimal) and those seconds over the learners' compute per thread (two
+// decimals), each the mean ± standard deviation over the seeds.
+std::map<std::string, std::vector<std::string>> SimulatedScaleCells(
+    const std::vector<std::string>& runs) {
+  std::map<std::string, std::vector<std::string>> cells;
+  for (const std::string& run : runs) {
+    const std::vector<fs::path> seeds = ScaleSeeds(run);
+    EXPECT_FALSE(seeds.empty()) << "results/scale/" << run << " keeps no run";
+    if (seeds.empty()) continue;
+    std::vector<double> mean, in_cluster, events, mib, seconds, over_compute;
+    for (const fs::path& seed : seeds) {
+      const auto summary = CsvRows(seed / "summary.csv");
+      const auto simulation = CsvRows(seed / "simulation.csv");
+      EXPECT_EQ(summary.size(), 1u) << seed;
+      EXPECT_EQ(simulation.size(), 1u) << seed;
+      if (summary.size() != 1 || simulation.size() != 1) continue;
+      mean.push_back(std::stod(summary[0].at("mean")));
+      in_cluster.push_back(100 * std::stod(summary[0].at("in_cluster")));
+      events.push_back(std::stod(simulation[0].at("events")));
+      mib.push_back(std::stod(simulation[0].at("peak_rss_mib_per_node")));
+      seconds.push_back(std::stod(simulation[0].at("real_s")));
+      over_compute.push_back(std::stod(simulation[0].at("real_over_compute_per_thread")));
+    }
+    const std::string first = seeds.front().filename().string().substr(5);
+    const std::string last = seeds.back().filename().string().substr(5);
+    cells[run] = {first == last ? first : first + "–" + last, MeanCell(mean, 2, seeds.size()),
+                  MeanCell(in_cluster, 1, seeds.size()), MeanCell(events, 0, seeds.size()),
+                  MeanCell(mib, 2, seeds.size()),    MeanCell(seconds, 1, seeds.size()),
+                  MeanCell(over_compute, 2, seeds.size())};
+  }
+  return cells;
+}
+
+// The first cells of the rows of the table under `heading` on docs/results.md.
+std::vector<std::string> RowNames(const std::string& heading) {
+  std::vector<std::string> names;
+  for (const auto& [name, cells] : RobustnessTable(heading, "results.md")) names.push_back(name);
+  return names;
+}
+
+TEST(ResultsPage, TheSimulatedScaleTablesAreTheirData) {
+  std::set<std::string> shown;
+  for (const char* heading : {"## Simulated (`--simulate`)", "## Bounded views"}) {
+    const std::vector<std::string> runs = RowNames(heading);
+    shown.insert(runs.begin(), runs.end());
+    EXPECT_EQ(RobustnessTable(heading, "results.md"), SimulatedScaleCells(runs)) << heading;
+  }
+  for (const auto& run : fs::directory_iterator(kScale)) {
+    const std::string name = run.path().filename().string();
+    if (!fs::exists(ScaleSeeds(name).front() / "simulation.csv")) continue;
+    EXPECT_TRUE(shown.count(name)) << "results/scale/" << name << " is in no table";
+  }
+}
+
+// "Performance at scale: 99 synthetic nodes": results/scale/synthetic-99-processes/seed-1/ and
+// synthetic-99-in-process/seed-1/, one launch each. Their tables have one row per method: the
+// clusters' test MSE and the mean (two decimals), the in-cluster share (%, one decimal; "–" when
+// the method draws no peer), the mean
+// peak PSS of a node process (MiB, one decimal; processes only), the round overhead (%, one
+// decimal: a node's time outside training and evaluation) and the method's wall time (s, one
+// decimal).
+TEST(ResultsPage, TheProcessScaleTablesAreTheirData) {
+  for (const auto& [heading, run] : std::vector<std::pair<std::string, std::string>>{
+           {"### As 99 processes", "synthetic-99-processes"},
+           {"### As 99 threads of one process", "synthetic-99-in-process"}}) {
+    std::map<std::string, std::vector<std::string>> expected;
+    for (const auto& row : CsvRows(kScale / run / "seed-1" / "summary.csv")) {
+      std::vector<std::string>& cells = expected[row.at("method")];
+      for (const char* figure : {"cluster_0", "cluster_1", "cluster_2", "mean"}) {
+        cells.push_back(TwoDecimals(std::stod(row.at(figure))));
+      }
+      char text[32];
+      const std::string& share = row.at("in_cluster");  // empty for a method that never draws
+      if (!share.empty()) std::snprintf(text, sizeof(text), "%.1f", 100 * std::stod(share));
+      cells.push_back(share.empty() ? "–" : text);
+      if (run == "synthetic-99-processes") {
+        std::snprintf(text, sizeof(text), "%.1f", std::stod(row.at("peak_pss_mib_mean")));
+        cells.push_back(text);
+      }
+      std::snprintf(text, sizeof(text), "%.1f", 100 * std::stod(row.at("overhead")));
+      cells.push_back(text);
+      std::snprintf(text, sizeof(text), "%.1f", std::stod(row.at("wall_s")));
+      cells.push_back(text);
+    }
+    EXPECT_EQ(RobustnessTable(heading, "results.md"), expected) << heading;
+  }
 }
 
 }  // namespace
