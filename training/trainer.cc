@@ -325,8 +325,8 @@ Result<Evaluation> Evaluate(Model& model, const Dataset& data, LossAveraging ave
   TorchModel& m = AsTorch(model);
   const DataTensors t = View(model, data);
   const int64_t n = static_cast<int64_t>(data.size());
-  double loss_sum = 0;         // over the samples
-  double batch_mean_sum = 0;   // of the batches' mean losses
+  double loss_sum = 0;        // over the samples
+  double batch_mean_sum = 0;  // of the batches' mean losses
   int64_t batches = 0;
   int64_t correct = 0;
   MESHLEARN_RETURN_IF_ERROR(RunInEvalMode(m, "evaluating", [&] {
@@ -345,9 +345,8 @@ Result<Evaluation> Evaluate(Model& model, const Dataset& data, LossAveraging ave
   }));
   Evaluation result;
   result.samples = data.size();
-  result.loss = averaging.mean == LossMean::kBatches
-                    ? batch_mean_sum / static_cast<double>(batches)
-                    : loss_sum / static_cast<double>(n);
+  result.loss = averaging.mean == LossMean::kBatches ? batch_mean_sum / static_cast<double>(batches)
+                                                     : loss_sum / static_cast<double>(n);
   result.accuracy = data.task == Task::kClassification
                         ? static_cast<double>(correct) / static_cast<double>(n)
                         : std::nan("");

@@ -72,8 +72,9 @@ class TrainingLearner final : public Learner {
     if (!metric.ok()) return metric.status();
     auto rule = MakeMergeRule(config.learning, floats);
     if (!rule.ok()) return rule.status();
+    const training::LossAveraging averaging = LossAveragingOf(config);
     auto merger = PeerMerger::Create(m, train, std::move(*metric), std::move(*rule),
-                                     config.learning.merge_min_score, LossAveragingOf(config));
+                                     config.learning.merge_min_score, averaging);
     if (!merger.ok()) return merger.status();
     learner->merger_ = std::move(*merger);
     learner->architecture_id_ = ArchitectureIdOf(spec, m.Layout());
@@ -123,8 +124,7 @@ class TrainingLearner final : public Learner {
                               config.training.momentum, config.training.weight_decay};
     train_config.batch_size = config.training.batch_size;
     train_config.epochs = config.training.local_epochs;
-    learner->trainer_.emplace(m, learner->shard_, train_config, LossAveragingOf(config),
-                              config.training.patience,
+    learner->trainer_.emplace(m, learner->shard_, train_config, averaging, config.training.patience,
                               config.training.stopped_serves == StoppedServes::kLast, train_seed,
                               std::move(privacy));
     std::unique_ptr<similarity::EmdSolver> solver;

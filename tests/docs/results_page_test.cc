@@ -43,6 +43,13 @@ std::string TwoDecimals(double value) {
   return text;
 }
 
+// `value` with one decimal.
+std::string OneDecimal(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", value);
+  return text;
+}
+
 // `values` with two decimals each.
 std::vector<std::string> TwoDecimals(const std::vector<double>& values) {
   std::vector<std::string> texts;
@@ -630,15 +637,17 @@ TEST(ResultsPage, ThePresetsOracleAgainstInvLossOverEveryKeptSeedIsItsData) {
   std::vector<double> differences;
   for (int seed = 1; fs::exists(root / ("seed-" + std::to_string(seed))); ++seed) {
     const fs::path dir = root / ("seed-" + std::to_string(seed));
-    differences.push_back(std::stod(CsvRows(dir / "oracle" / "summary.csv")[0].at("full_test_mean")) -
-                          std::stod(CsvRows(dir / "inv_loss-fedsim" / "summary.csv")[0].at("full_test_mean")));
+    differences.push_back(
+        std::stod(CsvRows(dir / "oracle" / "summary.csv")[0].at("full_test_mean")) -
+        std::stod(CsvRows(dir / "inv_loss-fedsim" / "summary.csv")[0].at("full_test_mean")));
   }
   ASSERT_EQ(differences.size(), 4u);
   std::ifstream in(kRoot / "docs" / "results.md");
   std::stringstream page;
   page << in.rdbuf();
   const std::string text = std::regex_replace(page.str(), std::regex("\\s+"), " ");
-  const std::string stated = "at seeds 1–4 Oracle − Inv loss FedSim is +" + DifferenceCell(differences);
+  const std::string stated =
+      "at seeds 1–4 Oracle − Inv loss FedSim is +" + DifferenceCell(differences);
   EXPECT_NE(text.find(stated), std::string::npos) << stated;
 }
 
@@ -1055,8 +1064,8 @@ TEST(ResultsPage, TheQuickstartTableIsItsDataAsProcessesAndSimulated) {
   const fs::path root = kRoot / "results" / "quickstart";
   // method → seed → summary row
   std::map<std::string, std::map<std::string, std::map<std::string, std::string>>> runs;
-  const std::vector<std::string> figures = {"cluster_0", "cluster_1", "cluster_2", "cluster_3",
-                                            "mean", "in_cluster"};
+  const std::vector<std::string> figures = {"cluster_0", "cluster_1", "cluster_2",
+                                            "cluster_3", "mean",      "in_cluster"};
   for (const auto& seed : fs::directory_iterator(root / "processes")) {
     const std::string name = seed.path().filename().string();
     const auto processes = CsvRows(seed.path() / "summary.csv");
@@ -1132,9 +1141,12 @@ std::map<std::string, std::vector<std::string>> SimulatedScaleCells(
     }
     const std::string first = seeds.front().filename().string().substr(5);
     const std::string last = seeds.back().filename().string().substr(5);
-    cells[run] = {first == last ? first : first + "–" + last, MeanCell(mean, 2, seeds.size()),
-                  MeanCell(in_cluster, 1, seeds.size()), MeanCell(events, 0, seeds.size()),
-                  MeanCell(mib, 2, seeds.size()),    MeanCell(seconds, 1, seeds.size()),
+    cells[run] = {first == last ? first : first + "–" + last,
+                  MeanCell(mean, 2, seeds.size()),
+                  MeanCell(in_cluster, 1, seeds.size()),
+                  MeanCell(events, 0, seeds.size()),
+                  MeanCell(mib, 2, seeds.size()),
+                  MeanCell(seconds, 1, seeds.size()),
                   MeanCell(over_compute, 2, seeds.size())};
   }
   return cells;
@@ -1178,18 +1190,13 @@ TEST(ResultsPage, TheProcessScaleTablesAreTheirData) {
       for (const char* figure : {"cluster_0", "cluster_1", "cluster_2", "mean"}) {
         cells.push_back(TwoDecimals(std::stod(row.at(figure))));
       }
-      char text[32];
       const std::string& share = row.at("in_cluster");  // empty for a method that never draws
-      if (!share.empty()) std::snprintf(text, sizeof(text), "%.1f", 100 * std::stod(share));
-      cells.push_back(share.empty() ? "–" : text);
+      cells.push_back(share.empty() ? "–" : OneDecimal(100 * std::stod(share)));
       if (run == "synthetic-99-processes") {
-        std::snprintf(text, sizeof(text), "%.1f", std::stod(row.at("peak_pss_mib_mean")));
-        cells.push_back(text);
+        cells.push_back(OneDecimal(std::stod(row.at("peak_pss_mib_mean"))));
       }
-      std::snprintf(text, sizeof(text), "%.1f", 100 * std::stod(row.at("overhead")));
-      cells.push_back(text);
-      std::snprintf(text, sizeof(text), "%.1f", std::stod(row.at("wall_s")));
-      cells.push_back(text);
+      cells.push_back(OneDecimal(100 * std::stod(row.at("overhead"))));
+      cells.push_back(OneDecimal(std::stod(row.at("wall_s"))));
     }
     EXPECT_EQ(RobustnessTable(heading, "results.md"), expected) << heading;
   }
