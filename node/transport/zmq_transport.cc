@@ -20,6 +20,7 @@
 #include <zmq.hpp>
 
 #include "node/transport/curve_keys.h"
+#include "node/transport/link_watch.h"
 #include "node/transport/zmq_sockets.h"
 #include "protocol/codec.h"
 #include "protocol/messages.h"
@@ -143,6 +144,9 @@ class IoLoop {
   // An outgoing connection and the requests waiting for a reply on it.
   struct PeerConnection {
     zmq::socket_t dealer;
+    // The DEALER's monitor until its first handshake succeeds (node/transport/link_watch.h);
+    // declared after it, so closed before it.
+    std::optional<LinkWatch> watch;
     std::string server_key;  // CURVE: the key the server proved
     std::unordered_set<uint64_t> request_ids;
     Clock::time_point idle_since;  // when request_ids last became empty
@@ -170,9 +174,11 @@ class IoLoop {
   void Run() {
     std::vector<zmq::pollitem_t> items;
     std::vector<PeerConnection*> polled_peers;
+    std::vector<PeerConnection*> watched_peers;
     while (true) {
       items.clear();
       polled_peers.clear();
+      watched_peers.clear();
       items.push_back({router_.handle(), 0, ZMQ_POLLIN, 0});
       items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
       if (zap_) items.push_back({zap_.handle(), 0, ZMQ_POLLIN, 0});
@@ -180,6 +186,12 @@ class IoLoop {
       for (auto& [endpoint, peer] : peers_) {
         items.push_back({peer.dealer.handle(), 0, ZMQ_POLLIN, 0});
         polled_peers.push_back(&peer);
+      }
+      const size_t first_watch = items.size();
+      for (auto& [endpoint, peer] : peers_) {
+        if (!peer.watch) continue;
+        items.push_back({peer.watch->handle(), 0, ZMQ_POLLIN, 0});
+        watched_peers.push_back(&peer);
       }
       try {
         zmq::poll(items, PollTimeout());
@@ -192,6 +204,9 @@ class IoLoop {
       if (items[0].revents & ZMQ_POLLIN) ReadInbound();
       for (size_t i = 0; i < polled_peers.size(); ++i) {
         if (items[first_peer + i].revents & ZMQ_POLLIN) ReadReplies(*polled_peers[i]);
+      }
+      for (size_t i = 0; i < watched_peers.size(); ++i) {
+        if (items[first_watch + i].revents & ZMQ_POLLIN) ReadLinkEvents(*watched_peers[i]);
       }
       // Commands and the idle sweep last: they may close the DEALERs polled above.
       CloseIdleConnections(Clock::now());
@@ -233,11 +248,31 @@ class IoLoop {
     while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
       uint64_t request_id = deadlines_.begin()->second;
       const PendingRequest& pending = pending_.at(request_id);
+      std::string problem = LinkProblem(pending.endpoint);
       Status timeout = Status::Timeout("no reply from " + pending.endpoint + " to request " +
-                                       std::to_string(request_id) + " before its deadline");
+                                       std::to_string(request_id) + " before its deadline" +
+                                       (problem.empty() ? "" : ": " + problem));
       Add(kTimeouts);
       Complete(request_id, std::move(timeout));
     }
+  }
+
+  // Reads `peer`'s monitor events, and ends the watch once its handshake has succeeded.
+  void ReadLinkEvents(PeerConnection& peer) {
+    if (peer.watch && peer.watch->ReadEvents()) {
+      peer.watch->Stop(peer.dealer);
+      peer.watch.reset();
+    }
+  }
+
+  // Why the connection to `endpoint` carries no reply (DescribeLink), or "" when its handshake
+  // succeeded or it is not watched.
+  std::string LinkProblem(const std::string& endpoint) {
+    auto it = peers_.find(endpoint);
+    if (it == peers_.end() || !it->second.watch) return "";
+    ReadLinkEvents(it->second);
+    if (!it->second.watch) return "";
+    return DescribeLink(it->second.watch->evidence(), endpoint, options_.curve.has_value());
   }
 
   // Removes request `request_id` from every table and calls its handler with `result`.
@@ -471,6 +506,10 @@ class IoLoop {
         peer.dealer.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
         peer.server_key = server_key;
       }
+      // Best effort: a connection whose monitor ZeroMQ refuses still works, without the words.
+      if (auto watch = LinkWatch::Start(context_, peer.dealer, next_watch_serial_++); watch.ok()) {
+        peer.watch = std::move(*watch);
+      }
       peer.dealer.connect(endpoint);
     } catch (const zmq::error_t& error) {
       return EndpointError("connect to", endpoint, error);
@@ -546,6 +585,7 @@ class IoLoop {
   std::unordered_set<uint64_t> open_inbound_;                 // serials awaiting Reply()
   std::unordered_map<std::string, size_t> inbound_per_peer_;  // open requests by routing id
   uint64_t next_inbound_serial_ = 1;
+  uint64_t next_watch_serial_ = 1;                   // names each LinkWatch's inproc address
   std::optional<Clock::time_point> idle_sweep_due_;  // unset: no idle DEALER to close
 };
 

@@ -189,6 +189,93 @@ TEST_P(TransportBackend, ARequestToAKeyOffTheAllowlistOrWithoutAKeyFailsBeforeAn
   EXPECT_EQ(server.requests_seen.load(), 0);
 }
 
+// The message of a request that failed, or "" when it was answered.
+std::string FailureOf(ReplyFuture& future) {
+  Result<std::vector<Frame>> result = future.get();
+  return result.ok() ? "" : result.status().ToString();
+}
+
+// ZeroMQ only: a request that times out says why its connection carried no reply, from the
+// connection's monitor events (node/transport/link_watch.h). The simulated network has no TCP to
+// explain.
+TEST(ZeroMqLinkWords, AClosedPortIsNamedAsNothingAcceptingTcpConnections) {
+  CurvePeer client(kZeroMq.medium(), "client", {}, {}, /*curve=*/false);
+  ASSERT_TRUE(client.transport);
+  // A port just bound and closed again: nothing listens there.
+  std::string closed;
+  {
+    CurvePeer gone(kZeroMq.medium(), "gone", {}, {}, /*curve=*/false);
+    ASSERT_TRUE(gone.transport);
+    closed = gone.transport->bound_endpoint();
+  }
+  ReplyFuture reply = SendTo(*client.transport, closed, "", 1, Ping{1}, seconds(2));
+  std::string failure = FailureOf(reply);
+  EXPECT_EQ(failure.rfind("timeout: no reply from " + closed, 0), 0u) << failure;
+  EXPECT_NE(failure.find("nothing accepts TCP connections at " + closed.substr(6)),
+            std::string::npos)
+      << failure;
+}
+
+TEST(ZeroMqLinkWords, AKeyOffTheServersAllowlistIsNamedAsRefusedByItsAllowlist) {
+  CurveKeyPair server_keys = NewKeyPair();
+  CurveKeyPair client_keys = NewKeyPair();
+  CurvePeer server(kZeroMq.medium(), "server", server_keys, {server_keys.public_key});
+  CurvePeer client(kZeroMq.medium(), "client", client_keys, {server_keys.public_key});
+  ASSERT_TRUE(server.transport && client.transport);
+  ReplyFuture reply = SendTo(*client.transport, server.transport->bound_endpoint(),
+                             server_keys.public_key, 1, Ping{1}, seconds(2));
+  std::string failure = FailureOf(reply);
+  EXPECT_NE(failure.find("refused this node's CURVE public key (ZAP status 400)"),
+            std::string::npos)
+      << failure;
+}
+
+TEST(ZeroMqLinkWords, AWrongServerKeyIsNamedAsNotItsKey) {
+  CurveKeyPair server_keys = NewKeyPair();
+  CurveKeyPair client_keys = NewKeyPair();
+  CurveKeyPair wrong = NewKeyPair();
+  CurvePeer server(kZeroMq.medium(), "server", server_keys, {client_keys.public_key});
+  CurvePeer client(kZeroMq.medium(), "client", client_keys, {wrong.public_key});
+  ASSERT_TRUE(server.transport && client.transport);
+  ReplyFuture reply = SendTo(*client.transport, server.transport->bound_endpoint(),
+                             wrong.public_key, 1, Ping{1}, seconds(2));
+  std::string failure = FailureOf(reply);
+  EXPECT_NE(failure.find("the public key this node holds for it is not its key"), std::string::npos)
+      << failure;
+}
+
+TEST(ZeroMqLinkWords, CurveAgainstPlainTextIsNamedFromEitherSide) {
+  CurveKeyPair server_keys = NewKeyPair();
+  CurveKeyPair client_keys = NewKeyPair();
+  CurvePeer curve_server(kZeroMq.medium(), "server", server_keys, {client_keys.public_key});
+  CurvePeer plain_server(kZeroMq.medium(), "plain-server", {}, {}, /*curve=*/false);
+  CurvePeer plain_client(kZeroMq.medium(), "plain", {}, {}, /*curve=*/false);
+  CurvePeer curve_client(kZeroMq.medium(), "client", client_keys, {server_keys.public_key});
+  ASSERT_TRUE(curve_server.transport && plain_server.transport && plain_client.transport &&
+              curve_client.transport);
+  ReplyFuture plain_to_curve =
+      SendTo(*plain_client.transport, curve_server.transport->bound_endpoint(), "", 1, Ping{1},
+             seconds(2));
+  std::string failure = FailureOf(plain_to_curve);
+  EXPECT_NE(failure.find("requires CURVE ([security]) and this node speaks plain text"),
+            std::string::npos)
+      << failure;
+  ReplyFuture curve_to_plain =
+      SendTo(*curve_client.transport, plain_server.transport->bound_endpoint(),
+             server_keys.public_key, 2, Ping{2}, seconds(2));
+  failure = FailureOf(curve_to_plain);
+  EXPECT_NE(failure.find("speaks plain text and this node CURVE"), std::string::npos) << failure;
+}
+
+TEST(ZeroMqLinkWords, AWorkingConnectionAddsNoWordsToItsAnswer) {
+  CurvePeer server(kZeroMq.medium(), "server", {}, {}, /*curve=*/false);
+  CurvePeer client(kZeroMq.medium(), "client", {}, {}, /*curve=*/false);
+  ASSERT_TRUE(server.transport && client.transport);
+  ReplyFuture reply =
+      SendTo(*client.transport, server.transport->bound_endpoint(), "", 1, Ping{5}, seconds(5));
+  EXPECT_EQ(FailureOf(reply), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryTransport, TransportBackend, ::testing::Values(kZeroMq, kSimulated),
                          [](const auto& info) { return std::string(info.param.name); });
 
