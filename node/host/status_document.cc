@@ -54,6 +54,7 @@ NodeStatus TakeNodeStatus(const NodeStateMachine& machine, const TransportStats&
     }
     peer.times_sampled = machine.comm().TimesSampled(p.id);
     peer.answered = machine.comm().TimesAnswered(p.id);
+    peer.problem = machine.JoinProblemOf(p.id);
     status.peers.push_back(std::move(peer));
   }
   for (const topology::PeerRecord& r : machine.sampler().Records()) {
@@ -75,7 +76,8 @@ std::string StatusJson(const NodeStatus& s) {
                      {"score", p.score ? Number(*p.score) : json(nullptr)},
                      {"probability", Number(p.probability)},
                      {"times_sampled", p.times_sampled},
-                     {"answered", p.answered}});
+                     {"answered", p.answered},
+                     {"problem", p.problem}});
   }
   json document = {{"id", s.id},
                    {"endpoint", s.endpoint},
@@ -150,6 +152,8 @@ Result<NodeStatus> ParseStatusJson(const std::string& text) {
       peer.probability = NumberOf(p.at("probability"));
       peer.times_sampled = p.at("times_sampled").get<uint64_t>();
       peer.answered = p.at("answered").get<uint64_t>();
+      // absent in documents of builds before join problems were shown
+      if (p.contains("problem")) peer.problem = p.at("problem").get<std::string>();
       s.probabilities.emplace_back(peer.id, peer.probability);
       s.peers.push_back(std::move(peer));
     }

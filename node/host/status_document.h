@@ -27,6 +27,9 @@ struct PeerStatus {
   double probability = 0;       // p_ij
   uint64_t times_sampled = 0;
   uint64_t answered = 0;
+  // Why greeting it last failed while it is unverified (a closed port, a refused key, ...); ""
+  // once it is verified or when nothing failed.
+  std::string problem;
 };
 
 // Everything the status documents show, taken at one moment.

@@ -93,6 +93,12 @@ std::optional<uint64_t> Membership::NonceOf(const std::string& peer) const {
   return it->second.nonce;
 }
 
+const std::string& Membership::JoinProblemOf(const std::string& peer) const {
+  static const std::string kNone;
+  auto it = join_problems_.find(peer);
+  return it == join_problems_.end() ? kNone : it->second;
+}
+
 std::optional<uint16_t> Membership::ProtocolVersionOf(const std::string& peer) const {
   auto it = hellos_of_.find(peer);
   if (it == hellos_of_.end()) return std::nullopt;
@@ -272,6 +278,7 @@ void Membership::Verify(const Greeting& greeting, const Hello& hello, uint16_t p
   hellos_of_[peer] = {hello.nonce, protocol_version};
   next_hello_at_.erase(peer);
   hello_attempts_.erase(peer);
+  join_problems_.erase(peer);
   ReleaseSource(peer);
   if (!was_verified) peers_.ResetViewAge(peer);
   ++counters_.verifications;
@@ -300,16 +307,18 @@ void Membership::GreetingFailed(const Greeting& greeting, const Status& failure,
     return;
   }
   int attempt = ++hello_attempts_[peer];
+  std::string& problem = join_problems_[peer];
+  const bool new_problem = problem != failure.message();
+  problem = failure.message();
   if (failure.code() == ErrorCode::kInvalidArgument && address_warned_.insert(peer).second) {
     // The transport refuses an address that is invalid or does not resolve before sending.
     node_.log.warn("cannot reach peer {}: {}{}", peer, failure.message(),
                    entry->pinned ? " (check its [[peers]] address; retrying with backoff)" : "");
-  } else if (attempt == 1 && config_.allowed_keys && failure.code() == ErrorCode::kTimeout) {
-    // A peer that does not allowlist our key looks exactly like one that is down.
-    node_.log.warn(
-        "peer {} did not answer our Hello: it is down, or its allowlist lacks our public key "
-        "{}; retrying later",
-        peer, config_.public_key);
+  } else if (entry->pinned && new_problem) {
+    // A configured peer: say why the join fails, once per cause (the transport's words tell a
+    // closed port, a refused key and a wrong key apart, node/transport/link_watch.h).
+    node_.log.warn("cannot join peer {} at {}: {}; retrying with backoff", peer, greeting.endpoint,
+                   failure.message());
   }
   node_.log.debug("Hello to {} failed ({})", peer, failure.ToString());
   if (!entry->pinned && attempt >= kCandidateAttempts) {
@@ -460,6 +469,7 @@ void Membership::Drop(const std::string& peer) {
   hello_attempts_.erase(peer);
   hellos_of_.erase(peer);
   address_warned_.erase(peer);
+  join_problems_.erase(peer);
   ReleaseSource(peer);
   if (node_.sampler.HasPeer(peer)) (void)node_.sampler.RemovePeer(peer);
 }

@@ -211,6 +211,10 @@ class Membership {
   // The protocol version `peer` announced in its Hello or HelloAck, once it is verified; a node
   // uses a feature with it only from that feature's first version on (protocol/version.h).
   std::optional<uint16_t> ProtocolVersionOf(const std::string& peer) const;
+  // Why our last Hello to `peer` failed while the peer is not verified, in the words of the
+  // failure (the transport's: a closed port, a refused key; or the peer's Error); "" once it is
+  // verified, or when no Hello to it failed.
+  const std::string& JoinProblemOf(const std::string& peer) const;
   // The peer table (endpoints, keys, liveness; candidates included).
   const topology::PeerTable& peers() const { return peers_; }
   topology::PeerTable& peers() { return peers_; }
@@ -261,9 +265,10 @@ class Membership {
   std::set<uint64_t> peer_lists_;        // our PeerList requests in flight
   std::set<uint64_t> goodbyes_;          // our Goodbye requests in flight
   std::map<std::string, TimePoint> next_hello_at_;
-  std::map<std::string, int> hello_attempts_;     // failed greetings, by peer
-  std::map<std::string, PeerHello> hellos_of_;    // verified peers' Hello fields
-  std::set<std::string> address_warned_;          // peers whose bad address was logged
+  std::map<std::string, int> hello_attempts_;         // failed greetings, by peer
+  std::map<std::string, PeerHello> hellos_of_;        // verified peers' Hello fields
+  std::set<std::string> address_warned_;              // peers whose bad address was logged
+  std::map<std::string, std::string> join_problems_;  // unverified peers: why greeting failed
   std::map<std::string, std::string> source_of_;  // gossiped candidates: the source that told us
   std::map<std::string, size_t> from_source_;     // candidates held per source
   MembershipCounters counters_;

@@ -161,6 +161,10 @@ class NodeStateMachine : private RoundHooks {
   const topology::PeerSampler& sampler() const { return *sampler_; }
   // The peer table (endpoints, liveness).
   const topology::PeerTable& peers() const { return membership_.peers(); }
+  // Why greeting `peer` last failed while it is unverified (Membership::JoinProblemOf).
+  const std::string& JoinProblemOf(const std::string& peer) const {
+    return membership_.JoinProblemOf(peer);
+  }
   // Communication counters.
   const topology::CommCounters& comm() const { return driver_.comm(); }
   // Rejection and deadline counters.

@@ -20,13 +20,15 @@ std::string HostPort(const std::string& endpoint) {
 
 }  // namespace
 
-std::string DescribeLink(const LinkEvidence& e, const std::string& endpoint, bool curve) {
+std::string DescribeLink(const LinkEvidence& e, const std::string& endpoint,
+                         const std::string& own_public_key) {
   if (e.handshake_ok) return "";
+  const bool curve = !own_public_key.empty();
   const std::string where = HostPort(endpoint);
   if (e.auth_status != 0) {
-    return "the node at " + where + " refused this node's CURVE public key (ZAP status " +
-           std::to_string(e.auth_status) +
-           "): its allowlist lacks our key; add this node's .pub line to its allowlist";
+    return "the node at " + where + " refused this node's CURVE public key " + own_public_key +
+           " (ZAP status " + std::to_string(e.auth_status) +
+           "): its allowlist lacks the key; add this node's .pub line to its allowlist";
   }
   if (e.protocol_error == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
     return curve ? "the node at " + where +

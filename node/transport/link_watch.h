@@ -30,12 +30,13 @@ struct LinkEvidence {
   uint32_t protocol_error = 0;       // ZMQ_PROTOCOL_ERROR_* of a failed handshake, or 0
 };
 
-// Why a connection to `endpoint` has not carried a reply, in words, from `evidence`; `curve` says
-// whether this node speaks CURVE. "" when the handshake succeeded (the link is fine; the peer did
-// not answer in time). The most specific evidence wins: a refused key, then a protocol error, then
-// a connection closed in its handshake, then a handshake still under way, then a failed connect,
-// and last a connect that never finished.
-std::string DescribeLink(const LinkEvidence& evidence, const std::string& endpoint, bool curve);
+// Why a connection to `endpoint` has not carried a reply, in words, from `evidence`;
+// `own_public_key` is this node's CURVE public key (Z85), empty when it speaks plain text. "" when
+// the handshake succeeded (the link is fine; the peer did not answer in time). The most specific
+// evidence wins: a refused key, then a protocol error, then a connection closed in its handshake,
+// then a handshake still under way, then a failed connect, and last a connect that never finished.
+std::string DescribeLink(const LinkEvidence& evidence, const std::string& endpoint,
+                         const std::string& own_public_key);
 
 // The monitor of one DEALER: a PAIR socket receiving its events over inproc.
 class LinkWatch {

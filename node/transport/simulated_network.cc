@@ -506,8 +506,7 @@ class SimulatedNetwork::Core {
     if (it == c->pending.end() || it->second.deadline != deadline) return;
     c->counters->Add(kTimeouts);
     Complete(*c, request_id,
-             Status::Timeout("no reply from " + it->second.endpoint + " to request " +
-                             std::to_string(request_id) + " before its deadline"));
+             Status::Timeout("no reply from " + it->second.endpoint + " before the deadline"));
   }
 
   void BecameIdle(Station& c, Connection& connection) {

@@ -17,6 +17,9 @@
 //   Rationale: a round never waits past its deadline (DESIGN.md, "The node's round").
 // - Every ReplyHandler is called exactly once: with the reply, kTimeout, kUnavailable (the peer
 //   was disconnected, its send queue is full, or the transport is stopping) or kInvalidArgument.
+//   A kTimeout's message is the same for every request to one endpoint while its cause stays
+//   ("no reply from <endpoint> before the deadline"); the ZeroMQ transport appends why the
+//   connection carried no reply, when its monitor knows (node/transport/link_watch.h).
 //   Rationale: the node's round state machine counts answers and must never wait on a lost one.
 // - Inbound requests waiting for the node's Reply() are bounded per peer connection and in total;
 //   above the bound the transport answers Error(unavailable) at once.

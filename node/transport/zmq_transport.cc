@@ -249,9 +249,10 @@ class IoLoop {
       uint64_t request_id = deadlines_.begin()->second;
       const PendingRequest& pending = pending_.at(request_id);
       std::string problem = LinkProblem(pending.endpoint);
-      Status timeout = Status::Timeout("no reply from " + pending.endpoint + " to request " +
-                                       std::to_string(request_id) + " before its deadline" +
-                                       (problem.empty() ? "" : ": " + problem));
+      // The same words for every request to the endpoint, so that a node can tell a new cause.
+      Status timeout =
+          Status::Timeout("no reply from " + pending.endpoint + " before the deadline" +
+                          (problem.empty() ? "" : ": " + problem));
       Add(kTimeouts);
       Complete(request_id, std::move(timeout));
     }
@@ -272,7 +273,8 @@ class IoLoop {
     if (it == peers_.end() || !it->second.watch) return "";
     ReadLinkEvents(it->second);
     if (!it->second.watch) return "";
-    return DescribeLink(it->second.watch->evidence(), endpoint, options_.curve.has_value());
+    return DescribeLink(it->second.watch->evidence(), endpoint,
+                        options_.curve ? options_.curve->public_key : "");
   }
 
   // Removes request `request_id` from every table and calls its handler with `result`.

@@ -31,6 +31,7 @@ NodeStatus SampleStatus() {
   b.liveness = topology::Liveness::kProbation;
   b.score.reset();
   b.probability = 0.25;
+  b.problem = "no reply from tcp://127.0.0.1:5001 before the deadline: nothing accepts TCP";
   s.peers = {a, b};
   s.probabilities = {{"a", 0.75}, {"b", 0.25}};
   s.counters.missed_deadlines = 5;
@@ -72,6 +73,8 @@ TEST(StatusDocument, ReadsBackWhatItWrites) {
   EXPECT_EQ(back->peers[1].liveness, topology::Liveness::kProbation);
   EXPECT_FALSE(back->peers[1].score.has_value());
   EXPECT_EQ(back->peers[0].times_sampled, 3u);
+  EXPECT_EQ(back->peers[0].problem, "");
+  EXPECT_EQ(back->peers[1].problem, s.peers[1].problem) << "why joining it fails is shown";
   EXPECT_EQ(back->counters.rejected_by_code.at("too_large"), 1u);
   EXPECT_EQ(back->transport.bytes_out, 2000u);
   EXPECT_DOUBLE_EQ(back->http_cpu_s, 0.125);
@@ -88,6 +91,13 @@ TEST(StatusDocument, ReadsBackWhatItWrites) {
   auto old_back = ParseStatusJson(older);
   ASSERT_TRUE(old_back.ok()) << old_back.status().ToString();
   EXPECT_EQ(old_back->counters.topk_whole_estimates, 0u);
+  // Nor a peer's problem: read as none.
+  const std::string problem = ",\"problem\":\"\"";
+  ASSERT_NE(older.find(problem), std::string::npos) << older;
+  older.erase(older.find(problem), problem.size());
+  auto no_problem = ParseStatusJson(older);
+  ASSERT_TRUE(no_problem.ok()) << no_problem.status().ToString();
+  EXPECT_EQ(no_problem->peers[0].problem, "");
 }
 
 TEST(StatusDocument, NonFiniteNumbersAreNullAndBadUtf8IsReplaced) {

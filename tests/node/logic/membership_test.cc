@@ -5,6 +5,9 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
+
+#include <spdlog/sinks/ostream_sink.h>
 
 #include "node/logic/membership.h"
 #include "tests/node/logic/machine_test_support.h"
@@ -217,6 +220,56 @@ TEST(Membership, AFailedFirstHelloNoLongerHoldsRoundsBackAndIsRetriedWithBackoff
                      Status::Ok(), t0 + seconds(12));
   EXPECT_EQ(membership.NonceOf("a"), 1u);
   EXPECT_TRUE((*sampler)->HasPeer("a"));
+}
+
+// Issue 59, item 4: a configured peer that cannot be joined says why, once per cause, in the log
+// and in JoinProblemOf (which /status shows), until it joins.
+TEST(Membership, AConfiguredPeerThatCannotBeJoinedSaysWhyOncePerCauseUntilItJoins) {
+  auto sampler = topology::MakePeerSampler({topology::SamplerKind::kDac, "me", {}, {}});
+  ASSERT_TRUE(sampler.ok());
+  std::ostringstream captured;
+  auto log = std::make_shared<spdlog::logger>(
+      "me", std::make_shared<spdlog::sinks::ostream_sink_mt>(captured));
+  RequestBook requests("me", log);
+  MembershipConfig config = MachineConfig("me", {{"a", "tcp://127.0.0.1:2"}}).membership;
+  Membership membership(config, {**sampler, requests, *log});
+  const Status refused_port = Status::Timeout("no reply: nothing accepts TCP connections");
+  const Status refused_key = Status::Timeout("no reply: refused this node's CURVE public key");
+  TimePoint t = TimePoint{};
+  auto fail_next_hello = [&](const Status& why) {
+    Actions out;
+    t += seconds(60);  // past any backoff
+    membership.OnTick(t, out);
+    if (out.empty()) membership.GreetAll(t, out);
+    ASSERT_EQ(out.size(), 1u);
+    membership.OnReply(std::get<SendRequest>(out[0]).request_id, why, why, t);
+  };
+  auto count = [&](const std::string& text) {
+    std::string all = captured.str();
+    size_t n = 0;
+    for (size_t at = all.find(text); at != std::string::npos; at = all.find(text, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(membership.JoinProblemOf("a"), "");
+  fail_next_hello(refused_port);
+  fail_next_hello(refused_port);
+  EXPECT_EQ(membership.JoinProblemOf("a"), refused_port.message());
+  EXPECT_EQ(count("cannot join peer a at tcp://127.0.0.1:2: " + refused_port.message()), 1u)
+      << captured.str();
+  fail_next_hello(refused_key);  // a new cause is said again
+  EXPECT_EQ(membership.JoinProblemOf("a"), refused_key.message());
+  EXPECT_EQ(count("cannot join peer a at tcp://127.0.0.1:2: " + refused_key.message()), 1u)
+      << captured.str();
+
+  Actions out;
+  t += seconds(60);
+  membership.OnTick(t, out);
+  ASSERT_EQ(out.size(), 1u);
+  const auto& hello = std::get<SendRequest>(out[0]);
+  membership.OnReply(hello.request_id, From("a", hello.request_id, AckFor("tcp://127.0.0.1:2")),
+                     Status::Ok(), t);
+  EXPECT_TRUE((*sampler)->HasPeer("a"));
+  EXPECT_EQ(membership.JoinProblemOf("a"), "") << "a joined peer has no problem";
 }
 
 // ---- issue 17, item 6: peers are candidates until they answer our own Hello ----------------
