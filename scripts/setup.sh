@@ -36,7 +36,7 @@ run_packages=(
 test_packages=(
   libgtest-dev libgmock-dev
   python3 python3-numpy python3-pot python3-torch python3-torchvision python3-zmq python3-msgpack
-  clang libclang-rt-14-dev iproute2 procps
+  clang libclang-rt-14-dev iproute2 iptables procps
   chromium chromium-driver python3-selenium
   slurmctld slurmd slurm-client munge libnss-wrapper openmpi-bin
   podman runc debootstrap python3-kubernetes

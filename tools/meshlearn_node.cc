@@ -1,9 +1,11 @@
 // meshlearn-node: runs one node from its config file until its rounds are done (or SIGINT/SIGTERM).
 //
-//   meshlearn-node --config node.toml [--log-level debug] [--check]
+//   meshlearn-node --config node.toml [--log-level debug] [--check | --check-join]
 //   meshlearn-node --version   (the version and the build: commit, clean or dirty)
 //
-// --check validates the config and, with [security], reads the key files.
+// --check validates the config and, with [security], reads the key files. --check-join also
+// tries the configured peers as the node's join would, and prints what worked and what failed,
+// and why (node/host/join_check.h); exit code 0 when every peer can be joined, 1 otherwise.
 // A config with an [engine] section is a template for every rank an engine starts
 // (node/config/node_template.h): the rank's identity comes from Slurm, Open MPI or Kubernetes, and
 // the resolved config is written to <output_dir>/node.toml. Exit codes: 0 finished or stopped
@@ -19,6 +21,7 @@
 #include "node/config/config.h"
 #include "node/config/logging.h"
 #include "node/config/node_template.h"
+#include "node/host/join_check.h"
 #include "node/host/node.h"
 #include "process/build_identity.h"
 #include "process/process_limits.h"
@@ -36,6 +39,7 @@ struct NodeCommandLine {
   std::string config_path;
   std::string log_level;  // empty: the config's
   bool check_only = false;
+  bool check_join = false;
 };
 
 // Declares meshlearn-node's options on `app`, bound to the fields of `line` (which must outlive
@@ -45,7 +49,11 @@ void DeclareOptions(CLI::App& app, NodeCommandLine& line) {
       ->required();
   app.add_option("--log-level", line.log_level,
                  "trace|debug|info|warn|error|critical|off (overrides the config)");
-  app.add_flag("--check", line.check_only, "validate the config and exit");
+  auto* check = app.add_flag("--check", line.check_only, "validate the config and exit");
+  app.add_flag("--check-join", line.check_join,
+               "try the configured peers as the join would, print what worked and what failed "
+               "and why, and exit")
+      ->excludes(check);
 }
 
 // Prints which rank of which engine this node is, and how it finds the others.
@@ -75,6 +83,19 @@ int CheckConfig(const std::string& config_path, const node::NodeConfig& config) 
   }
   std::printf("%s: config OK%s\n", config_path.c_str(), config.security ? " (key files read)" : "");
   return tools::kExitOk;
+}
+
+// --check-join: tries the peers of `config` (loaded from `config_path`) and prints the findings.
+// Returns the exit code: 0 every peer can be joined, 1 not, 2 a key file or the model is bad.
+int CheckJoin(const std::string& config_path, const node::NodeConfig& config) {
+  auto check = node::CheckJoin(config);
+  if (!check.ok()) {
+    std::fprintf(stderr, "meshlearn-node: %s: %s\n", config_path.c_str(),
+                 check.status().ToString().c_str());
+    return tools::kExitBadInput;
+  }
+  std::fputs(node::RenderJoinCheck(config, *check).c_str(), stdout);
+  return check->ok() ? tools::kExitOk : tools::kExitFailed;
 }
 
 // Runs the node of `config` (loaded from `config_path`) until its rounds are done or SIGINT or
@@ -153,5 +174,6 @@ int main(int argc, char** argv) {
     config.log_level = *level;
   }
   if (line.check_only) return CheckConfig(line.config_path, config);
+  if (line.check_join) return CheckJoin(line.config_path, config);
   return RunNode(line.config_path, config, loaded->engine.has_value());
 }

@@ -44,13 +44,17 @@ std::string DescribeLink(const LinkEvidence& e, const std::string& endpoint,
     return "the ZeroMQ handshake with " + where + " failed (protocol error " + code +
            "): is a meshlearn node listening there?";
   }
+  // Rationale: the side that finds the mismatch closes at once, so the other often sees only the
+  // closed connection; these are the likeliest causes of a close in the handshake.
   if (e.closed_in_handshake) {
     return curve ? "TCP connected to " + where +
                        ", but the node closed the connection in the CURVE handshake: the public "
-                       "key this node holds for it is not its key, so it cannot read our greeting"
+                       "key this node holds for it is not its key, so it cannot read our greeting "
+                       "(or it speaks plain text and this node CURVE)"
                  : "TCP connected to " + where +
-                       ", but the other side closed the connection before the ZeroMQ greeting "
-                       "ended: it is not a meshlearn node, or it refuses this node";
+                       ", but the other side closed the connection in the ZeroMQ handshake: most "
+                       "likely it requires CURVE ([security]) and this node speaks plain text "
+                       "(or it is not a meshlearn node)";
   }
   if (e.tcp_connected) {
     return "TCP connected to " + where + ", but the ZeroMQ handshake did not finish in time";

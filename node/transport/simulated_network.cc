@@ -439,18 +439,18 @@ class SimulatedNetwork::Core {
       if (frame.size() > FrameCeiling(c.options.limits)) return dropped();  // by receiver
     }
     c.counters->Add(kBytesIn, bytes);
-    auto envelope = DecodeEnvelope(frames[0], c.options.limits);
+    std::optional<uint64_t> request_id = ReplyRequestId(frames[0], c.options.limits);
     auto connection =
         owner == routes_.end() ? c.connections.end() : c.connections.find(owner->second.endpoint);
     // Only a reply to a request still pending on this very connection is accepted.
-    if (!envelope.ok() || connection == c.connections.end() || connection->second.route != route ||
-        !connection->second.request_ids.contains(envelope->request_id)) {
+    if (!request_id || connection == c.connections.end() || connection->second.route != route ||
+        !connection->second.request_ids.contains(*request_id)) {
       c.counters->Add(kLateRepliesDropped);
       return dropped();
     }
     Fate(&MessageLedger::received, &MessageLedger::received_bytes, bytes);
     c.counters->Add(kRepliesReceived);
-    Complete(c, envelope->request_id, std::move(frames));
+    Complete(c, *request_id, std::move(frames));
   }
 
   // How long `frames` from `from` take to reach `to`, or nullopt when they are lost (the link

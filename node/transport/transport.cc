@@ -85,6 +85,19 @@ Status CheckOutgoingRequest(const TransportOptions& options,
   return Status::Ok();
 }
 
+std::optional<uint64_t> ReplyRequestId(const Frame& frame, const Limits& limits) {
+  Result<Envelope> envelope = DecodeEnvelope(frame, limits);
+  if (envelope.ok()) return envelope->request_id;
+  switch (envelope.status().code()) {
+    case ErrorCode::kMalformed:
+    case ErrorCode::kTooLarge:
+    case ErrorCode::kTooMany:
+      return std::nullopt;
+    default:
+      return AddressOf(frame, limits).request_id;
+  }
+}
+
 std::vector<Frame> TooManyPendingReply(const TransportOptions& options,
                                        const std::vector<Frame>& request) {
   // When the envelope is unreadable the reply cannot be matched anyway (request id 0).

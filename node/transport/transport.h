@@ -25,7 +25,9 @@
 //   above the bound the transport answers Error(unavailable) at once.
 //   Rationale: bounded memory under a flood, while honest peers are still served.
 // - Replies that arrive after their deadline, for unknown request ids, or from another endpoint
-//   than the request went to are dropped and counted.
+//   than the request went to are dropped and counted. A reply is matched by the request id of
+//   its envelope array whatever its version or magic (ReplyRequestId, transport_rules.h), so that
+//   the node's decoder can say why it cannot read it.
 // - A message above max_message_bytes reaches the handler while each of its frames is within the
 //   frame ceiling (twice max_message_bytes, FrameCeiling in node/transport/transport_rules.h); the
 //   node's decoder then refuses it (Error(too_large), counted, logged once a minute per peer). A

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -73,6 +74,14 @@ Status CheckOutgoingRequest(const TransportOptions& options,
                             const std::set<std::string>& allowed_keys, const std::string& endpoint,
                             uint64_t request_id, const std::vector<Frame>& frames,
                             const std::string& server_key);
+
+// The request id a reply's envelope frame `frame` answers: that of any envelope array of the
+// envelope's field types, whatever its magic, version, type or sender (AddressOf); nullopt when
+// the frame is not such an array (DecodeEnvelope: kMalformed, kTooLarge or kTooMany).
+// Rationale: a reply the requester cannot read (a peer of another protocol version) still goes
+// to its request, whose decoder then says why (PROTOCOL.md, "Envelope"), instead of being
+// dropped as unknown and leaving the requester with a bare timeout.
+std::optional<uint64_t> ReplyRequestId(const Frame& frame, const Limits& limits);
 
 // The Error(unavailable) reply the transport itself sends to an inbound request above its
 // pending bounds, addressed to the request's id when its envelope decodes (else 0).

@@ -438,14 +438,14 @@ class IoLoop {
       }
       if (!received) return;
       Add(kBytesIn, received->bytes);
-      auto envelope = DecodeEnvelope(received->frames[0], options_.limits);
+      std::optional<uint64_t> request_id = ReplyRequestId(received->frames[0], options_.limits);
       // Only a reply to a request still pending on this very connection is accepted.
-      if (!envelope.ok() || !peer.request_ids.contains(envelope->request_id)) {
+      if (!request_id || !peer.request_ids.contains(*request_id)) {
         Add(kLateRepliesDropped);
         continue;
       }
       Add(kRepliesReceived);
-      Complete(envelope->request_id, std::move(received->frames));
+      Complete(*request_id, std::move(received->frames));
     }
   }
 

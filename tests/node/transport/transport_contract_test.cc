@@ -345,6 +345,24 @@ TEST_P(TransportContract, TheTransportsOwnErrorCarriesTheAnnouncedVersion) {
   server.reset();
 }
 
+TEST_P(TransportContract, AReplyInAVersionTheClientCannotReadStillReachesItsRequest) {
+  ASSERT_TRUE(StartHolderAndClient());
+  ReplyFuture reply = PingHolder(7, 1);
+  std::vector<InboundRequest> requests = held_.Take();
+  // A peer whose oldest version is above this build's answers in its own range.
+  Message future = MakeMessage("server", 7, 0, Error{ErrorCode::kUnsupportedVersion, "4..5"});
+  future.envelope.protocol_version = 5;
+  future.envelope.min_version = 4;
+  holder_->Reply(requests[0].token, Encode(future));
+  ASSERT_EQ(reply.wait_for(seconds(20)), std::future_status::ready);
+  Result<std::vector<Frame>> frames = reply.get();
+  ASSERT_TRUE(frames.ok()) << "not a timeout: " << frames.status().ToString();
+  Result<Message> decoded = Decode(*frames);
+  EXPECT_EQ(decoded.status().code(), ErrorCode::kUnsupportedVersion)
+      << "the requester's decoder says why it cannot read it";
+  EXPECT_EQ(client_->Stats().late_replies_dropped, 0u);
+}
+
 TEST_P(TransportContract, ASecondReplyToTheSameRequestIsDroppedAndCounted) {
   ASSERT_TRUE(StartHolderAndClient());
   ReplyFuture reply = PingHolder(1, 1);
