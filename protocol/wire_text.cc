@@ -57,4 +57,11 @@ bool IsNodeId(std::string_view id) {
   return true;
 }
 
+std::string Printable(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
+}
+
 }  // namespace meshlearn

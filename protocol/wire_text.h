@@ -7,6 +7,7 @@
 // JSON of /status valid.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace meshlearn {
@@ -24,5 +25,9 @@ bool IsValidUtf8(std::string_view text);
 
 // True when `id` follows kNodeIdRule.
 bool IsNodeId(std::string_view id);
+
+// `text` with its control characters (below 0x20, and 0x7f) replaced by '?', for a log line that
+// quotes a peer (a Goodbye's reason, a relay's refusal).
+std::string Printable(std::string text);
 
 }  // namespace meshlearn

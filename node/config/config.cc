@@ -92,6 +92,16 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
   // Each section's own rules (ParseNodeConfig runs them as it reads the section, too).
   MESHLEARN_RETURN_IF_ERROR(c.compression.Check(name));
   if (c.security) MESHLEARN_RETURN_IF_ERROR(c.security->Check(name));
+  if (!c.relay.via.empty() && !c.relay.serve.empty()) {
+    return Status::InvalidArgument(name +
+                                   ": [relay] a node behind a relay ('via') cannot serve as "
+                                   "one ('serve'): nobody could reach its relay port");
+  }
+  if (!c.relay.via.empty() && c.security && c.relay.via_public_key.empty()) {
+    return Status::InvalidArgument(name +
+                                   ": [relay] 'via' with [security] needs 'via_public_key' "
+                                   "(the relay's public key, from its .pub file)");
+  }
   if (c.peers.empty() && c.mesh_size == 0) {
     return Status::InvalidArgument(name +
                                    ": at least one [[peers]] entry (id and address) is "
@@ -230,16 +240,16 @@ void KeyReader::NodeId(const char* key, std::string& out) {
 
 void KeyReader::Endpoint(const char* key, std::string& out, EndpointUse use) {
   Run([&] {
-    return t_.Read(key, Required(use != EndpointUse::kAdvertise),
-                   [&](const toml::node& n) -> Status {
-                     auto v = n.value<std::string>();
-                     if (!n.is_string() || !v) return t_.Fail(key, n, "must be a string");
-                     // The node's own endpoint may use any interface or port.
-                     std::string problem = TcpEndpointProblem(*v, use == EndpointUse::kListen);
-                     if (!problem.empty()) return t_.Fail(key, n, problem);
-                     out = *v;
-                     return Status::Ok();
-                   });
+    return t_.Read(key, Required(!IsOptional(use)), [&](const toml::node& n) -> Status {
+      auto v = n.value<std::string>();
+      if (!n.is_string() || !v) return t_.Fail(key, n, "must be a string");
+      // The node's own endpoint may use any interface or port.
+      std::string problem = TcpEndpointProblem(
+          *v, use == EndpointUse::kListen || use == EndpointUse::kOptionalListen);
+      if (!problem.empty()) return t_.Fail(key, n, problem);
+      out = *v;
+      return Status::Ok();
+    });
   });
 }
 

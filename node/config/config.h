@@ -69,8 +69,14 @@ namespace meshlearn::node {
 // Whether a key must be present.
 enum class Need { kOptional, kRequired };
 // Which endpoint a key holds: the node's own (any interface or port; required), a peer's
-// (required), or the advertised one (optional; unwritten when empty).
-enum class EndpointUse { kListen, kPeer, kAdvertise };
+// (required), or the advertised one (optional; unwritten when empty); and, optional and unwritten
+// when empty, one more the node binds (any interface or port) or dials.
+enum class EndpointUse { kListen, kPeer, kAdvertise, kOptionalListen, kOptionalPeer };
+// True for the uses whose key may be absent (and is unwritten when empty).
+constexpr bool IsOptional(EndpointUse use) {
+  return use == EndpointUse::kAdvertise || use == EndpointUse::kOptionalListen ||
+         use == EndpointUse::kOptionalPeer;
+}
 // Whether the writer writes a key or section always, or only when it differs from its default.
 // The writer knows a section's default (a default-constructed one) but not a key's: an integer
 // written kUnlessDefault is left out when it holds the value its description names as unwritten
@@ -510,6 +516,35 @@ struct PrivacySection {
 // [security]: ZeroMQ CURVE on every socket and an allowlist of peer public keys (DESIGN.md
 // "Reliability and security"). The key files are read when the node starts
 // (node/transport/curve_keys.h, LoadNodeKeys), not when the config is parsed.
+// [relay]: relays for nodes behind NAT (node/transport/relay.h, docs/lan.md "Relays"). A
+// reachable node may serve as a relay; a node that cannot accept connections registers at one and
+// advertises the port the relay gives it. Written only when set.
+struct RelaySection {
+  // Where nodes behind NAT register, e.g. "tcp://0.0.0.0:6000"; empty: this node is no relay.
+  std::string serve;
+  // The host the relayed nodes' ports are advertised with; empty: the host of this node's
+  // advertised (or listen) endpoint.
+  std::string public_host;
+  int max_clients = 16;   // relayed nodes at once
+  int max_circuits = 64;  // connections carried per relayed node
+  // The control endpoint of the relay this node registers at (it is behind NAT); empty: none.
+  std::string via;
+  // CURVE: the relay's public key; required with [security] and `via`.
+  std::string via_public_key;
+  bool operator==(const RelaySection&) const = default;
+
+  // The keys of [relay].
+  template <class Keys, class Self>
+  static void Describe(Keys& keys, Self& s) {
+    keys.Endpoint("serve", s.serve, EndpointUse::kOptionalListen);
+    keys.String("public_host", s.public_host, Need::kOptional, Written::kUnlessDefault);
+    keys.Integer("max_clients", s.max_clients, 1, 100000);
+    keys.Integer("max_circuits", s.max_circuits, 1, 100000);
+    keys.Endpoint("via", s.via, EndpointUse::kOptionalPeer);
+    keys.PublicKey("via_public_key", s.via_public_key);
+  }
+};
+
 struct SecuritySection {
   std::string secret_key_file;  // required: this node's secret key (meshlearn-keygen)
   // Z85 public keys admitted, inline; an entry may add the node id the key is bound to after a
@@ -580,6 +615,7 @@ struct NodeConfig {
   PrivacySection privacy;  // written only when set
   RoundSection round;
   CompressionSection compression;           // written only when set
+  RelaySection relay;                       // written only when set
   std::optional<SecuritySection> security;  // absent: plain text (the node warns at start)
   bool operator==(const NodeConfig&) const = default;
 
@@ -611,6 +647,7 @@ struct NodeConfig {
     keys.Section("privacy", c.privacy, Written::kUnlessDefault);
     keys.Section("round", c.round);
     keys.Section("compression", c.compression, Written::kUnlessDefault);
+    keys.Section("relay", c.relay, Written::kUnlessDefault);
     keys.OptionalSection("security", c.security);
   }
 

@@ -153,7 +153,7 @@ class KeyWriter {
 
   void NodeId(const char* key, const std::string& value) { Line(key, TomlString(value)); }
   void Endpoint(const char* key, const std::string& value, EndpointUse use) {
-    if (use == EndpointUse::kAdvertise && value.empty()) return;
+    if (IsOptional(use) && value.empty()) return;
     Line(key, TomlString(value));
   }
   void String(const char* key, const std::string& value, Need /*unused*/ = Need::kOptional,

@@ -10,7 +10,9 @@
 #include <sstream>
 #include <thread>
 
+#include "node/host/relays.h"
 #include "node/learner/learner_factory.h"
+#include "node/transport/endpoint.h"
 #include "node/transport/zmq_transport.h"
 #include "protocol/codec.h"
 #include "protocol/messages.h"
@@ -24,12 +26,6 @@ using Clock = std::chrono::steady_clock;
 // What the check answers every request with: it is not a running node.
 constexpr const char* kNotRunning =
     "this node is only checking its join (meshlearn-node --check-join); it is not running";
-
-// "host" of "tcp://host:port".
-std::string HostOf(const std::string& endpoint) {
-  std::string rest = endpoint.rfind("tcp://", 0) == 0 ? endpoint.substr(6) : endpoint;
-  return rest.substr(0, rest.rfind(':'));
-}
 
 bool IsLoopback(const std::string& host) {
   return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]";
@@ -168,8 +164,8 @@ uint16_t CheckPeer(Requester& requester, const Hello& hello, PeerJoinCheck& out)
       out.findings.push_back(
           "it advertises itself at " + ack->listen_endpoint + ", where it does not answer (" +
           NoAckWords(pong) +
-          "): the nodes that learn of it by gossip cannot reach it; meshlearn has no relays yet, "
-          "so it needs an `advertise` address that others can reach");
+          "): the nodes that learn of it by gossip cannot reach it; it needs an `advertise` "
+          "address that others can reach, or a relay ([relay] via)");
     }
   }
   return envelope.protocol_version;
@@ -231,6 +227,13 @@ Result<JoinCheck> CheckJoin(const NodeConfig& config, JoinCheckOptions options) 
   TransportFactory start = options.transport ? options.transport : StartZmqTransport;
   JoinCheck check;
   check.listen = config.listen;
+  // Behind a relay ([relay] via), the node advertises the port its relay gives it.
+  NodeConfig own = config;
+  auto relays = StartRelays(own);
+  if (!relays.ok()) {
+    check.problems.push_back(relays.status().message() + "; no peer was tried");
+    return check;
+  }
   auto transport = start(transport_options, answer);
   if (!transport.ok()) {
     check.problems.push_back("this node cannot listen at " + config.listen + ": " +
@@ -241,8 +244,8 @@ Result<JoinCheck> CheckJoin(const NodeConfig& config, JoinCheckOptions options) 
   }
   self->store(transport->get());
   check.listen = (*transport)->bound_endpoint();
-  check.advertise = config.advertise.empty() ? check.listen : config.advertise;
-  const std::string own_host = HostOf(check.advertise);
+  check.advertise = own.advertise.empty() ? check.listen : own.advertise;
+  const std::string own_host = EndpointHost(check.advertise);
   if (own_host == "0.0.0.0" || own_host == "*" || own_host == "[::]") {
     check.problems.push_back("this node is advertised as " + check.advertise +
                              ", which no peer can dial: set `advertise` to an address of this "
@@ -258,7 +261,7 @@ Result<JoinCheck> CheckJoin(const NodeConfig& config, JoinCheckOptions options) 
     PeerJoinCheck result;
     result.peer = peer;
     versions.push_back(CheckPeer(requester, hello, result));
-    if (IsLoopback(own_host) && !IsLoopback(HostOf(peer.endpoint))) {
+    if (IsLoopback(own_host) && !IsLoopback(EndpointHost(peer.endpoint))) {
       result.findings.push_back("note: this node is advertised at a loopback address (" +
                                 check.advertise + "), which a peer on another machine cannot dial");
     }
@@ -281,9 +284,9 @@ Result<JoinCheck> CheckJoin(const NodeConfig& config, JoinCheckOptions options) 
     result.findings.push_back(
         "it did not greet this node back at " + check.advertise + " within " + waited +
         ": it cannot reach this node there (this node is behind NAT or a firewall, or "
-        "`advertise` is wrong). meshlearn has no relays yet, so such a node needs an address "
-        "its peers can reach (a peer that already knew this node at that endpoint does not "
-        "greet it back: then ignore this)");
+        "`advertise` is wrong): such a node needs a relay ([relay] via) or an address its peers "
+        "can reach (a peer that already knew this node at that endpoint does not greet it back: "
+        "then ignore this)");
   }
 
   // The peers forget the check: a candidate that says Goodbye is dropped.

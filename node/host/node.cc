@@ -7,6 +7,7 @@
 #include <random>
 
 #include "node/config/logging.h"
+#include "node/host/relays.h"
 #include "node/host/status_document.h"
 #include "node/learner/learner_worker.h"
 #include "node/transport/zmq_transport.h"
@@ -113,6 +114,7 @@ class Node::Impl {
  public:
   NodeConfig config;
   std::unique_ptr<ProcessWorld> world;
+  NodeRelays relays;  // declared before host: the relays stop after the node's transport
   std::unique_ptr<NodeHost> host;
   std::unique_ptr<HttpServer> http;
 
@@ -168,15 +170,29 @@ class Node::Impl {
 Result<std::unique_ptr<Node>> Node::Create(const NodeConfig& config, NodeOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  auto relays = StartRelays(impl->config);
+  if (!relays.ok()) return relays.status();
+  impl->relays = std::move(*relays);
   impl->world = std::make_unique<ProcessWorld>(
       options.transport ? std::move(options.transport) : TransportFactory(StartZmqTransport));
   HostOptions host_options;
   host_options.logger = std::move(options.logger);
   host_options.observer = std::move(options.observer);
   host_options.learner = std::move(options.learner);
-  auto host = NodeHost::Create(config, *impl->world, std::move(host_options));
+  auto host = NodeHost::Create(impl->config, *impl->world, std::move(host_options));
   if (!host.ok()) return host.status();
   impl->host = std::move(*host);
+  if (impl->relays.server) {
+    impl->host->log().info(
+        "serving as a relay for nodes behind NAT at {} (at most {} nodes, {} "
+        "connections each)",
+        impl->relays.server->control_endpoint(), config.relay.max_clients,
+        config.relay.max_circuits);
+  }
+  if (impl->relays.client) {
+    impl->host->log().info("behind the relay at {}: reachable at {}", config.relay.via,
+                           impl->config.advertise);
+  }
   Impl* raw = impl.get();
 
   if (config.http_port) {

@@ -5,6 +5,7 @@
 #include "node/transport/endpoint.h"
 #include "protocol/limits.h"
 #include "protocol/version.h"
+#include "protocol/wire_text.h"
 
 namespace meshlearn::node {
 namespace {
@@ -19,14 +20,6 @@ constexpr auto kMeshAskPeriod = std::chrono::seconds(1);
 constexpr int kCandidateAttempts = 2;
 // The one source of every PeerList whose sender is not a verified peer (not a valid node id).
 constexpr const char kUnverifiedSource[] = "*";
-
-// `text` with control characters replaced, for a log line (a peer's Goodbye reason).
-std::string Printable(std::string text) {
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return text;
-}
 
 }  // namespace
 

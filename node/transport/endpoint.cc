@@ -99,4 +99,15 @@ Status ResolveTcpEndpoint(const std::string& endpoint) {
   return Status::Ok();
 }
 
+std::string EndpointHost(const std::string& endpoint) {
+  std::string rest = endpoint.rfind("tcp://", 0) == 0 ? endpoint.substr(6) : endpoint;
+  size_t colon = rest.rfind(':');
+  return colon == std::string::npos ? rest : rest.substr(0, colon);
+}
+
+std::string EndpointPort(const std::string& endpoint) {
+  size_t colon = endpoint.rfind(':');
+  return colon == std::string::npos ? "" : endpoint.substr(colon + 1);
+}
+
 }  // namespace meshlearn::node

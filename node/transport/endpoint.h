@@ -23,6 +23,12 @@ Status CheckTcpEndpoint(const std::string& endpoint, bool listening = false);
 // address ..."), without the endpoint itself; "" when it does not.
 std::string TcpEndpointProblem(const std::string& endpoint, bool listening = false);
 
+// The host of "tcp://<host>:<port>" ("10.0.0.2", "[::1]", "*"), and its port ("5555", "0", "*");
+// for text of another shape, what follows the last ':' is the port and what comes before it,
+// without "tcp://", the host.
+std::string EndpointHost(const std::string& endpoint);
+std::string EndpointPort(const std::string& endpoint);
+
 // Checks `endpoint` (CheckTcpEndpoint) and resolves its host: an address at once, a host name with
 // the system's resolver (which may wait on DNS). kInvalidArgument naming the endpoint and the
 // resolver's cause when it does not resolve.

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "node/transport/endpoint.h"
+
 namespace meshlearn::node {
 namespace {
 
@@ -14,8 +16,7 @@ constexpr int kWatchedEvents = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED |
 
 // "host:port" of "tcp://host:port".
 std::string HostPort(const std::string& endpoint) {
-  constexpr const char* kScheme = "tcp://";
-  return endpoint.rfind(kScheme, 0) == 0 ? endpoint.substr(std::strlen(kScheme)) : endpoint;
+  return EndpointHost(endpoint) + ":" + EndpointPort(endpoint);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "node/transport/zmq_sockets.h"
 #include "node/transport/transport_rules.h"
 
+#include "node/transport/curve_keys.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <limits>
@@ -37,6 +39,49 @@ void SetCommonOptions(zmq::socket_t& socket, const TransportOptions& options) {
 std::vector<std::string> ZapReply(const std::string& request_id, const char* status,
                                   const std::string& text, const std::string& user_id) {
   return {"1.0", request_id, status, text, user_id, ""};
+}
+
+uint64_t AnswerZapRequests(zmq::socket_t& zap, const std::set<std::string>& allowed,
+                           int max_reads) {
+  uint64_t refused = 0;
+  for (int i = 0; i < max_reads; ++i) {
+    std::vector<std::string> request;
+    try {
+      zmq::message_t part;
+      if (!zap.recv(part, zmq::recv_flags::dontwait)) break;
+      request.push_back(part.to_string());
+      while (part.more()) {
+        (void)zap.recv(part, zmq::recv_flags::none);
+        request.push_back(part.to_string());
+      }
+    } catch (const zmq::error_t&) {
+      break;
+    }
+    // version, request id, domain, address, routing id, mechanism, credentials...
+    std::string request_id = request.size() > 1 ? request[1] : "";
+    std::string key;
+    if (request.size() == 7 && request[0] == "1.0" && request[5] == "CURVE" &&
+        request[6].size() == 32) {
+      char z85[kZ85KeyLength + 1];
+      if (zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(request[6].data()), 32)) key = z85;
+    }
+    std::vector<std::string> reply;
+    if (!key.empty() && allowed.contains(key)) {
+      reply = ZapReply(request_id, "200", "OK", key);
+    } else {
+      ++refused;
+      reply = ZapReply(request_id, "400", "key not on the allowlist", "");
+    }
+    try {
+      for (size_t part = 0; part < reply.size(); ++part) {
+        zap.send(zmq::buffer(reply[part]),
+                 part + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+    } catch (const zmq::error_t&) {
+      // The requesting handshake has gone (the context is closing); nothing to answer.
+    }
+  }
+  return refused;
 }
 
 // Maps a ZeroMQ bind/connect error to the project's codes, naming the endpoint.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ inline constexpr int kZapEnforceDomain = 93;
 // RFC 27 reply frames: version, request id, status code, status text, user id, metadata.
 std::vector<std::string> ZapReply(const std::string& request_id, const char* status,
                                   const std::string& text, const std::string& user_id);
+
+// Answers up to `max_reads` ZAP requests waiting on `zap` (a REP bound at kZapEndpoint; RFC 27):
+// 200 for a CURVE client whose key is in `allowed`, with that key (Z85) as the connection's user
+// id, and 400 for any other. Returns how many it refused.
+uint64_t AnswerZapRequests(zmq::socket_t& zap, const std::set<std::string>& allowed, int max_reads);
 
 // Maps a ZeroMQ bind/connect error to the project's codes, naming the endpoint.
 Status EndpointError(const char* action, const std::string& endpoint, const zmq::error_t& error);

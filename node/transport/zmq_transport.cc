@@ -322,46 +322,8 @@ class IoLoop {
     Set(kOpenConnections, peers_.size());
   }
 
-  // Answers the waiting ZAP requests (RFC 27): 200 for a CURVE client whose key is allowlisted,
-  // with that key (Z85) as the connection's user id, and 400 for any other.
   void ServeZap() {
-    for (int i = 0; i < kMaxReadsPerSocket; ++i) {
-      std::vector<std::string> request;
-      try {
-        zmq::message_t part;
-        if (!zap_.recv(part, zmq::recv_flags::dontwait)) return;
-        request.push_back(part.to_string());
-        while (part.more()) {
-          (void)zap_.recv(part, zmq::recv_flags::none);
-          request.push_back(part.to_string());
-        }
-      } catch (const zmq::error_t&) {
-        return;
-      }
-      // version, request id, domain, address, routing id, mechanism, credentials...
-      std::string request_id = request.size() > 1 ? request[1] : "";
-      std::string key;
-      if (request.size() == 7 && request[0] == "1.0" && request[5] == "CURVE" &&
-          request[6].size() == 32) {
-        char z85[kZ85KeyLength + 1];
-        if (zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(request[6].data()), 32)) key = z85;
-      }
-      std::vector<std::string> reply;
-      if (!key.empty() && allowed_keys_.contains(key)) {
-        reply = ZapReply(request_id, "200", "OK", key);
-      } else {
-        Add(kHandshakesRefused);
-        reply = ZapReply(request_id, "400", "key not on the allowlist", "");
-      }
-      try {
-        for (size_t part = 0; part < reply.size(); ++part) {
-          zap_.send(zmq::buffer(reply[part]),
-                    part + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-        }
-      } catch (const zmq::error_t&) {
-        // The requesting handshake has gone (the context is closing); nothing to answer.
-      }
-    }
+    Add(kHandshakesRefused, AnswerZapRequests(zap_, allowed_keys_, kMaxReadsPerSocket));
   }
 
   void ReadInbound() {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -23,6 +24,7 @@
 
 #include "node/config/config.h"
 #include "node/host/outputs.h"
+#include "node/transport/curve_keys.h"
 #include "process/free_port.h"
 #include "training/partition.h"
 #include "training/shard_file.h"
@@ -210,6 +212,39 @@ inline std::string FreeEndpoint(const std::string& ip) {
   auto port = node::FindFreeTcpPort(ip);
   EXPECT_TRUE(port.ok()) << port.status().ToString();
   return "tcp://" + ip + ":" + std::to_string(port.ok() ? *port : 0);
+}
+
+// comm.csv of a node folder: peer -> (times_sampled, answered).
+inline std::map<std::string, std::pair<int, int>> Comm(const std::string& node_dir) {
+  std::map<std::string, std::pair<int, int>> rows;
+  std::istringstream lines(ReadText(node_dir + "/comm.csv"));
+  std::string line;
+  std::getline(lines, line);  // header: peer,times_sampled,answered
+  while (std::getline(lines, line)) {
+    std::istringstream cells(line);
+    std::string peer, sampled, answered;
+    std::getline(cells, peer, ',');
+    std::getline(cells, sampled, ',');
+    std::getline(cells, answered, ',');
+    rows[peer] = {std::stoi(sampled), std::stoi(answered)};
+  }
+  return rows;
+}
+
+// The key files of one node, written as meshlearn-keygen writes them.
+struct NodeKeyFiles {
+  std::string secret_key_file;
+  std::string public_key;
+};
+
+inline NodeKeyFiles MakeKeys(const std::string& dir, const std::string& name) {
+  std::filesystem::create_directories(dir);
+  auto pair = node::GenerateCurveKeyPair();
+  EXPECT_TRUE(pair.ok()) << pair.status().ToString();
+  if (!pair.ok()) return {};
+  Status written = node::WriteKeyPairFiles(dir, name, *pair, /*overwrite=*/true, name);
+  EXPECT_TRUE(written.ok()) << written.ToString();
+  return {node::SecretKeyPath(dir, name), pair->public_key};
 }
 
 // The peers listed in scores.csv of a node folder.

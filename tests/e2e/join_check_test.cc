@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "node/host/status_document.h"
-#include "node/transport/curve_keys.h"
 #include "process/http_server.h"
 #include "tests/e2e/e2e_support.h"
 
@@ -22,22 +21,6 @@ using std::chrono::seconds;
 
 constexpr const char* kIp = "/usr/sbin/ip";
 constexpr const char* kIptables = "/usr/sbin/iptables";
-
-// The key files of one node, written as meshlearn-keygen writes them.
-struct NodeKeyFiles {
-  std::string secret_key_file;
-  std::string public_key;
-};
-
-NodeKeyFiles MakeKeys(const std::string& dir, const std::string& name) {
-  std::filesystem::create_directories(dir);
-  auto pair = node::GenerateCurveKeyPair();
-  EXPECT_TRUE(pair.ok()) << pair.status().ToString();
-  if (!pair.ok()) return {};
-  Status written = node::WriteKeyPairFiles(dir, name, *pair, /*overwrite=*/true, name);
-  EXPECT_TRUE(written.ok()) << written.ToString();
-  return {node::SecretKeyPath(dir, name), pair->public_key};
-}
 
 // CURVE for a node with `keys`, admitting `allowed`.
 node::SecuritySection Curve(const NodeKeyFiles& keys, std::vector<std::string> allowed) {

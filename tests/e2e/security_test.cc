@@ -42,23 +42,6 @@ mode_t ModeOf(const std::string& path) {
   return info.st_mode & 07777;
 }
 
-// comm.csv of a node folder: peer -> (times_sampled, answered).
-std::map<std::string, std::pair<int, int>> Comm(const std::string& node_dir) {
-  std::map<std::string, std::pair<int, int>> rows;
-  std::istringstream lines(ReadText(node_dir + "/comm.csv"));
-  std::string line;
-  std::getline(lines, line);  // header: peer,times_sampled,answered
-  while (std::getline(lines, line)) {
-    std::istringstream cells(line);
-    std::string peer, sampled, answered;
-    std::getline(cells, peer, ',');
-    std::getline(cells, sampled, ',');
-    std::getline(cells, answered, ',');
-    rows[peer] = {std::stoi(sampled), std::stoi(answered)};
-  }
-  return rows;
-}
-
 TEST(Keygen, WritesAPrivateSecretKeyAndItsPublicKeyAndNeverOverwritesWithoutForce) {
   std::string dir = ::testing::TempDir() + "/e2e_keygen";
   std::filesystem::remove_all(dir);
