@@ -319,6 +319,42 @@ TEST(Config, BadValuesNameKeyValueAndWhatIsAllowed) {
   EXPECT_NE(type.message().find("must be true or false"), std::string::npos) << type.message();
 }
 
+// [relay]: unwritten when unset, read and written back, and the rules between its keys named.
+TEST(Config, RelayServesOrIsUsedAndSaysWhatIsNotAllowed) {
+  auto plain = ParseNodeConfig(kMinimal, "node.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(RenderNodeConfig(*plain).find("[relay]"), std::string::npos)
+      << "unwritten when unset: configs render as before the section existed";
+
+  auto relayed = ParseNodeConfig(
+      std::string(kMinimal) + "[relay]\nvia = \"tcp://203.0.113.5:6000\"\n", "node.toml");
+  ASSERT_TRUE(relayed.ok()) << relayed.status().ToString();
+  EXPECT_EQ(relayed->relay.via, "tcp://203.0.113.5:6000");
+  EXPECT_EQ(relayed->relay.max_clients, 16);
+  auto again = ParseNodeConfig(RenderNodeConfig(*relayed), "rendered.toml");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *relayed);
+
+  auto relay = ParseNodeConfig(
+      std::string(kMinimal) + "[relay]\nserve = \"tcp://0.0.0.0:6000\"\nmax_clients = 4\n",
+      "node.toml");
+  ASSERT_TRUE(relay.ok()) << relay.status().ToString();
+  EXPECT_EQ(relay->relay.max_clients, 4);
+
+  Status both =
+      ParseError(std::string(kMinimal) +
+                 "[relay]\nserve = \"tcp://0.0.0.0:6000\"\nvia = \"tcp://10.0.0.1:6000\"\n");
+  EXPECT_NE(both.message().find("a node behind a relay ('via') cannot serve as one ('serve')"),
+            std::string::npos)
+      << both.message();
+  Status bad = ParseError(std::string(kMinimal) + "[relay]\nvia = \"tcp://300.1.2.3:6000\"\n");
+  EXPECT_NE(bad.message().find("'relay.via'"), std::string::npos) << bad.message();
+  Status zero = ParseError(std::string(kMinimal) + "[relay]\nmax_circuits = 0\n");
+  EXPECT_NE(zero.message().find("'relay.max_circuits' = 0 must be in [1, 100000]"),
+            std::string::npos)
+      << zero.message();
+}
+
 // [compression] (a scenario's [node.compression]): the codec the node serves its model in,
 // read, written back and handed to the model server; what is not allowed is named.
 TEST(Config, CompressionChoosesTheServedCodecAndTopKSettings) {
