@@ -67,6 +67,11 @@ bool ModelServer::Satisfies(int64_t min_round, bool done) const {
 
 void ModelServer::OnGetModel(InboundId inbound, const Envelope& env, const GetModel& get,
                              TimePoint now, bool done, Actions& out) {
+  if (halted_) {
+    out.push_back(
+        requests_.ReplyTo(inbound, env.request_id, Error{ErrorCode::kUnavailable, *halted_}));
+    return;
+  }
   const CompressionCodec codec = CodecFor(get);
   const HeldEstimate estimate = get.estimate.value_or(HeldEstimate{});
   if (Satisfies(get.min_round, done) || (HavePublished() && !get.wait)) {
@@ -92,6 +97,15 @@ CompressionCodec ModelServer::CodecFor(const GetModel& get) const {
     if (accepted == ours) return ours;
   }
   return CompressionCodec::kNone;
+}
+
+void ModelServer::Halt(std::string reason, Actions& out) {
+  halted_ = std::move(reason);
+  for (const Held& held : held_) {
+    out.push_back(
+        requests_.ReplyTo(held.inbound, held.request_id, Error{ErrorCode::kUnavailable, *halted_}));
+  }
+  held_.clear();
 }
 
 void ModelServer::AnswerHeld(TimePoint now, bool expire_all, bool done, Actions& out) {

@@ -41,6 +41,14 @@
 //   float32 model. A resumed node starts a new lineage at the snapshot it resumes with
 //   (PublishResumed) unless its checkpoint kept the estimate. Chain replies are encoded once per
 //   snapshot and starting round.
+// - A halted node (its learning failed, Halt()) answers every GetModel, held ones included, with
+//   Error(unavailable) naming the failure, and serves no snapshot again; it still keeps the ones
+//   published (a checkpoint and the node's rest read them).
+//   Rationale (issue 61): its last model is the one whose next merge and training failed. Under
+//   `scaling` such weights grew until the losses overflowed while still finite (robustness.md,
+//   result set (c)), and nothing the node can check tells them from good ones; so it serves none,
+//   and its peers, finding it unavailable, sample others and in time mark it dead. An
+//   early-stopped node is healthy and serves its best model as before.
 // - With wait = false and no snapshot yet (round 0 is still running), the request is answered at
 //   once with Error(unavailable, kNoModelYet).
 //   Rationale: an asynchronous requester takes whatever the node has; holding its request to the
@@ -122,6 +130,11 @@ class ModelServer {
   // (all of them with `expire_all`).
   void AnswerHeld(TimePoint now, bool expire_all, bool done, Actions& out);
 
+  // The node's learning halted because of `reason`: answers the held requests and every later
+  // GetModel with Error(unavailable, `reason`) (see the specification).
+  void Halt(std::string reason, Actions& out);
+  // Why the node halted; nullopt while it serves.
+  const std::optional<std::string>& halted() const { return halted_; }
   // True once a snapshot was published.
   bool HavePublished() const { return !history_.empty(); }
   // The newest snapshot; requires HavePublished().
@@ -179,6 +192,7 @@ class ModelServer {
   std::optional<EstimateOwner> estimate_;  // topk only
   uint64_t held_requests_expired_ = 0;
   uint64_t whole_estimates_sent_ = 0;
+  std::optional<std::string> halted_;  // why the node serves no model any more
 };
 
 }  // namespace meshlearn::node

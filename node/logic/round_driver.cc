@@ -324,11 +324,16 @@ void RoundDriver::CompleteRound(const Result<RoundOutcome>& result, TimePoint no
   record.answered = static_cast<int>(fetch_.answered.size());
   for (const topology::SampledPeer& p : fetch_.sampled) record.sampled_peers.push_back(p.peer);
   if (!result.ok()) {
-    node_.log.error("round {}: {}; the node stops learning and keeps serving its last model", round,
-                    result.status().ToString());
+    node_.log.error(
+        "round {}: {}; the node stops learning and serves no model from now on (peers asking "
+        "for one are told it halted)",
+        round, result.status().ToString());
     record.stopped = true;
     record.outcome = RoundOutcome::Unmeasured(round);
     Publish(round, server_.HavePublished() ? server_.Latest().weights : FloatArray(), true);
+    server_.Halt("node " + node_.requests.self() + " halted at round " + std::to_string(round) +
+                     ": " + result.status().message() + "; it serves no model",
+                 out);
   } else {
     const RoundOutcome& outcome = *result;
     counters_.merge_excluded += static_cast<uint64_t>(outcome.excluded_by_min_score);

@@ -54,7 +54,8 @@
 // - A round lasts at least `min_round` (pacing): the next one starts when it has passed.
 //   Rationale: on a LAN a tiny model would otherwise gossip as fast as the network allows.
 // - A failed computation (e.g. a NaN loss) keeps the last snapshot, records the round as stopped
-//   and stops learning; the node keeps serving. A round that lost only a part
+//   and stops learning; the node serves no model from then on (ModelServer::Halt: every GetModel
+//   is answered Error(unavailable) naming the failure). A round that lost only a part
 //   (RoundOutcome::round_errors: a merge left out, an attack plug-in that failed) goes on, with
 //   one error line per part; a peer that could not be scored, one warning line.
 // - A resting node (its last snapshot is early-stopped: patience ran out, or its privacy budget)

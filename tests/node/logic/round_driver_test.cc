@@ -88,6 +88,45 @@ TEST(RoundDriver, AFailedRoundRecordsNoMetrics) {
   }
 }
 
+// Issue 61: a node whose learning halted serves no model: every GetModel, held or not, is
+// answered Error(unavailable) naming the failure, while an early-stopped node still serves.
+TEST(RoundDriver, AHaltedNodeServesNoModelAndSaysWhy) {
+  TimePoint t0{};
+  auto m = AdmittedMachine(MachineConfig("me", kPeers));
+  // A peer's GetModel for round 1 waits for it (sync mode).
+  GetModel held;
+  held.min_round = 1;
+  held.wait = true;
+  EXPECT_TRUE(All<SendReply>(m->OnInbound(1, From("a", 7, held), t0 + seconds(1))).empty());
+  Actions failed = m->OnComputeDone(Status::NonFinite("training loss became inf"), t0 + seconds(2));
+  auto errors = All<SendReply>(failed);
+  ASSERT_EQ(errors.size(), 1u) << "the held request is answered at once";
+  const auto* error = std::get_if<Error>(&errors[0].message.body);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(error->code, ErrorCode::kUnavailable);
+  EXPECT_NE(error->text.find("node me halted at round 0: training loss became inf"),
+            std::string::npos)
+      << error->text;
+  for (bool wait : {false, true}) {
+    GetModel later;
+    later.wait = wait;
+    auto replies = All<SendReply>(m->OnInbound(2, From("a", 8, later), t0 + seconds(3)));
+    ASSERT_EQ(replies.size(), 1u);
+    const auto* refused = std::get_if<Error>(&replies[0].message.body);
+    ASSERT_NE(refused, nullptr) << "wait " << wait << ": a halted node sends no model";
+    EXPECT_EQ(refused->code, ErrorCode::kUnavailable);
+  }
+
+  auto healthy = AdmittedMachine(MachineConfig("me", kPeers));
+  RoundOutcome stopped = Outcome(0);
+  stopped.stopped = true;  // patience ran out: its best model is still served
+  (void)healthy->OnComputeDone(stopped, t0 + seconds(1));
+  GetModel get;
+  auto served = All<SendReply>(healthy->OnInbound(3, From("a", 9, get), t0 + seconds(2)));
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<Model>(served[0].message.body));
+}
+
 // Issue 45: a resting (early-stopped) node is silent by default: no GetModel, its rounds go on
 // with no peers and its sampler keeps its scores; with RestingRule::kFetch it still fetches.
 TEST(RoundDriver, RestingNodeSamplesAndFetchesNothingUnlessTold) {
