@@ -92,10 +92,10 @@ Status CheckNodeConfig(NodeConfig& c, const std::string& name) {
   // Each section's own rules (ParseNodeConfig runs them as it reads the section, too).
   MESHLEARN_RETURN_IF_ERROR(c.compression.Check(name));
   if (c.security) MESHLEARN_RETURN_IF_ERROR(c.security->Check(name));
-  if (!c.relay.via.empty() && !c.relay.serve.empty()) {
+  if (!c.relay.via.empty() && !c.relay.serve_at.empty()) {
     return Status::InvalidArgument(name +
                                    ": [relay] a node behind a relay ('via') cannot serve as "
-                                   "one ('serve'): nobody could reach its relay port");
+                                   "one ('serve_at'): nobody could reach its relay port");
   }
   if (!c.relay.via.empty() && c.security && c.relay.via_public_key.empty()) {
     return Status::InvalidArgument(name +

@@ -513,15 +513,12 @@ struct PrivacySection {
   }
 };
 
-// [security]: ZeroMQ CURVE on every socket and an allowlist of peer public keys (DESIGN.md
-// "Reliability and security"). The key files are read when the node starts
-// (node/transport/curve_keys.h, LoadNodeKeys), not when the config is parsed.
-// [relay]: relays for nodes behind NAT (node/transport/relay.h, docs/lan.md "Relays"). A
-// reachable node may serve as a relay; a node that cannot accept connections registers at one and
-// advertises the port the relay gives it. Written only when set.
+// [relay]: relays for nodes behind NAT (node/transport/relay.h, docs/lan.md "Relays for nodes
+// behind NAT"). A reachable node may serve as a relay; a node that cannot accept connections
+// registers at one and advertises the port the relay gives it. Written only when set.
 struct RelaySection {
   // Where nodes behind NAT register, e.g. "tcp://0.0.0.0:6000"; empty: this node is no relay.
-  std::string serve;
+  std::string serve_at;
   // The host the relayed nodes' ports are advertised with; empty: the host of this node's
   // advertised (or listen) endpoint.
   std::string public_host;
@@ -536,7 +533,7 @@ struct RelaySection {
   // The keys of [relay].
   template <class Keys, class Self>
   static void Describe(Keys& keys, Self& s) {
-    keys.Endpoint("serve", s.serve, EndpointUse::kOptionalListen);
+    keys.Endpoint("serve_at", s.serve_at, EndpointUse::kOptionalListen);
     keys.String("public_host", s.public_host, Need::kOptional, Written::kUnlessDefault);
     keys.Integer("max_clients", s.max_clients, 1, 100000);
     keys.Integer("max_circuits", s.max_circuits, 1, 100000);
@@ -545,6 +542,9 @@ struct RelaySection {
   }
 };
 
+// [security]: ZeroMQ CURVE on every socket and an allowlist of peer public keys (DESIGN.md
+// "Reliability and security"). The key files are read when the node starts
+// (node/transport/curve_keys.h, LoadNodeKeys), not when the config is parsed.
 struct SecuritySection {
   std::string secret_key_file;  // required: this node's secret key (meshlearn-keygen)
   // Z85 public keys admitted, inline; an entry may add the node id the key is bound to after a

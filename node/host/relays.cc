@@ -9,17 +9,18 @@ namespace meshlearn::node {
 Result<NodeRelays> StartRelays(NodeConfig& config) {
   NodeRelays relays;
   const RelaySection& relay = config.relay;
-  if (relay.serve.empty() && relay.via.empty()) return relays;
+  if (relay.serve_at.empty() && relay.via.empty()) return relays;
   std::optional<CurveOptions> curve;
   if (config.security) {
     auto keys = LoadNodeKeys(config);
     if (!keys.ok()) return keys.status();
     curve = CurveOptions{keys->public_key, keys->secret_key, keys->allowed_keys};
   }
-  if (!relay.serve.empty()) {
+  if (!relay.serve_at.empty()) {
     RelayServerOptions options;
-    options.control_endpoint = relay.serve;
-    options.bind_host = EndpointHost(relay.serve) == "*" ? "0.0.0.0" : EndpointHost(relay.serve);
+    options.control_endpoint = relay.serve_at;
+    options.bind_host =
+        EndpointHost(relay.serve_at) == "*" ? "0.0.0.0" : EndpointHost(relay.serve_at);
     options.public_host =
         relay.public_host.empty()
             ? EndpointHost(config.advertise.empty() ? config.listen : config.advertise)
@@ -28,7 +29,7 @@ Result<NodeRelays> StartRelays(NodeConfig& config) {
     options.max_circuits = static_cast<size_t>(relay.max_circuits);
     options.curve = curve;
     auto server = StartRelayServer(options);
-    if (!server.ok()) return server.status().WithContext("[relay] serve");
+    if (!server.ok()) return server.status().WithContext("[relay] serve_at");
     relays.server = std::move(*server);
   }
   if (!relay.via.empty()) {

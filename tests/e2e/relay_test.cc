@@ -112,7 +112,7 @@ TEST(Relay, TwoNodesBehindNatAndOneReachableNodeTrainTogetherThroughItsRelay) {
     c.security = security;
     if (id == "hub") {
       c.mesh_size = 3;  // it waits to be greeted
-      c.relay.serve = relay;
+      c.relay.serve_at = relay;
     } else {
       c.peers = {{"hub", listen.at("hub"), keys["hub"].public_key}};
       if (relayed) {

@@ -336,15 +336,15 @@ TEST(Config, RelayServesOrIsUsedAndSaysWhatIsNotAllowed) {
   EXPECT_EQ(*again, *relayed);
 
   auto relay = ParseNodeConfig(
-      std::string(kMinimal) + "[relay]\nserve = \"tcp://0.0.0.0:6000\"\nmax_clients = 4\n",
+      std::string(kMinimal) + "[relay]\nserve_at = \"tcp://0.0.0.0:6000\"\nmax_clients = 4\n",
       "node.toml");
   ASSERT_TRUE(relay.ok()) << relay.status().ToString();
   EXPECT_EQ(relay->relay.max_clients, 4);
 
   Status both =
       ParseError(std::string(kMinimal) +
-                 "[relay]\nserve = \"tcp://0.0.0.0:6000\"\nvia = \"tcp://10.0.0.1:6000\"\n");
-  EXPECT_NE(both.message().find("a node behind a relay ('via') cannot serve as one ('serve')"),
+                 "[relay]\nserve_at = \"tcp://0.0.0.0:6000\"\nvia = \"tcp://10.0.0.1:6000\"\n");
+  EXPECT_NE(both.message().find("a node behind a relay ('via') cannot serve as one ('serve_at')"),
             std::string::npos)
       << both.message();
   Status bad = ParseError(std::string(kMinimal) + "[relay]\nvia = \"tcp://300.1.2.3:6000\"\n");
