@@ -298,11 +298,13 @@ std::string DescribeIdentityDifference(const CheckpointIdentity& stored,
 std::string EncodeCheckpoint(const Checkpoint& c) {
   msgpack::sbuffer body;
   Packer pk(body);
-  // The 10th item, the top-k estimates, was appended later and is written only when there are
-  // any; readers accept 9 or more items.
+  // The 10th item, the top-k estimates, and the 11th, why the node halted, were appended later
+  // and are written only when set (the 10th as nil when only the 11th is); readers accept 9 or
+  // more items.
   const EstimatesState& estimates = c.machine.estimates;
   const bool has_estimates = estimates.owner || !estimates.peers.empty();
-  pk.pack_array(has_estimates ? 10 : 9);
+  const bool halted = !c.machine.halted.empty();
+  pk.pack_array(halted ? 11 : has_estimates ? 10 : 9);
   const CheckpointIdentity identity = c.identity.value_or(CheckpointIdentity{});
   pk.pack_array(4);
   pk.pack(identity.node_id);
@@ -311,7 +313,12 @@ std::string EncodeCheckpoint(const Checkpoint& c) {
   pk.pack(identity.settings);
   pk.pack(c.machine.wall_seconds);
   PackState(pk, c);
-  if (has_estimates) PackEstimates(pk, estimates);
+  if (has_estimates) {
+    PackEstimates(pk, estimates);
+  } else if (halted) {
+    pk.pack_nil();
+  }
+  if (halted) pk.pack(c.machine.halted);
 
   msgpack::sbuffer file;
   Packer outer(file);
@@ -362,7 +369,10 @@ Result<Checkpoint> DecodeCheckpoint(const std::string& bytes, const std::string&
                                     id[2].as<uint64_t>(), id[3].as<std::string>()};
     UnpackState(items + 2, c);
     c.machine.wall_seconds = items[1].as<double>();
-    if (inner.get().via.array.size > 9) c.machine.estimates = UnpackEstimates(items[9]);
+    if (inner.get().via.array.size > 9 && items[9].type != msgpack::type::NIL) {
+      c.machine.estimates = UnpackEstimates(items[9]);
+    }
+    if (inner.get().via.array.size > 10) c.machine.halted = items[10].as<std::string>();
     return c;
   } catch (const std::exception& e) {
     return Status::Malformed(name + ": corrupt checkpoint (" + e.what() + ")" + fix);

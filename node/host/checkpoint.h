@@ -3,10 +3,11 @@
 // which run it belongs to.
 //
 // Format version 2 (msgpack): ["MLCKPT", 2, crc32, body], where body is a msgpack bin holding
-// [identity, wall_s, round, stopped, learner, sampler, comm, peers, rng_state(, estimates)] and
-// crc32 is the CRC-32 of the body's bytes (base/crc32.h). identity = [node_id, seed, shard_hash,
-// settings]; estimates, the top-k public estimates (node/logic/public_estimates.h), is written
-// only when the node has any.
+// [identity, wall_s, round, stopped, learner, sampler, comm, peers, rng_state(, estimates(,
+// halted))] and crc32 is the CRC-32 of the body's bytes (base/crc32.h). identity = [node_id,
+// seed, shard_hash, settings]; estimates, the top-k public estimates
+// (node/logic/public_estimates.h), is written only when the node has any or halted (nil then);
+// halted, why the node's learning halted (MachineState::halted), only when it did.
 // Weights are msgpack bin of little-endian float32. Version 1, ["MLCKPT", 1, round, stopped,
 // learner, sampler, comm, peers, rng_state], had neither identity nor checksum; it is still read.
 // Written atomically after every round (base/atomic_file.h). The optimiser has no state to keep:

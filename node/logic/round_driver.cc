@@ -37,7 +37,7 @@ RoundDriver::RoundDriver(RoundConfig config, uint64_t sampling_seed, NodeService
 Status RoundDriver::Restore(int64_t round, double wall_seconds,
                             const std::vector<topology::CommRow>& comm,
                             const std::string& rng_state, FloatArray weights, bool stopped,
-                            const EstimatesState& estimates) {
+                            const EstimatesState& estimates, const std::string& halted) {
   if (estimates_) {
     MESHLEARN_RETURN_IF_ERROR(estimates_->Restore(estimates.peers).WithContext("checkpoint"));
   }
@@ -56,6 +56,10 @@ Status RoundDriver::Restore(int64_t round, double wall_seconds,
   node_.requests.set_round(round);
   server_.PublishResumed(SnapshotOf(round, std::move(weights), stopped, std::nullopt),
                          estimates.owner);
+  if (!halted.empty()) {
+    Actions none;  // nothing is held before the node starts
+    server_.Halt(halted, none);
+  }
   return Status::Ok();
 }
 

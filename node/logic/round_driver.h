@@ -180,12 +180,15 @@ class RoundDriver {
   // Rationale for `wall_seconds`: wall_s goes on from the checkpointed round's, so that it stays
   // monotonic across a restart (the time the node was down does not count).
   // `estimates`: the top-k estimates of the checkpoint (ExportEstimates()); a peer estimate of
-  // the wrong size is refused with kLayoutMismatch.
+  // the wrong size is refused with kLayoutMismatch. `halted`: why the node's learning halted
+  // (MachineState::halted), empty when it did not: a halted node resumes serving no model.
   Status Restore(int64_t round, double wall_seconds, const std::vector<topology::CommRow>& comm,
                  const std::string& rng_state, FloatArray weights, bool stopped,
-                 const EstimatesState& estimates);
+                 const EstimatesState& estimates, const std::string& halted = "");
   // The top-k estimates, the node's own and its peers', for a checkpoint.
   EstimatesState ExportEstimates() const;
+  // Why the node's learning halted (ModelServer::halted); nullopt while it learns.
+  const std::optional<std::string>& halted() const { return server_.halted(); }
   // Starts at `now`: round 0, the round after the restored one, or lingering.
   void Start(TimePoint now, Actions& out);
   // Rounds from `round` on never begin: the driver waits after round - 1 (still serving) until

@@ -24,7 +24,7 @@ Status NodeStateMachine::Resume(const MachineState& state, FloatArray weights, b
   MESHLEARN_RETURN_IF_ERROR(sampler_->Restore(state.sampler).WithContext("checkpoint sampler"));
   membership_.Restore(state.peers);
   return driver_.Restore(state.round, state.wall_seconds, state.comm, state.rng_state,
-                         std::move(weights), stopped, state.estimates);
+                         std::move(weights), stopped, state.estimates, state.halted);
 }
 
 Actions NodeStateMachine::Start(TimePoint now) {
@@ -183,6 +183,7 @@ MachineState NodeStateMachine::ExportState() const {
   state.peers = membership_.Export();
   state.rng_state = driver_.RngState();
   state.estimates = driver_.ExportEstimates();
+  state.halted = driver_.halted().value_or("");
   return state;
 }
 

@@ -72,6 +72,9 @@ struct MachineState {
   std::vector<PeerAddress> peers;
   std::string rng_state;
   EstimatesState estimates;  // top-k: the node's public estimate and its copies of its peers'
+  // Why the node's learning halted (ModelServer::Halt); empty while it learns. A resumed halted
+  // node stays halted: it serves no model after a restart either.
+  std::string halted;
 };
 
 // Counters for /status and /metrics.

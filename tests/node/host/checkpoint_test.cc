@@ -92,6 +92,28 @@ TEST(Checkpoint, TopKEstimatesAreKeptAndOnlyWrittenWhenThereAreAny) {
   EXPECT_EQ(EncodeCheckpoint(c).size(), plain);
 }
 
+// Issue 61: why a node's learning halted is kept, with or without top-k estimates, so that a
+// restarted halted node still serves no model; a node that did not halt has the bytes it had.
+TEST(Checkpoint, WhyTheNodeHaltedIsKeptAndOnlyWrittenWhenItDid) {
+  const std::string plain = EncodeCheckpoint(Sample());
+  Checkpoint c = Sample();
+  c.machine.halted = "node n7 halted at round 7: training loss became inf; it serves no model";
+  auto read = DecodeCheckpoint(EncodeCheckpoint(c), "ckpt");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->machine.halted, c.machine.halted);
+  EXPECT_EQ(read->machine.estimates, EstimatesState{}) << "no estimates: written as nil";
+  c.machine.estimates.peers = {{"a", {4, 5}, {7.f, 8.f, 9.f}}};
+  auto both = DecodeCheckpoint(EncodeCheckpoint(c), "ckpt");
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  EXPECT_EQ(both->machine.halted, c.machine.halted);
+  EXPECT_EQ(both->machine.estimates, c.machine.estimates);
+  c = Sample();
+  EXPECT_EQ(EncodeCheckpoint(c), plain);
+  auto never = DecodeCheckpoint(plain, "ckpt");
+  ASSERT_TRUE(never.ok());
+  EXPECT_EQ(never->machine.halted, "");
+}
+
 TEST(Checkpoint, TheIdentityAndWallTimeAreKept) {
   auto read = DecodeCheckpoint(EncodeCheckpoint(Sample()), "ckpt");
   ASSERT_TRUE(read.ok()) << read.status().ToString();

@@ -117,6 +117,17 @@ TEST(RoundDriver, AHaltedNodeServesNoModelAndSaysWhy) {
     EXPECT_EQ(refused->code, ErrorCode::kUnavailable);
   }
 
+  // Restarted from its checkpoint, it is still halted.
+  MachineState state = m->ExportState();
+  EXPECT_NE(state.halted.find("halted at round 0"), std::string::npos) << state.halted;
+  auto restarted = MakeMachine(MachineConfig("me", kPeers));
+  ASSERT_TRUE(restarted->Resume(state, FloatArray::Own({1, 2, 3, 4}), true).ok());
+  GetModel after;
+  auto refused = All<SendReply>(restarted->OnInbound(4, From("a", 10, after), t0 + seconds(4)));
+  ASSERT_EQ(refused.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<Error>(refused[0].message.body));
+  EXPECT_EQ(std::get<Error>(refused[0].message.body).text, state.halted);
+
   auto healthy = AdmittedMachine(MachineConfig("me", kPeers));
   RoundOutcome stopped = Outcome(0);
   stopped.stopped = true;  // patience ran out: its best model is still served
