@@ -22,9 +22,12 @@ std::string Where(const std::string& name, const toml::node& n) {
 
 // Whether the value of table key `key` is written out as is, never a template: Z85 public keys
 // use '{' and '}' among their characters, so "{1}" or "{ab}" in a key is data, not a
-// placeholder. Those are a peer's `public_key` and the entries of [security] `allowed_keys`
-// (each a key, optionally followed by the node id it is bound to).
-bool HoldsLiteral(std::string_view key) { return key == "public_key" || key == "allowed_keys"; }
+// placeholder. Those are every key's value named `*public_key` (a peer's `public_key`, [relay]
+// `via_public_key`) and the entries of [security] `allowed_keys` (each a key, optionally followed
+// by the node id it is bound to).
+bool HoldsLiteral(std::string_view key) {
+  return key.ends_with("public_key") || key == "allowed_keys";
+}
 
 // Calls `visit(text, path)` for every string value under `n` that may hold placeholders, in
 // document order, with its dotted name (`path`, "a.b[2]"); values of HoldsLiteral() keys are

@@ -335,6 +335,15 @@ TEST(Config, RelayServesOrIsUsedAndSaysWhatIsNotAllowed) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, *relayed);
 
+  // A Z85 key may hold '{' and '}': data, not a template's placeholder.
+  auto keyed =
+      ParseNodeConfig(std::string(kMinimal) +
+                          "[relay]\nvia = \"tcp://203.0.113.5:6000\"\n"
+                          "via_public_key = \"<j*+#iWAU--ma{iaR*v!dtJ@yW9&{1ae}Wi!cbHU\"\n",
+                      "node.toml");
+  ASSERT_TRUE(keyed.ok()) << keyed.status().ToString();
+  EXPECT_EQ(keyed->relay.via_public_key, "<j*+#iWAU--ma{iaR*v!dtJ@yW9&{1ae}Wi!cbHU");
+
   auto relay = ParseNodeConfig(
       std::string(kMinimal) + "[relay]\nserve_at = \"tcp://0.0.0.0:6000\"\nmax_clients = 4\n",
       "node.toml");
