@@ -102,18 +102,12 @@ class Server final : public RelayServer {
     try {
       if (options_.curve) {
         for (const std::string& key : options_.curve->allowed_public_keys) allowed_.insert(key);
-        zap_ = zmq::socket_t(context_, zmq::socket_type::rep);
-        zap_.set(zmq::sockopt::linger, 0);
-        zap_.bind(kZapEndpoint);
+        zap_ = BindZapHandler(context_);
       }
       control_ = zmq::socket_t(context_, zmq::socket_type::router);
       SetQueues(control_, options_.high_water_mark);
       control_.set(zmq::sockopt::router_mandatory, 1);
-      if (options_.curve) {
-        control_.set(zmq::sockopt::curve_server, 1);
-        control_.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
-        control_.set(zmq::sockopt::zap_domain, "meshlearn-relay");
-      }
+      if (options_.curve) SetCurveServer(control_, *options_.curve, "meshlearn-relay");
     } catch (const zmq::error_t& error) {
       return Status::Internal(std::string("relay: cannot create its sockets: ") + error.what());
     }
@@ -329,11 +323,7 @@ class Client final : public RelayClient {
     try {
       control_ = zmq::socket_t(context_, zmq::socket_type::dealer);
       SetQueues(control_, options_.high_water_mark);
-      if (options_.curve) {
-        control_.set(zmq::sockopt::curve_serverkey, options_.relay_public_key);
-        control_.set(zmq::sockopt::curve_publickey, options_.curve->public_key);
-        control_.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
-      }
+      if (options_.curve) SetCurveClient(control_, *options_.curve, options_.relay_public_key);
       if (auto started = LinkWatch::Start(context_, control_, 1); started.ok()) {
         watch = std::move(*started);
       }

@@ -41,6 +41,28 @@ std::vector<std::string> ZapReply(const std::string& request_id, const char* sta
   return {"1.0", request_id, status, text, user_id, ""};
 }
 
+zmq::socket_t BindZapHandler(zmq::context_t& context) {
+  zmq::socket_t zap(context, zmq::socket_type::rep);
+  zap.set(zmq::sockopt::linger, 0);
+  zap.bind(kZapEndpoint);
+  return zap;
+}
+
+void SetCurveServer(zmq::socket_t& socket, const CurveOptions& curve, const char* domain) {
+  socket.set(zmq::sockopt::curve_server, 1);
+  socket.set(zmq::sockopt::curve_secretkey, curve.secret_key);
+  socket.set(zmq::sockopt::zap_domain, domain);
+  int enforce = 1;  // best effort: a libzmq built without drafts lacks it (zmq_sockets.h)
+  (void)zmq_setsockopt(socket.handle(), kZapEnforceDomain, &enforce, sizeof(enforce));
+}
+
+void SetCurveClient(zmq::socket_t& socket, const CurveOptions& curve,
+                    const std::string& server_key) {
+  socket.set(zmq::sockopt::curve_serverkey, server_key);
+  socket.set(zmq::sockopt::curve_publickey, curve.public_key);
+  socket.set(zmq::sockopt::curve_secretkey, curve.secret_key);
+}
+
 uint64_t AnswerZapRequests(zmq::socket_t& zap, const std::set<std::string>& allowed,
                            int max_reads) {
   uint64_t refused = 0;

@@ -32,6 +32,21 @@ inline constexpr int kZapEnforceDomain = 93;
 std::vector<std::string> ZapReply(const std::string& request_id, const char* status,
                                   const std::string& text, const std::string& user_id);
 
+// A ZAP handler's socket (a REP) bound at kZapEndpoint of `context`, linger 0. Bind it before any
+// CURVE server socket of the context exists, so that no handshake finds it missing. Throws
+// zmq::error_t.
+zmq::socket_t BindZapHandler(zmq::context_t& context);
+
+// Makes `socket` a CURVE server with `curve`'s secret key whose handshakes the ZAP handler of its
+// context authenticates in `domain`; where libzmq has ZMQ_ZAP_ENFORCE_DOMAIN, it refuses every
+// client while no handler is bound. Throws zmq::error_t.
+void SetCurveServer(zmq::socket_t& socket, const CurveOptions& curve, const char* domain);
+
+// Makes `socket` a CURVE client with `curve`'s key pair that talks only to a server proving
+// `server_key` (Z85). Throws zmq::error_t.
+void SetCurveClient(zmq::socket_t& socket, const CurveOptions& curve,
+                    const std::string& server_key);
+
 // Answers up to `max_reads` ZAP requests waiting on `zap` (a REP bound at kZapEndpoint; RFC 27):
 // 200 for a CURVE client whose key is in `allowed`, with that key (Z85) as the connection's user
 // id, and 400 for any other. Returns how many it refused.

@@ -79,20 +79,12 @@ class IoLoop {
     try {
       if (options_.curve) {
         // The handler is bound before the ROUTER exists, so no handshake ever finds it missing.
-        zap_ = zmq::socket_t(context_, zmq::socket_type::rep);
-        zap_.set(zmq::sockopt::linger, 0);
-        zap_.bind(kZapEndpoint);
+        zap_ = BindZapHandler(context_);
       }
       router_ = zmq::socket_t(context_, zmq::socket_type::router);
       SetCommonOptions(router_, options_);
       router_.set(zmq::sockopt::router_mandatory, 1);
-      if (options_.curve) {
-        router_.set(zmq::sockopt::curve_server, 1);
-        router_.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
-        router_.set(zmq::sockopt::zap_domain, "meshlearn");
-        int enforce = 1;  // best effort: a libzmq built without drafts lacks it (see above)
-        (void)zmq_setsockopt(router_.handle(), kZapEnforceDomain, &enforce, sizeof(enforce));
-      }
+      if (options_.curve) SetCurveServer(router_, *options_.curve, "meshlearn");
     } catch (const zmq::error_t& error) {
       return Status::Internal(std::string("cannot create the ROUTER socket: ") + error.what());
     }
@@ -465,9 +457,7 @@ class IoLoop {
       peer.dealer.set(zmq::sockopt::reconnect_ivl_max,
                       static_cast<int>(options_.max_reconnect_interval.count()));
       if (options_.curve) {
-        peer.dealer.set(zmq::sockopt::curve_serverkey, server_key);
-        peer.dealer.set(zmq::sockopt::curve_publickey, options_.curve->public_key);
-        peer.dealer.set(zmq::sockopt::curve_secretkey, options_.curve->secret_key);
+        SetCurveClient(peer.dealer, *options_.curve, server_key);
         peer.server_key = server_key;
       }
       // Best effort: a connection whose monitor ZeroMQ refuses still works, without the words.
