@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "node/host/node_host.h"
 #include "node/host/relays.h"
 #include "node/learner/learner_factory.h"
 #include "node/transport/endpoint.h"
@@ -188,25 +189,15 @@ Result<JoinCheck> CheckJoin(const NodeConfig& config, JoinCheckOptions options) 
     if (!loaded.ok()) return loaded.status();
     keys = std::move(*loaded);
   }
-  if (options.architecture_id.empty()) {
-    auto learner = CreateLearner(config);
-    if (!learner.ok()) return learner.status();
-    options.architecture_id = (*learner)->ArchitectureId();
-  }
+  auto learner = CreateLearner(config);  // the architecture its Hello announces
+  if (!learner.ok()) return learner.status();
   const std::chrono::milliseconds deadline =
       options.deadline.count() > 0
           ? options.deadline
           : std::chrono::duration_cast<std::chrono::milliseconds>(config.round.Deadline());
 
   // The node's own transport, as NodeHost::Create starts it.
-  TransportOptions transport_options;
-  transport_options.node_id = config.id;
-  transport_options.protocol_version = config.round.ProtocolVersion();
-  transport_options.listen_endpoint = config.listen;
-  transport_options.limits.max_message_bytes = config.round.max_message_bytes;
-  if (keys) {
-    transport_options.curve = CurveOptions{keys->public_key, keys->secret_key, keys->allowed_keys};
-  }
+  const TransportOptions transport_options = NodeTransportOptions(config, keys);
   const Limits limits = transport_options.limits;
   auto dial_backs = std::make_shared<DialBacks>();
   // The transport the handler answers on, set once it has started (the handler may run before).
@@ -252,9 +243,11 @@ Result<JoinCheck> CheckJoin(const NodeConfig& config, JoinCheckOptions options) 
                              "machine that the peers can reach");
   }
 
-  Hello hello{check.advertise, options.architecture_id,
-              std::string(NameOf(similarity::MetricKindNames(), config.learning.metric)),
-              keys ? keys->public_key : "", 0};
+  // The node's own Hello (Membership::OwnHello), from the same membership settings.
+  const MembershipConfig membership =
+      config.Membership(**learner, NodeFacts{check.advertise, keys});
+  Hello hello{membership.listen_endpoint, membership.architecture_id, membership.metric,
+              membership.public_key, membership.nonce};
   Requester requester(**transport, config, limits, deadline);
   std::vector<uint16_t> versions;
   for (const PeerAddress& peer : config.peers) {

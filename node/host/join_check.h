@@ -50,18 +50,16 @@ struct JoinCheck {
 // How the check runs.
 struct JoinCheckOptions {
   TransportFactory transport;  // empty: ZeroMQ (node/transport/zmq_transport.h)
-  // The model architecture this node announces; empty: built from the config (CreateLearner,
-  // which reads the shard).
-  std::string architecture_id;
   // How long a request may take; zero: the config's round_deadline_s.
   std::chrono::milliseconds deadline{0};
   // How long to wait for a peer to greet this node back once it answered.
   std::chrono::milliseconds dial_back_wait{5000};
 };
 
-// Checks the join of the node of `config` (see the steps above). Errors only for what stops the
-// check before it can try a peer: a missing or bad key file, a config whose model cannot be built
-// (their messages name the file or key). A listen endpoint that cannot be bound is a problem of
+// Checks the join of the node of `config` (see the steps above). It builds the node's learner
+// (reading its shard) to announce the same Hello. Errors only for what stops the check before it
+// can try a peer: a missing or bad key file, a config whose model cannot be built (their messages
+// name the file or key). A listen endpoint that cannot be bound is a problem of
 // the result, and no peer is tried.
 Result<JoinCheck> CheckJoin(const NodeConfig& config, JoinCheckOptions options = {});
 

@@ -44,6 +44,20 @@ std::string NodeLogPathOf(const NodeConfig& config) {
   return config.output_dir + "/" + kNodeLogFile;
 }
 
+TransportOptions NodeTransportOptions(const NodeConfig& config,
+                                      const std::optional<NodeKeys>& keys) {
+  TransportOptions options;
+  options.node_id = config.id;
+  options.protocol_version = config.round.ProtocolVersion();
+  options.listen_endpoint = config.listen;
+  options.limits.max_message_bytes = config.round.max_message_bytes;
+  // Idle connections close after a second: a node meets many peers by gossip but talks to a few
+  // per round, and every open connection holds descriptors at both ends.
+  options.idle_connection_timeout = std::chrono::seconds(1);
+  if (keys) options.curve = CurveOptions{keys->public_key, keys->secret_key, keys->allowed_keys};
+  return options;
+}
+
 NodeHost::NodeHost(const NodeConfig& config, World& world)
     : config_(config), world_(world), last_val_loss_(std::nan("")) {}
 
@@ -81,21 +95,12 @@ Result<std::unique_ptr<NodeHost>> NodeHost::Create(const NodeConfig& config, Wor
   if (!sampler.ok()) return sampler.status().WithContext("[learning]");
 
   // Bind before anything else talks to peers; the Hello carries the bound endpoint.
-  TransportOptions transport_options;
-  transport_options.node_id = config.id;
-  transport_options.protocol_version = config.round.ProtocolVersion();
-  transport_options.listen_endpoint = config.listen;
-  transport_options.limits.max_message_bytes = config.round.max_message_bytes;
-  // Idle connections close after a second: a node meets many peers by gossip but talks to a few
-  // per round, and every open connection holds descriptors at both ends.
-  transport_options.idle_connection_timeout = std::chrono::seconds(1);
-  if (keys) {
-    transport_options.curve = CurveOptions{keys->public_key, keys->secret_key, keys->allowed_keys};
-  }
   NodeHost* raw = host.get();
-  auto transport = world.StartTransport(transport_options, [raw](InboundRequest request) {
-    raw->world_.Post([raw, request = std::move(request)]() mutable { raw->OnRequest(request); });
-  });
+  auto transport =
+      world.StartTransport(NodeTransportOptions(config, keys), [raw](InboundRequest request) {
+        raw->world_.Post(
+            [raw, request = std::move(request)]() mutable { raw->OnRequest(request); });
+      });
   if (!transport.ok()) return transport.status().WithContext("listen");
   host->transport_ = std::move(*transport);
   host->decode_options_.limits.max_message_bytes = config.round.max_message_bytes;

@@ -43,6 +43,13 @@ inline constexpr const char* kNeverReachedAPeer = "without ever reaching a peer"
 // launcher sends there.
 std::string NodeLogPathOf(const NodeConfig& config);
 
+// The transport options of the node of `config`, with CURVE when `keys` are given: its id,
+// announced protocol version, listen endpoint and message limit, and idle connections closed
+// after a second. NodeHost::Create and the join check (node/host/join_check.h) start the node's
+// transport with them.
+TransportOptions NodeTransportOptions(const NodeConfig& config,
+                                      const std::optional<NodeKeys>& keys);
+
 // Sees every message a node receives and decodes (requests and replies) on the node's thread,
 // before the node acts on it. For tracing and for tests of what travels on the wire; it must not
 // block and must not keep references into the message.
