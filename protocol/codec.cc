@@ -24,9 +24,14 @@ namespace codec_internal {
 namespace {
 
 Frame ToFrame(msgpack::sbuffer&& buffer) {
-  // sbuffer owns a malloc'd block; release() hands it over without copying.
+  // sbuffer owns a malloc'd block; release() hands it over without copying. The block is cut to
+  // the frame's size. Rationale: a body of a few dozen bytes sits in sbuffer's first 256 (or a
+  // doubled block) for as long as it travels or waits; a simulation holds millions of them.
   size_t size = buffer.size();
   char* data = buffer.release();
+  if (char* fitted = static_cast<char*>(std::realloc(data, std::max<size_t>(size, 1)))) {
+    data = fitted;
+  }
   std::shared_ptr<const void> owner(data, [](const void* p) { std::free(const_cast<void*>(p)); });
   return Frame::View(data, size, std::move(owner));
 }

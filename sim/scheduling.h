@@ -71,9 +71,12 @@ class VirtualClock final : public node::NetworkClock {
  public:
   using TimePoint = node::TimePoint;
   TimePoint Now() const override { return now_; }
-  void At(TimePoint at, std::function<void()> task) override {
-    queue_.emplace(std::make_pair(std::max(at, now_), next_seq_++), std::move(task));
+  TimerId At(TimePoint at, std::function<void()> task) override {
+    const TimerId id{std::max(at, now_), next_seq_++};
+    queue_.emplace(std::make_pair(id.at, id.sequence), std::move(task));
+    return id;
   }
+  void Cancel(const TimerId& id) override { queue_.erase(std::make_pair(id.at, id.sequence)); }
   void Enter(std::function<void()> task, bool) override { task(); }  // one thread: at once
 
   // Sets the time (a resumed simulation's start); only before the first task.

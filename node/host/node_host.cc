@@ -165,7 +165,8 @@ Status NodeHost::Flush() {
   if (world_.outputs() != OutputKeeping::kBuffered) return Status::Ok();
   Status written = recorder_->WriteTables(*machine_);
   if (written.ok() && unwritten_checkpoint_) {
-    written = recorder_->WriteCheckpoint(*unwritten_checkpoint_);
+    Result<std::string> bytes = Inflate(*unwritten_checkpoint_);
+    written = bytes.ok() ? recorder_->WriteEncodedCheckpoint(*bytes) : bytes.status();
     if (written.ok()) unwritten_checkpoint_.reset();
   }
   if (written.ok()) written = recorder_->Flush();
@@ -257,8 +258,9 @@ void NodeHost::Do(RoundCompleted& a) {
   Status written = recorder_->AppendRound(r, stats.bytes_in, stats.bytes_out);
   if (world_.outputs() == OutputKeeping::kBuffered) {
     // Rationale: buffered tables are seen only when flushed; rendering them every round for
-    // thousands of simulated nodes would spend the run on it.
-    unwritten_checkpoint_ = CheckpointNow(r);
+    // thousands of simulated nodes would spend the run on it. The checkpoint waits deflated:
+    // about a third of its encoding, most of which is the generator's state in decimal.
+    unwritten_checkpoint_ = Deflate(EncodeCheckpoint(CheckpointNow(r)));
   } else {
     if (written.ok()) written = recorder_->WriteTables(*machine_);
     if (written.ok()) written = recorder_->WriteCheckpoint(CheckpointNow(r));

@@ -20,6 +20,7 @@
 
 #include <spdlog/logger.h>
 
+#include "base/deflate.h"
 #include "base/status.h"
 #include "node/config/config.h"
 #include "node/host/checkpoint.h"
@@ -179,7 +180,7 @@ class NodeHost {
   DecodeOptions decode_options_;
   LearnerState learner_state_;  // after the last computed round, for checkpoints
   CheckpointIdentity identity_;
-  std::optional<Checkpoint> unwritten_checkpoint_;  // buffered outputs: the last round's
+  std::optional<DeflatedBytes> unwritten_checkpoint_;  // buffered outputs: the last round's
   std::map<InboundId, ReplyToken> tokens_;
   InboundId last_inbound_ = 0;
   Status failure_;

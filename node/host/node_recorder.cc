@@ -22,7 +22,11 @@ Status NodeRecorder::WriteTables(const NodeStateMachine& machine) {
 }
 
 Status NodeRecorder::WriteCheckpoint(const Checkpoint& checkpoint) {
-  return outputs_.Replace(kCheckpointFile, EncodeCheckpoint(checkpoint));
+  return WriteEncodedCheckpoint(EncodeCheckpoint(checkpoint));
+}
+
+Status NodeRecorder::WriteEncodedCheckpoint(std::string_view bytes) {
+  return outputs_.Replace(kCheckpointFile, bytes);
 }
 
 Status NodeRecorder::FollowExchanges(const NodeStateMachine& machine) {

@@ -5,6 +5,7 @@
 // same files.
 
 #include <cstdint>
+#include <string_view>
 
 #include "base/status.h"
 #include "node/host/checkpoint.h"
@@ -29,6 +30,8 @@ class NodeRecorder {
   Status FollowExchanges(const NodeStateMachine& machine);
   // Replaces checkpoint.bin with `checkpoint` (atomically; node/host/checkpoint.h).
   Status WriteCheckpoint(const Checkpoint& checkpoint);
+  // Replaces checkpoint.bin with `bytes`, a checkpoint as EncodeCheckpoint wrote it.
+  Status WriteEncodedCheckpoint(std::string_view bytes);
   // Writes what the folder keeps in memory (NodeOutputs::Flush).
   Status Flush() { return outputs_.Flush(); }
   // The output folder.

@@ -24,8 +24,14 @@ EmdExchange::EmdExchange(EmdExchangeConfig config, NodeServices node, Membership
       node_(node),
       membership_(membership),
       server_(server),
-      witness_(HoldLimit(), node.requests, node.log),
-      witness_rng_(StableHash(node.requests.self() + "/witness", config_.nonce)) {}
+      witness_(HoldLimit(), node.requests, node.log) {}
+
+std::mt19937_64& EmdExchange::WitnessRng() {
+  if (!witness_rng_) {
+    witness_rng_.emplace(StableHash(node_.requests.self() + "/witness", config_.nonce));
+  }
+  return *witness_rng_;
+}
 
 Clock::duration EmdExchange::HoldLimit() const {
   return kEmdDeadlineRounds * config_.round_deadline;
@@ -90,7 +96,7 @@ bool EmdExchange::RequestMeasure(const std::string& peer, const FloatArray& phi,
       node_.log.warn("no third peer can witness the EMD exchange with {}; skipped", peer);
       return true;
     }
-    WitnessTarget target{{witness->id, witness->endpoint, witness->public_key}, witness_rng_()};
+    WitnessTarget target{{witness->id, witness->endpoint, witness->public_key}, WitnessRng()()};
     WitnessEmbedRequest request;
     request.projection_seed = seed;
     request.max_samples = config_.max_samples;
@@ -144,7 +150,7 @@ const topology::PeerEntry* EmdExchange::PickWitness(const std::string& peer, Tim
     }
   }
   if (candidates.empty()) return nullptr;
-  return peers.Find(candidates[witness_rng_() % candidates.size()]);
+  return peers.Find(candidates[WitnessRng()() % candidates.size()]);
 }
 
 SendRequest EmdExchange::RequestToWitness(const PeerInfo& witness, WitnessRows rows,

@@ -57,12 +57,20 @@ class RealTimeNetworkClock final : public NetworkClock {
 
   Clock::time_point Now() const override { return Clock::now(); }
 
-  void At(Clock::time_point at, std::function<void()> task) override {
+  TimerId At(Clock::time_point at, std::function<void()> task) override {
+    TimerId id;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      timers_.emplace(at, std::move(task));
+      id = TimerId{at, next_sequence_++};
+      timers_.emplace(std::make_pair(id.at, id.sequence), std::move(task));
     }
     wake_.notify_one();
+    return id;
+  }
+
+  void Cancel(const TimerId& id) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    timers_.erase(std::make_pair(id.at, id.sequence));
   }
 
   void Enter(std::function<void()> task, bool wait) override {
@@ -90,7 +98,7 @@ class RealTimeNetworkClock final : public NetworkClock {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       Clock::time_point now = Clock::now();
-      while (!timers_.empty() && timers_.begin()->first <= now) {
+      while (!timers_.empty() && timers_.begin()->first.first <= now) {
         std::function<void()> fire = std::move(timers_.begin()->second);
         timers_.erase(timers_.begin());
         lock.unlock();
@@ -101,7 +109,7 @@ class RealTimeNetworkClock final : public NetworkClock {
         if (timers_.empty()) {
           wake_.wait(lock, [&] { return !tasks_.empty() || stopping_; });
         } else {
-          wake_.wait_until(lock, timers_.begin()->first,
+          wake_.wait_until(lock, timers_.begin()->first.first,
                            [&] { return !tasks_.empty() || stopping_; });
         }
       }
@@ -116,10 +124,12 @@ class RealTimeNetworkClock final : public NetworkClock {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::function<void()>> tasks_;                         // guarded by mutex_
-  std::multimap<Clock::time_point, std::function<void()>> timers_;  // guarded by mutex_
-  bool stopping_ = false;                                           // guarded by mutex_
-  std::thread thread_;  // last: starts once everything above exists
+  std::deque<std::function<void()>> tasks_;  // guarded by mutex_
+  // By time, then by sequence (the order At was called in); guarded by mutex_.
+  std::map<std::pair<Clock::time_point, uint64_t>, std::function<void()>> timers_;
+  uint64_t next_sequence_ = 0;  // guarded by mutex_
+  bool stopping_ = false;       // guarded by mutex_
+  std::thread thread_;          // last: starts once everything above exists
 };
 
 }  // namespace
@@ -216,8 +226,10 @@ class SimulatedNetwork::Core {
     c->counters->Add(kRequestsSent);
     c->counters->Add(kBytesOut, TotalBytes(frames));
     connection.request_ids.insert(request_id);
-    c->pending[request_id] = Pending{endpoint, deadline, on_reply, connection.route};
-    clock_->At(deadline, [this, id, request_id, deadline] { Expire(id, request_id, deadline); });
+    c->pending[request_id] = Pending{endpoint, deadline, on_reply, connection.route,
+                                     clock_->At(deadline, [this, id, request_id, deadline] {
+                                       Expire(id, request_id, deadline);
+                                     })};
     if (!server) return;
     // Addressed now: the request reaches this very transport, or nobody.
     std::optional<Clock::duration> duplicate;
@@ -256,7 +268,8 @@ class SimulatedNetwork::Core {
     std::string endpoint;
     Clock::time_point deadline;
     ReplyHandler on_reply;
-    std::string route;  // the connection it went out on
+    std::string route;                     // the connection it went out on
+    NetworkClock::TimerId deadline_timer;  // cancelled when it completes
   };
   // An outgoing connection and the requests waiting for a reply on it.
   struct Connection {
@@ -490,6 +503,9 @@ class SimulatedNetwork::Core {
     if (it == c.pending.end()) return;
     Pending pending = std::move(it->second);
     c.pending.erase(it);
+    // Rationale: a reply long before the deadline would leave the timer queued until then; a
+    // simulation of 100,000 nodes would hold one per request sent in the last deadline's time.
+    clock_->Cancel(pending.deadline_timer);
     auto connection = c.connections.find(pending.endpoint);
     if (connection != c.connections.end() && connection->second.route == pending.route) {
       connection->second.request_ids.erase(request_id);

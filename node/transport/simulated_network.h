@@ -38,6 +38,7 @@
 //   actions; a handler run inline would re-enter it.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -51,12 +52,21 @@ namespace meshlearn::node {
 // The time a SimulatedNetwork lives in, and the thread its work runs on.
 class NetworkClock {
  public:
+  // A task set by At: its time and its place among the tasks of that time.
+  struct TimerId {
+    std::chrono::steady_clock::time_point at;
+    uint64_t sequence = 0;
+  };
+
   virtual ~NetworkClock() = default;
   // The current time.
   virtual std::chrono::steady_clock::time_point Now() const = 0;
   // Runs `task` on the network's thread at `at` (at once when it has passed), after the tasks due
-  // before it and after those already queued for the same time.
-  virtual void At(std::chrono::steady_clock::time_point at, std::function<void()> task) = 0;
+  // before it and after those already queued for the same time; the id for Cancel.
+  virtual TimerId At(std::chrono::steady_clock::time_point at, std::function<void()> task) = 0;
+  // Network thread: forgets the task `id` if it has not started (no-op otherwise), so that a
+  // timer whose reason is gone holds no memory. The other tasks keep their order.
+  virtual void Cancel(const TimerId& id) = 0;
   // Runs `task` on the network's thread: at once when the caller is on it, otherwise as soon as
   // possible; with `wait`, returns only once it has run.
   virtual void Enter(std::function<void()> task, bool wait) = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/atomic_file.h"
+#include "base/deflate.h"
 #include "base/float_array.h"
 #include "base/param_layout.h"
 #include "base/stable_hash.h"
@@ -114,6 +115,31 @@ TEST(StableHash, ValuesAreFrozenAndTheSeedIsMixedIntoTheBasis) {
   EXPECT_EQ(StableHash("", 7), 1469598103934665603ull ^ 7);
   EXPECT_NE(StableHash("node-1", 1), StableHash("node-1", 2));
   EXPECT_NE(StableHash("node-1", 1), StableHash("node-2", 1));
+}
+
+TEST(Deflate, BytesComeBackWholeAndACheckpointsNumbersShrink) {
+  // A node's generator state as a checkpoint holds it: 312 decimal numbers.
+  std::string numbers;
+  for (uint64_t i = 0; i < 312; ++i) numbers += std::to_string(i * 0x9E3779B97F4A7C15ull) + " ";
+  numbers += std::string("\0binary\xff", 9);
+  DeflatedBytes packed = Deflate(numbers);
+  EXPECT_EQ(packed.size, numbers.size());
+  EXPECT_LT(packed.deflated.size(), numbers.size() * 6 / 10) << "digits take under 4 bits each";
+  Result<std::string> back = Inflate(packed);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, numbers);
+
+  Result<std::string> empty = Inflate(Deflate(""));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(*empty, "");
+
+  DeflatedBytes damaged = packed;
+  damaged.deflated[damaged.deflated.size() / 2] ^= 0x5a;
+  damaged.deflated.resize(damaged.deflated.size() - 4);
+  EXPECT_EQ(Inflate(damaged).status().code(), ErrorCode::kInternal);
+  DeflatedBytes wrong_size = packed;
+  wrong_size.size += 1;
+  EXPECT_EQ(Inflate(wrong_size).status().code(), ErrorCode::kInternal);
 }
 
 }  // namespace
