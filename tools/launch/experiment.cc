@@ -61,6 +61,17 @@ Result<std::vector<std::optional<node::SecuritySection>>> WriteMeshKeys(
   return sections;
 }
 
+}  // namespace
+
+std::string SimulatedEndpoint(size_t index) {
+  constexpr size_t kPortsPerHost = 40000;
+  const size_t host = 1 + index / kPortsPerHost;  // 127.0.0.1 .. 127.0.0.254, then 127.0.1.1 ..
+  return "tcp://127.0." + std::to_string((host - 1) / 254) + "." +
+         std::to_string(1 + (host - 1) % 254) + ":" + std::to_string(20000 + index % kPortsPerHost);
+}
+
+namespace {
+
 // Builds every node's config for `method` in `world`: fresh loopback ports (fixed endpoints in a
 // simulation), every node knowing all others, and with scenario.security their keys.
 Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
@@ -71,10 +82,12 @@ Result<std::vector<node::NodeConfig>> NodeConfigs(const Scenario& scenario,
                                                   NodeWorld world, bool http_ports) {
   std::vector<node::PeerAddress> addresses;
   for (size_t i = 0; i < partition.ids.size(); ++i) {
-    // A simulation binds nothing; its endpoints only name the nodes, and must not change between
-    // runs: they travel in messages, whose sizes the byte counters report.
-    Result<uint16_t> port = world == NodeWorld::kSimulated ? static_cast<uint16_t>(20000 + i)
-                                                           : node::FindFreeTcpPort("127.0.0.1");
+    // A simulation binds nothing; its endpoints only name the nodes.
+    if (world == NodeWorld::kSimulated) {
+      addresses.push_back({partition.ids[i], SimulatedEndpoint(i)});
+      continue;
+    }
+    Result<uint16_t> port = node::FindFreeTcpPort("127.0.0.1");
     if (!port.ok()) return port.status();
     addresses.push_back({partition.ids[i], "tcp://127.0.0.1:" + std::to_string(*port)});
   }

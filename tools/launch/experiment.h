@@ -25,6 +25,12 @@ Result<Partition> PreparePartition(const Scenario& scenario, const std::string& 
 // fault.
 Result<std::vector<training::Dataset>> ClusterTestSets(const Scenario& scenario);
 
+// The endpoint that names simulated node `index`: tcp://127.0.0.1:20000 and on, 40,000 ports per
+// loopback host, then 127.0.0.2 and on, so that every node of a mesh has its own (the ports of
+// one host end at 65535). The same for a node in every run: endpoints travel in messages, whose
+// sizes the byte counters report.
+std::string SimulatedEndpoint(size_t index);
+
 // Runs `method` with one node per partition entry through `runner` (method_runner.h): makes the
 // node configs (with scenario.security their keys), the method folder and one folder per node,
 // has the runner run them until every node finished, died, or `interrupt` became true (then

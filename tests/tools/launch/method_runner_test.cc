@@ -7,11 +7,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "base/atomic_file.h"
 #include "node/host/outputs.h"
 #include "tools/cli/cli_exit.h"
+#include "tools/launch/experiment.h"
 #include "tools/launch/run.h"
 #include "tools/layout/run_layout.h"
 #include "tools/scenario/manifest.h"
@@ -145,6 +148,23 @@ TEST(RunnerTable, AnUnknownRunnerIsNamedWithTheKnownOnes) {
                 "no runner 'pbs'; the runners are processes, in-process, simulated, slurm, mpirun"),
             std::string::npos)
       << runner.status().message();
+}
+
+}  // namespace
+}  // namespace meshlearn::launch
+
+namespace meshlearn::launch {
+namespace {
+
+TEST(SimulatedEndpoint, EveryNodeOfAHundredThousandHasItsOwnAndTheFirstFortyThousandKeepTheirs) {
+  EXPECT_EQ(SimulatedEndpoint(0), "tcp://127.0.0.1:20000");
+  EXPECT_EQ(SimulatedEndpoint(39999), "tcp://127.0.0.1:59999");
+  EXPECT_EQ(SimulatedEndpoint(40000), "tcp://127.0.0.2:20000");
+  EXPECT_EQ(SimulatedEndpoint(254 * 40000), "tcp://127.0.1.1:20000");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < 200000; ++i) {
+    ASSERT_TRUE(seen.insert(SimulatedEndpoint(i)).second) << i << ": " << SimulatedEndpoint(i);
+  }
 }
 
 }  // namespace
