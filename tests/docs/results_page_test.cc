@@ -1116,8 +1116,9 @@ std::vector<fs::path> ScaleSeeds(const std::string& run) {
 // one method, one per seed), named by the folder: the seeds ("1–3" or "1"), the honest mean (test
 // MSE or accuracy, two decimals) and the in-cluster share (%, one decimal) of summary.csv, and
 // from simulation.csv the events, the peak memory per node (MiB, two decimals), the seconds the
-// simulation took (one decimal) and those seconds over the learners' compute per thread (two
-// decimals), each the mean ± standard deviation over the seeds.
+// simulation took (one decimal), the node-rounds simulated per second per simulation thread
+// (nodes × summary.csv's rounds ÷ seconds ÷ threads, no decimals) and the seconds over the
+// learners' compute per thread (two decimals), each the mean ± standard deviation over the seeds.
 std::map<std::string, std::vector<std::string>> SimulatedScaleCells(
     const std::vector<std::string>& runs) {
   std::map<std::string, std::vector<std::string>> cells;
@@ -1125,7 +1126,7 @@ std::map<std::string, std::vector<std::string>> SimulatedScaleCells(
     const std::vector<fs::path> seeds = ScaleSeeds(run);
     EXPECT_FALSE(seeds.empty()) << "results/scale/" << run << " keeps no run";
     if (seeds.empty()) continue;
-    std::vector<double> mean, in_cluster, events, mib, seconds, over_compute;
+    std::vector<double> mean, in_cluster, events, mib, seconds, node_rounds, over_compute;
     for (const fs::path& seed : seeds) {
       const auto summary = CsvRows(seed / "summary.csv");
       const auto simulation = CsvRows(seed / "simulation.csv");
@@ -1137,6 +1138,9 @@ std::map<std::string, std::vector<std::string>> SimulatedScaleCells(
       events.push_back(std::stod(simulation[0].at("events")));
       mib.push_back(std::stod(simulation[0].at("peak_rss_mib_per_node")));
       seconds.push_back(std::stod(simulation[0].at("real_s")));
+      node_rounds.push_back(std::stod(simulation[0].at("nodes")) *
+                            std::stod(summary[0].at("rounds")) / seconds.back() /
+                            std::stod(simulation[0].at("threads")));
       over_compute.push_back(std::stod(simulation[0].at("real_over_compute_per_thread")));
     }
     const std::string first = seeds.front().filename().string().substr(5);
@@ -1147,6 +1151,7 @@ std::map<std::string, std::vector<std::string>> SimulatedScaleCells(
                   MeanCell(events, 0, seeds.size()),
                   MeanCell(mib, 2, seeds.size()),
                   MeanCell(seconds, 1, seeds.size()),
+                  MeanCell(node_rounds, 0, seeds.size()),
                   MeanCell(over_compute, 2, seeds.size())};
   }
   return cells;
