@@ -629,8 +629,8 @@ TEST(ResultsPage, TheProcedureAblationTableIsItsData) {
             ProcedureCells(rows, /*fallback_procedure=*/""));
 }
 
-// The preset's seeds 4 and 5: Oracle − Inv loss FedSim on the full test, matched seed by seed over every
-// kept seed of 300-rounds/paper-code/, as the page states it after the table.
+// The preset's seeds 4 and 5: Oracle − Inv loss FedSim on the full test, matched seed by seed over
+// every kept seed of 300-rounds/paper-code/, as the page states it after the table.
 TEST(ResultsPage, ThePresetsOracleAgainstInvLossOverEveryKeptSeedIsItsData) {
   const fs::path root =
       kRoot / "results" / "paper-code" / "fmnist-covariate" / "300-rounds" / "paper-code";
