@@ -6,7 +6,6 @@
 #include <deque>
 #include <functional>
 #include <future>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -14,6 +13,7 @@
 
 #include "node/logic/learner_jobs.h"
 #include "node/transport/simulated_network.h"
+#include "node/transport/timer_queue.h"
 
 namespace meshlearn::sim {
 
@@ -72,11 +72,9 @@ class VirtualClock final : public node::NetworkClock {
   using TimePoint = node::TimePoint;
   TimePoint Now() const override { return now_; }
   TimerId At(TimePoint at, std::function<void()> task) override {
-    const TimerId id{std::max(at, now_), next_seq_++};
-    queue_.emplace(std::make_pair(id.at, id.sequence), std::move(task));
-    return id;
+    return queue_.Add(std::max(at, now_), std::move(task));
   }
-  void Cancel(const TimerId& id) override { queue_.erase(std::make_pair(id.at, id.sequence)); }
+  void Cancel(const TimerId& id) override { queue_.Cancel(id); }
   void Enter(std::function<void()> task, bool) override { task(); }  // one thread: at once
 
   // Sets the time (a resumed simulation's start); only before the first task.
@@ -85,17 +83,13 @@ class VirtualClock final : public node::NetworkClock {
   // Runs the next task; false when there is none.
   bool RunNext() {
     if (queue_.empty()) return false;
-    auto first = queue_.begin();
-    now_ = first->first.first;
-    std::function<void()> task = std::move(first->second);
-    queue_.erase(first);
-    task();
+    now_ = queue_.next_time();
+    queue_.PopNext()();
     return true;
   }
 
  private:
-  std::map<std::pair<TimePoint, uint64_t>, std::function<void()>> queue_;
-  uint64_t next_seq_ = 0;
+  node::TimerQueue queue_;
   TimePoint now_{};
 };
 

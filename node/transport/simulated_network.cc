@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "node/transport/timer_queue.h"
 #include "node/transport/transport_rules.h"
 #include "protocol/codec.h"
 
@@ -61,8 +62,7 @@ class RealTimeNetworkClock final : public NetworkClock {
     TimerId id;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      id = TimerId{at, next_sequence_++};
-      timers_.emplace(std::make_pair(id.at, id.sequence), std::move(task));
+      id = timers_.Add(at, std::move(task));
     }
     wake_.notify_one();
     return id;
@@ -70,7 +70,7 @@ class RealTimeNetworkClock final : public NetworkClock {
 
   void Cancel(const TimerId& id) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    timers_.erase(std::make_pair(id.at, id.sequence));
+    timers_.Cancel(id);
   }
 
   void Enter(std::function<void()> task, bool wait) override {
@@ -98,9 +98,8 @@ class RealTimeNetworkClock final : public NetworkClock {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       Clock::time_point now = Clock::now();
-      while (!timers_.empty() && timers_.begin()->first.first <= now) {
-        std::function<void()> fire = std::move(timers_.begin()->second);
-        timers_.erase(timers_.begin());
+      while (!timers_.empty() && timers_.next_time() <= now) {
+        std::function<void()> fire = timers_.PopNext();
         lock.unlock();
         fire();
         lock.lock();
@@ -109,8 +108,7 @@ class RealTimeNetworkClock final : public NetworkClock {
         if (timers_.empty()) {
           wake_.wait(lock, [&] { return !tasks_.empty() || stopping_; });
         } else {
-          wake_.wait_until(lock, timers_.begin()->first.first,
-                           [&] { return !tasks_.empty() || stopping_; });
+          wake_.wait_until(lock, timers_.next_time(), [&] { return !tasks_.empty() || stopping_; });
         }
       }
       if (stopping_ && tasks_.empty()) return;
@@ -125,11 +123,9 @@ class RealTimeNetworkClock final : public NetworkClock {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;  // guarded by mutex_
-  // By time, then by sequence (the order At was called in); guarded by mutex_.
-  std::map<std::pair<Clock::time_point, uint64_t>, std::function<void()>> timers_;
-  uint64_t next_sequence_ = 0;  // guarded by mutex_
-  bool stopping_ = false;       // guarded by mutex_
-  std::thread thread_;          // last: starts once everything above exists
+  TimerQueue timers_;                        // guarded by mutex_
+  bool stopping_ = false;                    // guarded by mutex_
+  std::thread thread_;                       // last: starts once everything above exists
 };
 
 }  // namespace
@@ -226,7 +222,7 @@ class SimulatedNetwork::Core {
     c->counters->Add(kRequestsSent);
     c->counters->Add(kBytesOut, TotalBytes(frames));
     connection.request_ids.insert(request_id);
-    c->pending[request_id] = Pending{endpoint, deadline, on_reply, connection.route,
+    c->pending[request_id] = Pending{endpoint, on_reply, connection.route,
                                      clock_->At(deadline, [this, id, request_id, deadline] {
                                        Expire(id, request_id, deadline);
                                      })};
@@ -266,10 +262,9 @@ class SimulatedNetwork::Core {
   // An outgoing request waiting for its reply.
   struct Pending {
     std::string endpoint;
-    Clock::time_point deadline;
     ReplyHandler on_reply;
     std::string route;                     // the connection it went out on
-    NetworkClock::TimerId deadline_timer;  // cancelled when it completes
+    NetworkClock::TimerId deadline_timer;  // at its deadline; cancelled when it completes
   };
   // An outgoing connection and the requests waiting for a reply on it.
   struct Connection {
@@ -519,7 +514,7 @@ class SimulatedNetwork::Core {
     Station* c = Find(id);
     if (!c) return;
     auto it = c->pending.find(request_id);
-    if (it == c->pending.end() || it->second.deadline != deadline) return;
+    if (it == c->pending.end() || it->second.deadline_timer.at != deadline) return;
     c->counters->Add(kTimeouts);
     Complete(*c, request_id,
              Status::Timeout("no reply from " + it->second.endpoint + " before the deadline"));
