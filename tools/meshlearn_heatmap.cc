@@ -38,21 +38,36 @@ int Fail(const Status& status) {
   return tools::kExitBadInput;
 }
 
-// Reads the cluster file at `path` (when given) and warns about ids of `m` it does not cover.
-Result<std::optional<std::map<std::string, int>>> LoadClusters(const std::string& path,
-                                                               const plot::LabeledMatrix& m) {
+// Reads the cluster file at `path`, when one is given.
+Result<std::optional<std::map<std::string, int>>> LoadClusters(const std::string& path) {
   if (path.empty()) return std::optional<std::map<std::string, int>>();
   Result<std::map<std::string, int>> clusters = plot::ReadClusterCsv(path);
   if (!clusters.ok()) return clusters.status();
-  std::set<std::string> ids(m.row_ids.begin(), m.row_ids.end());
-  ids.insert(m.col_ids.begin(), m.col_ids.end());
+  return std::optional(std::move(clusters).value());
+}
+
+// Notes on stderr how many of `ids` the cluster file at `path` (read as `clusters`) leaves out.
+void NoteIdsWithoutCluster(const std::string& path,
+                           const std::optional<std::map<std::string, int>>& clusters,
+                           const std::set<std::string>& ids) {
+  if (!clusters) return;
   size_t without = 0;
   for (const auto& id : ids) without += clusters->count(id) == 0 ? 1 : 0;
   if (without > 0) {
     std::cerr << "meshlearn-heatmap: note: " << without << " of " << ids.size()
               << " ids have no cluster in " << path << "; they are drawn last\n";
   }
-  return std::optional(std::move(clusters).value());
+}
+
+// The node ids of `m`'s rows and columns (a grouped matrix's: its groups' members).
+std::set<std::string> NodeIds(const plot::LabeledMatrix& m) {
+  std::set<std::string> ids;
+  for (const auto& members : m.row_members) ids.insert(members.begin(), members.end());
+  if (m.row_members.empty()) {
+    ids.insert(m.row_ids.begin(), m.row_ids.end());
+    ids.insert(m.col_ids.begin(), m.col_ids.end());
+  }
+  return ids;
 }
 
 // Requires an N x N matrix whose rows and columns name the same ids.
@@ -74,34 +89,47 @@ Status CheckSquare(const std::string& path, const plot::LabeledMatrix& m) {
 }
 
 int RunMerge(const std::string& run_dir, const std::string& clusters_path, std::string out_csv,
-             std::string out_png, const std::string& title, bool allow_dirty) {
+             std::string out_png, const std::string& title, size_t max_side, bool allow_dirty) {
   if (out_csv.empty()) out_csv = launch::PathIn(run_dir, launch::kHeatmapCsvFile);
   if (out_png.empty()) out_png = launch::PathIn(run_dir, launch::kHeatmapPngFile);
   for (const auto& [option, out] : {std::pair{"--out", out_csv}, std::pair{"--png", out_png}}) {
     Status may_write = launch::CheckWriteIntoResults(option, out, node::ThisBuild(), allow_dirty);
     if (!may_write.ok()) return Fail(may_write);
   }
-  Result<plot::LabeledMatrix> merged = plot::MergeCommCounts(run_dir);
-  if (!merged.ok()) return Fail(merged.status());
-  auto clusters = LoadClusters(clusters_path, *merged);
+  Result<std::optional<std::map<std::string, int>>> clusters = LoadClusters(clusters_path);
   if (!clusters.ok()) return Fail(clusters.status());
-  plot::LabeledMatrix m = clusters->has_value() ? plot::OrderByClusters(*merged, **clusters)
-                                                : std::move(merged).value();
+  std::vector<std::string> order;  // the cluster file's ids in cluster order
+  if (clusters->has_value()) {
+    for (const auto& [id, cluster] : **clusters) order.push_back(id);
+    order = plot::ClusterOrderedIds(order, **clusters);
+  }
+  Result<plot::LabeledMatrix> merged = plot::MergeCommCounts(run_dir, order, max_side);
+  if (!merged.ok()) return Fail(merged.status());
+  const plot::LabeledMatrix& m = *merged;
+  NoteIdsWithoutCluster(clusters_path, *clusters, NodeIds(m));
+  const std::string what = m.row_members.empty() ? "node " : "group ";
   for (size_t r = 0; r < m.rows(); ++r) {
     bool unknown = true;
     for (size_t c = 0; c < m.cols() && unknown; ++c) unknown = std::isnan(m.at(r, c));
     if (unknown) {
-      std::cerr << "meshlearn-heatmap: note: node " << m.row_ids[r]
+      std::cerr << "meshlearn-heatmap: note: " << what << m.row_ids[r]
                 << " has no comm.csv; its row is drawn grey (unknown)\n";
     }
   }
   Status status = plot::WriteMatrixCsv(out_csv, m);
   if (!status.ok()) return Fail(status);
   plot::HeatmapOptions options;
-  options.title = title.empty()
-                      ? "How often node i sampled node j (" + std::to_string(m.rows()) + " nodes)"
-                      : title;
-  if (clusters->has_value()) options.clusters = &**clusters;
+  const std::string grouped =
+      m.row_members.empty() ? ""
+                            : ", mean over groups of " + std::to_string(m.row_members[0].size());
+  options.title = title.empty() ? "How often node i sampled node j (" +
+                                      std::to_string(NodeIds(m).size()) + " nodes" + grouped + ")"
+                                : title;
+  std::map<std::string, int> row_clusters;
+  if (clusters->has_value()) {
+    row_clusters = plot::RowClusters(m, **clusters);
+    options.clusters = &row_clusters;
+  }
   status = plot::RenderHeatmapPng(m, out_png, options);
   if (!status.ok()) return Fail(status);
   std::cout << "heatmap.csv: " << out_csv << "\nheatmap.png: " << out_png << "\n";
@@ -117,8 +145,9 @@ int RunRender(const std::string& matrix_path, const std::string& out_png,
   if (!read.ok()) return Fail(read.status());
   Status status = CheckSquare(matrix_path, *read);
   if (!status.ok()) return Fail(status);
-  auto clusters = LoadClusters(clusters_path, *read);
+  auto clusters = LoadClusters(clusters_path);
   if (!clusters.ok()) return Fail(clusters.status());
+  NoteIdsWithoutCluster(clusters_path, *clusters, NodeIds(*read));
   const plot::LabeledMatrix m =
       clusters->has_value() ? plot::OrderByClusters(*read, **clusters) : std::move(read).value();
   plot::HeatmapOptions options;
@@ -151,6 +180,13 @@ int main(int argc, char** argv) {
   merge->add_option("--out", out_csv, "Merged matrix CSV (default RUN_DIR/heatmap.csv)");
   merge->add_option("--png", out_png, "Picture (default RUN_DIR/heatmap.png)");
   merge->add_option("--title", title, "Picture title");
+  size_t max_side = plot::kHeatmapMaxSide;
+  merge
+      ->add_option("--max-side", max_side,
+                   "Most rows and columns: above it, runs of consecutive nodes (in cluster order "
+                   "with --clusters) become one row and column, holding the mean count per pair; "
+                   "0 keeps one row per node")
+      ->capture_default_str();
 
   std::string matrix_path, render_png, label = "value", row_title = "row node i",
                                        col_title = "column node j";
@@ -176,7 +212,7 @@ int main(int argc, char** argv) {
 
   if (std::optional<int> exit = tools::ParseCommandLine(app, argc, argv)) return *exit;
   if (merge->parsed()) {
-    return RunMerge(run_dir, clusters_path, out_csv, out_png, title, allow_dirty);
+    return RunMerge(run_dir, clusters_path, out_csv, out_png, title, max_side, allow_dirty);
   }
   return RunRender(matrix_path, render_png, clusters_path, title, label, row_title, col_title,
                    allow_dirty);

@@ -273,7 +273,7 @@ Status ReadCommFolders(const std::string& run_dir, std::map<std::string, CommCou
 }  // namespace
 
 Result<LabeledMatrix> MergeCommCounts(const std::string& run_dir,
-                                      const std::vector<std::string>& order) {
+                                      const std::vector<std::string>& order, size_t max_side) {
   std::error_code ec;
   if (!fs::is_directory(run_dir, ec)) return Status::NotFound(run_dir + ": no such folder");
   std::map<std::string, CommCounts> folders;
@@ -300,30 +300,84 @@ Result<LabeledMatrix> MergeCommCounts(const std::string& run_dir,
     ids.insert(id);
     rows[id] = std::move(counts);
   }
-  LabeledMatrix m;
+  std::vector<std::string> ordered;
   std::set<std::string> placed;
   for (const auto& id : order) {
-    if (placed.insert(id).second) m.row_ids.push_back(id);
+    if (placed.insert(id).second) ordered.push_back(id);
   }
   std::vector<std::string> rest;
   for (const auto& id : ids) {
     if (placed.count(id) == 0) rest.push_back(id);
   }
   std::sort(rest.begin(), rest.end(), NaturalLess);
-  m.row_ids.insert(m.row_ids.end(), rest.begin(), rest.end());
+  ordered.insert(ordered.end(), rest.begin(), rest.end());
+
+  // Group g holds ids [g * size, (g + 1) * size); one id per group when nothing is grouped.
+  const bool grouped = max_side > 0 && ordered.size() > max_side;
+  const size_t size = grouped ? (ordered.size() + max_side - 1) / max_side : 1;
+  const size_t groups = (ordered.size() + size - 1) / size;
+  LabeledMatrix m;
+  for (size_t g = 0; g < groups; ++g) {
+    const size_t first = g * size;
+    const size_t end = std::min(first + size, ordered.size());
+    if (!grouped) {
+      m.row_ids.push_back(ordered[first]);
+      continue;
+    }
+    m.row_ids.push_back(ordered[first] + ".." + ordered[end - 1]);
+    m.row_members.emplace_back(ordered.begin() + first, ordered.begin() + end);
+  }
   m.col_ids = m.row_ids;
-  m.values.assign(m.rows() * m.cols(), std::numeric_limits<double>::quiet_NaN());
-  std::map<std::string, size_t> column;
-  for (size_t c = 0; c < m.cols(); ++c) column[m.col_ids[c]] = c;
-  for (size_t r = 0; r < m.rows(); ++r) {
-    const auto it = rows.find(m.row_ids[r]);
-    if (it == rows.end() || !it->second) continue;  // unknown row stays NaN
-    for (size_t c = 0; c < m.cols(); ++c) m.at(r, c) = 0;
+  std::map<std::string, size_t> group_of;
+  for (size_t i = 0; i < ordered.size(); ++i) group_of[ordered[i]] = i / size;
+  // Per group pair the sum of the counts, then their mean over the pairs (i, j != i) of a known
+  // row i: known[r] rows of group r with a comm.csv, each paired with every member of group c.
+  m.values.assign(groups * groups, 0.0);
+  std::vector<size_t> known(groups, 0);
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    const auto it = rows.find(ordered[i]);
+    if (it == rows.end() || !it->second) continue;  // unknown row: no pairs
+    const size_t r = i / size;
+    ++known[r];
     for (const auto& [peer, count] : *it->second) {
-      m.at(r, column.at(peer)) = static_cast<double>(count);
+      m.values[r * groups + group_of.at(peer)] += static_cast<double>(count);
+    }
+  }
+  for (size_t r = 0; r < groups; ++r) {
+    for (size_t c = 0; c < groups; ++c) {
+      const size_t members = std::min(size, ordered.size() - c * size);
+      const size_t pairs = known[r] * members - (grouped && r == c ? known[r] : 0);
+      double& v = m.values[r * groups + c];
+      v = pairs > 0 ? v / static_cast<double>(pairs) : std::numeric_limits<double>::quiet_NaN();
     }
   }
   return m;
+}
+
+std::map<std::string, int> RowClusters(const LabeledMatrix& m,
+                                       const std::map<std::string, int>& clusters) {
+  std::map<std::string, int> out;
+  for (size_t r = 0; r < m.rows(); ++r) {
+    const std::vector<std::string> one = {m.row_ids[r]};
+    const std::vector<std::string>& members = m.row_members.empty() ? one : m.row_members[r];
+    std::optional<int> shared;
+    bool same = true;
+    for (const auto& id : members) {
+      const auto it = clusters.find(id);
+      same = same && it != clusters.end() && (!shared || *shared == it->second);
+      if (!same) break;
+      shared = it->second;
+    }
+    if (same && shared) out[m.row_ids[r]] = *shared;
+  }
+  return out;
+}
+
+std::vector<std::string> ClusterOrderedIds(const std::vector<std::string>& ids,
+                                           const std::map<std::string, int>& clusters) {
+  std::vector<std::string> out;
+  for (size_t i : ClusterOrder(ids, clusters)) out.push_back(ids[i]);
+  return out;
 }
 
 Result<std::map<std::string, int>> ReadClusterCsv(const std::string& path) {

@@ -30,6 +30,9 @@ struct LabeledMatrix {
   std::vector<std::string> row_ids;
   std::vector<std::string> col_ids;
   std::vector<double> values;  // row_ids.size() * col_ids.size() entries, row-major
+  // When each row stands for a group of nodes (MergeCommCounts above its `max_side`): the node
+  // ids of row r's group, in order; the columns are the same groups. Empty when rows are nodes.
+  std::vector<std::vector<std::string>> row_members;
 
   // Number of rows (row_ids.size()).
   size_t rows() const { return row_ids.size(); }
@@ -58,18 +61,41 @@ Result<LabeledMatrix> ReadMatrixCsv(const std::string& path);
 // value count does not match the ids, kIoError when the file cannot be written.
 Status WriteMatrixCsv(const std::string& path, const LabeledMatrix& m);
 
+// The largest number of nodes whose communication heatmap shows one row per node; the launcher's
+// report and `meshlearn-heatmap merge` group nodes above it. Rationale: a dense N x N matrix of
+// doubles is 8 N^2 bytes (80 GB at 100,000 nodes), and a picture cannot show more than about a
+// thousand rows apart anyway (its cells are then 1 pixel).
+inline constexpr size_t kHeatmapMaxSide = 1000;
+
 // Builds the N x N communication matrix of a run folder. Every subfolder "node-<id>" of `run_dir`
 // is node <id> (or node "node-<id>" when the comm.csv files name peers that way); its "comm.csv"
 // (header `peer,times_sampled` with optional further columns such as `answered`) gives row <id>:
 // entry (i, j) = times node i sampled node j, 0 where never sampled. The ids are the node folders
 // plus every peer named in a comm.csv; ids in `order` come first in that order (they are included
 // even without a folder), the rest follow in natural order. A row with no comm.csv (node folder
-// without one, or a peer without a folder) is all NaN: its counts are unknown, not zero. Returns
-// kNotFound when `run_dir` is not a folder or holds no node folder, kMalformed (naming file, line,
-// column) for a bad comm.csv: wrong header, a count that is not a non-negative integer, an empty or
-// repeated peer, or a row with too few cells.
+// without one, or a peer without a folder) is all NaN: its counts are unknown, not zero.
+// When there are more than `max_side` ids (0: no limit), the matrix is grouped instead: the ids,
+// in the order above, are cut into runs of ceil(N / max_side) consecutive ids (the last may be
+// shorter); row and column I stand for run I, with id "<first id>..<last id>" and its members in
+// row_members; entry (I, J) is the mean of the counts (i, j) over the pairs of a node i of I that
+// has a comm.csv and a node j != i of J (NaN when there is no such pair). Memory stays
+// O(entries of the comm.csv files + max_side^2), never O(N^2).
+// Returns kNotFound when `run_dir` is not a folder or holds no node folder, kMalformed (naming
+// file, line, column) for a bad comm.csv: wrong header, a count that is not a non-negative
+// integer, an empty or repeated peer, or a row with too few cells.
 Result<LabeledMatrix> MergeCommCounts(const std::string& run_dir,
-                                      const std::vector<std::string>& order = {});
+                                      const std::vector<std::string>& order = {},
+                                      size_t max_side = 0);
+
+// The cluster of each row of `m`: a node's own for a node row, and for a group row (row_members)
+// the cluster its members share; rows whose members have none, or several, are left out.
+std::map<std::string, int> RowClusters(const LabeledMatrix& m,
+                                       const std::map<std::string, int>& clusters);
+
+// The ids of `ids` in the order OrderByClusters gives them (ascending cluster, natural order
+// within a cluster, ids without a cluster last in natural order).
+std::vector<std::string> ClusterOrderedIds(const std::vector<std::string>& ids,
+                                           const std::map<std::string, int>& clusters);
 
 // One row of a cluster file (clusters.csv, and the --clusters file of meshlearn-heatmap): a node
 // and its cluster, an integer; blanks around either are allowed (a file typed by hand).

@@ -315,17 +315,19 @@ std::string FormatTable(const std::vector<MethodSummary>& summaries, int num_clu
 }
 
 Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std::string& title) {
-  auto matrix = plot::MergeCommCounts(run.dir);
-  if (!matrix.ok()) return matrix.status();
   std::map<std::string, int> clusters;
   for (size_t i = 0; i < partition.ids.size(); ++i)
     clusters[partition.ids[i]] = partition.clusters[i];
-  plot::LabeledMatrix ordered = plot::OrderByClusters(*matrix, clusters);
-  MESHLEARN_RETURN_IF_ERROR(plot::WriteMatrixCsv(PathIn(run.dir, kHeatmapCsvFile), ordered));
+  // In cluster order, and grouped above plot::kHeatmapMaxSide nodes.
+  auto ordered = plot::MergeCommCounts(run.dir, plot::ClusterOrderedIds(partition.ids, clusters),
+                                       plot::kHeatmapMaxSide);
+  if (!ordered.ok()) return ordered.status();
+  MESHLEARN_RETURN_IF_ERROR(plot::WriteMatrixCsv(PathIn(run.dir, kHeatmapCsvFile), *ordered));
+  const std::map<std::string, int> row_clusters = plot::RowClusters(*ordered, clusters);
   plot::HeatmapOptions options;
   options.title = title;
-  options.clusters = &clusters;
-  return plot::RenderHeatmapPng(ordered, PathIn(run.dir, kHeatmapPngFile), options);
+  options.clusters = &row_clusters;
+  return plot::RenderHeatmapPng(*ordered, PathIn(run.dir, kHeatmapPngFile), options);
 }
 
 std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& partition) {

@@ -70,6 +70,21 @@ TEST(HeatmapCliTest, MergeWritesOrderedCsvAndPng) {
   EXPECT_GT(std::filesystem::file_size(run + "/heatmap.png"), 1000u);
 }
 
+// Above --max-side, runs of nodes in cluster order become one row each: with 6 nodes and a side
+// of 2, each cluster's three nodes are one group, and a cell is the mean count per pair.
+TEST(HeatmapCliTest, MergeGroupsNodesAboveMaxSideByCluster) {
+  const std::string run = SixNodeRun(TempDir());
+  const CliRun r = Heatmap("merge " + run + " --clusters " + run + "/clusters.csv --max-side 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Result<LabeledMatrix> m = ReadMatrixCsv(run + "/heatmap.csv");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->row_ids, (std::vector<std::string>{"0..4", "1..5"}));
+  EXPECT_EQ(m->at(0, 0), 5);  // cluster mates, self pairs left out
+  EXPECT_EQ(m->at(0, 1), 1);
+  EXPECT_EQ(m->at(1, 1), 5);
+  EXPECT_GT(std::filesystem::file_size(run + "/heatmap.png"), 1000u);
+}
+
 TEST(HeatmapCliTest, MergeWithoutClustersUsesNaturalOrderAndGivenPaths) {
   const std::string dir = TempDir();
   const std::string run = SixNodeRun(dir);

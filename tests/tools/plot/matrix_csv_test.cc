@@ -3,7 +3,9 @@
 #include "tools/plot/matrix_csv.h"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -230,6 +232,66 @@ TEST(MergeCommCountsTest, RejectsBadCommCsvWithPlace) {
   m = MergeCommCounts(run);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("repeated"), std::string::npos) << m.status().message();
+}
+
+// Five nodes and a side of 2: groups of ceil(5 / 2) = 3 consecutive ids, {1, 2, 3} and {4, 5};
+// node 3 has no comm.csv, so group {1, 2, 3} has two known rows. Worked by hand:
+//   (A, A) = (1->2: 3 + 2->1: 1) / (2 known rows x 3 members - 2 self pairs) = 4 / 4 = 1
+//   (A, B) = (1->4: 6 + 2->5: 2) / (2 x 2) = 2
+//   (B, A) = (4->1: 4) / (2 x 3) = 2/3
+//   (B, B) = (4->5: 8 + 5->4: 2) / (2 x 2 - 2) = 5
+TEST(MergeCommCountsTest, GroupsConsecutiveIdsAboveMaxSideIntoMeanPerPair) {
+  const std::string run = TempDir();
+  WriteFile(run + "/node-1/comm.csv", "peer,times_sampled\n2,3\n4,6\n");
+  WriteFile(run + "/node-2/comm.csv", "peer,times_sampled\n1,1\n5,2\n");
+  std::filesystem::create_directories(run + "/node-3");
+  WriteFile(run + "/node-4/comm.csv", "peer,times_sampled\n1,4\n5,8\n");
+  WriteFile(run + "/node-5/comm.csv", "peer,times_sampled\n4,2\n");
+  const Result<LabeledMatrix> m = MergeCommCounts(run, {}, 2);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->row_ids, (std::vector<std::string>{"1..3", "4..5"}));
+  EXPECT_EQ(m->col_ids, m->row_ids);
+  EXPECT_EQ(m->row_members, (std::vector<std::vector<std::string>>{{"1", "2", "3"}, {"4", "5"}}));
+  EXPECT_DOUBLE_EQ(m->at(0, 0), 1.0);
+  EXPECT_DOUBLE_EQ(m->at(0, 1), 2.0);
+  EXPECT_DOUBLE_EQ(m->at(1, 0), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(m->at(1, 1), 5.0);
+
+  // A side of at least N keeps one row per node, as with no limit.
+  const Result<LabeledMatrix> whole = MergeCommCounts(run, {}, 5);
+  const Result<LabeledMatrix> unlimited = MergeCommCounts(run);
+  ASSERT_TRUE(whole.ok() && unlimited.ok());
+  EXPECT_EQ(whole->row_ids, unlimited->row_ids);
+  EXPECT_EQ(whole->row_ids.size(), 5u);
+  EXPECT_TRUE(whole->row_members.empty());
+  for (size_t k = 0; k < whole->values.size(); ++k) {
+    const double a = whole->values[k];
+    const double b = unlimited->values[k];
+    EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << k;
+  }
+
+  // A group none of whose members has a comm.csv is unknown.
+  std::filesystem::remove(run + "/node-4/comm.csv");
+  std::filesystem::remove(run + "/node-5/comm.csv");
+  const Result<LabeledMatrix> blind = MergeCommCounts(run, {}, 2);
+  ASSERT_TRUE(blind.ok());
+  EXPECT_TRUE(std::isnan(blind->at(1, 0)));
+  EXPECT_TRUE(std::isnan(blind->at(1, 1)));
+}
+
+TEST(RowClustersTest, AGroupHasTheClusterItsMembersShare) {
+  LabeledMatrix m;
+  m.row_ids = m.col_ids = {"1..3", "4..5"};
+  m.row_members = {{"1", "2", "3"}, {"4", "5"}};
+  m.values.assign(4, 0);
+  const std::map<std::string, int> clusters = {{"1", 0}, {"2", 0}, {"3", 0}, {"4", 1}, {"5", 2}};
+  EXPECT_EQ(RowClusters(m, clusters), (std::map<std::string, int>{{"1..3", 0}}));
+  LabeledMatrix nodes;
+  nodes.row_ids = nodes.col_ids = {"4", "9"};
+  nodes.values.assign(4, 0);
+  EXPECT_EQ(RowClusters(nodes, clusters), (std::map<std::string, int>{{"4", 1}}));
+  EXPECT_EQ(ClusterOrderedIds({"5", "1", "9", "4"}, clusters),
+            (std::vector<std::string>{"1", "4", "5", "9"}));
 }
 
 TEST(MergeCommCountsTest, FolderWithoutNodesIsNotFound) {
