@@ -116,7 +116,7 @@ void Simulator::EndOutage(size_t i) {
     n.state = NodeState::kRunning;
     n.log->warn("[network] outage over: continuing");
     ScheduleTick(i);
-    std::deque<std::function<void()>> deferred = std::move(n.deferred);
+    std::vector<std::function<void()>> deferred = std::move(n.deferred);
     n.deferred.clear();
     for (std::function<void()>& task : deferred) {
       if (n.state != NodeState::kRunning) break;

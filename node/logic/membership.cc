@@ -14,6 +14,7 @@ constexpr auto kHelloRetryBase = std::chrono::seconds(1);
 constexpr auto kHelloRetryMax = std::chrono::seconds(30);
 constexpr auto kDeadBackoffMax = std::chrono::seconds(60);
 constexpr auto kGoodbyeDeadlineMax = std::chrono::seconds(2);
+constexpr size_t kGoodbyesInFlight = 8;
 constexpr size_t kHellosPerTick = 2;
 constexpr auto kMeshAskPeriod = std::chrono::seconds(1);
 // Failed greetings after which a candidate that is not from the config is forgotten.
@@ -199,9 +200,12 @@ void Membership::OnGoodbye(InboundId inbound, const Envelope& env, const Goodbye
 }
 
 void Membership::OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
-                         TimePoint now) {
+                         TimePoint now, Actions& out) {
   if (mesh_asks_.erase(request_id)) peer_lists_.insert(request_id);
-  if (goodbyes_.erase(request_id)) return;
+  if (goodbyes_.erase(request_id)) {
+    SendGoodbyes(now, out);
+    return;
+  }
   if (peer_lists_.erase(request_id)) {
     if (const auto* list = failure.ok() ? std::get_if<PeerList>(&reply->body) : nullptr) {
       Learn(list->peers, SourceOf(reply->envelope.sender), now);
@@ -369,13 +373,28 @@ void Membership::OnTick(TimePoint now, Actions& out) {
 }
 
 void Membership::Leave(const std::string& reason, TimePoint now, Actions& out) {
-  TimePoint deadline = now + std::min<Clock::duration>(config_.hello_deadline, kGoodbyeDeadlineMax);
   if (node_.requests.protocol_version() < kGoodbyeVersion) return;  // an older node has none
+  goodbye_reason_ = reason;
+  goodbye_queue_.clear();
   for (const topology::PeerEntry& p : peers_.Entries()) {
     if (!p.active || p.left) continue;
     auto hello = hellos_of_.find(p.id);
     if (hello == hellos_of_.end() || hello->second.protocol_version < kGoodbyeVersion) continue;
-    SendRequest request = node_.requests.Open(Part::kMembership, p, Goodbye{reason}, deadline);
+    goodbye_queue_.push_back(p.id);
+  }
+  std::reverse(goodbye_queue_.begin(), goodbye_queue_.end());
+  SendGoodbyes(now, out);
+}
+
+void Membership::SendGoodbyes(TimePoint now, Actions& out) {
+  TimePoint deadline = now + std::min<Clock::duration>(config_.hello_deadline, kGoodbyeDeadlineMax);
+  while (goodbyes_.size() < kGoodbyesInFlight && !goodbye_queue_.empty()) {
+    std::string id = std::move(goodbye_queue_.back());
+    goodbye_queue_.pop_back();
+    const topology::PeerEntry* p = peers_.Find(id);
+    if (p == nullptr || !p->active || p->left) continue;
+    SendRequest request =
+        node_.requests.Open(Part::kMembership, *p, Goodbye{goodbye_reason_}, deadline);
     goodbyes_.insert(request.request_id);
     out.push_back(std::move(request));
   }

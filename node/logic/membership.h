@@ -90,9 +90,13 @@
 //   before round 1, so that sync runs sample as in a launch where every node knows every other,
 //   and the number of draws from the sampling generator must not depend on how long that took.
 // - Goodbye. A node that leaves (Leave) sends Goodbye to every verified peer that has not left and
-//   announced protocol version kGoodbyeVersion or later. A Goodbye received from a verified peer
-//   marks it left: it is not sampled from then on, until it greets us again.
+//   announced protocol version kGoodbyeVersion or later, in peer-table order, at most
+//   kGoodbyesInFlight (8) at a time: the next goes when one is answered or its deadline passes.
+//   A Goodbye received from a verified peer marks it left: it is not sampled from then on, until
+//   it greets us again.
 //   Rationale: a stopped node otherwise costs each of its peers dead_after_failures deadlines.
+//   The bound keeps a leave's bookkeeping O(1): a simulated mesh whose nodes all end in the same
+//   instant otherwise held every node's Goodbyes to all its peers at once, the run's memory peak.
 
 #include <chrono>
 #include <cstdint>
@@ -183,13 +187,15 @@ class Membership {
   void OnGoodbye(InboundId inbound, const Envelope& env, const Goodbye& goodbye, Actions& out);
   // The outcome of one of our Hello, PeerList or Goodbye requests; `failure` is why there is no
   // usable reply (OK when there is one).
+  // A Goodbye's outcome sends the next queued Goodbye into `out`.
   void OnReply(uint64_t request_id, const Result<Message>& reply, const Status& failure,
-               TimePoint now);
+               TimePoint now, Actions& out);
   // Round start: sends our PeerList to one random samplable peer drawn with `rng`.
   void Gossip(TimePoint now, topology::Rng& rng, Actions& out);
   // Time passed: greets the peers whose greeting is due, a few per tick.
   void OnTick(TimePoint now, Actions& out);
-  // The node leaves because of `reason`: a Goodbye to every verified peer that can take one.
+  // The node leaves because of `reason`: a Goodbye to every verified peer that can take one, the
+  // first kGoodbyesInFlight now and the rest as those are answered (see the specification).
   void Leave(const std::string& reason, TimePoint now, Actions& out);
 
   // True while a first Hello to a configured peer is unanswered.
@@ -204,8 +210,8 @@ class Membership {
   // The configured mesh size (0: not known).
   int mesh_size() const { return config_.mesh_size; }
   // The Hello nonce of `peer`, once it greeted us or answered our Hello.
-  // True while a Goodbye of Leave() is unanswered.
-  bool GoodbyesOutstanding() const { return !goodbyes_.empty(); }
+  // True while a Goodbye of Leave() is unanswered or not yet sent.
+  bool GoodbyesOutstanding() const { return !goodbyes_.empty() || !goodbye_queue_.empty(); }
   // The Hello nonce of `peer`, once it is verified.
   std::optional<uint64_t> NonceOf(const std::string& peer) const;
   // The protocol version `peer` announced in its Hello or HelloAck, once it is verified; a node
@@ -254,6 +260,9 @@ class Membership {
                                          TimePoint now) const;
   std::optional<std::string> WantedWitness(TimePoint now) const;
   void Shuffle(TimePoint now, Actions& out);
+  // Sends queued Goodbyes while fewer than kGoodbyesInFlight are in flight, skipping peers that
+  // left or were dropped since Leave().
+  void SendGoodbyes(TimePoint now, Actions& out);
   PeerList ViewList(const std::vector<std::string>& members) const;
   size_t CandidateLimit() const;
   size_t ViewShare() const;
@@ -261,9 +270,11 @@ class Membership {
   MembershipConfig config_;
   NodeServices node_;
   topology::PeerTable peers_;
-  std::map<uint64_t, Greeting> hellos_;  // our Hello requests in flight, by request id
-  std::set<uint64_t> peer_lists_;        // our PeerList requests in flight
-  std::set<uint64_t> goodbyes_;          // our Goodbye requests in flight
+  std::map<uint64_t, Greeting> hellos_;     // our Hello requests in flight, by request id
+  std::set<uint64_t> peer_lists_;           // our PeerList requests in flight
+  std::set<uint64_t> goodbyes_;             // our Goodbye requests in flight
+  std::vector<std::string> goodbye_queue_;  // peers still to be told Goodbye, the next one last
+  std::string goodbye_reason_;              // the reason Leave() was given
   std::map<std::string, TimePoint> next_hello_at_;
   std::map<std::string, int> hello_attempts_;         // failed greetings, by peer
   std::map<std::string, PeerHello> hellos_of_;        // verified peers' Hello fields

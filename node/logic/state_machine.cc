@@ -97,7 +97,7 @@ Actions NodeStateMachine::OnReply(uint64_t request_id, const Result<Message>& re
   }
   switch (*owner) {
     case Part::kMembership:
-      membership_.OnReply(request_id, reply, failure, now);
+      membership_.OnReply(request_id, reply, failure, now, out);
       driver_.MaybeBeginPendingRound(now, out);
       break;
     case Part::kRounds:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
 #include <sstream>
@@ -206,7 +207,7 @@ TEST(Membership, AFailedFirstHelloNoLongerHoldsRoundsBackAndIsRetriedWithBackoff
   EXPECT_TRUE(membership.HelloOutstanding());
   const auto& hello = std::get<SendRequest>(out[0]);
   membership.OnReply(hello.request_id, Status::Timeout("deadline"), Status::Timeout("deadline"),
-                     t0 + seconds(10));
+                     t0 + seconds(10), out);
   EXPECT_FALSE(membership.HelloOutstanding()) << "only first greetings count";
   EXPECT_FALSE(membership.NonceOf("a").has_value());
   Actions early;
@@ -217,7 +218,7 @@ TEST(Membership, AFailedFirstHelloNoLongerHoldsRoundsBackAndIsRetriedWithBackoff
   ASSERT_EQ(retry.size(), 1u);
   const auto& again = std::get<SendRequest>(retry[0]);
   membership.OnReply(again.request_id, From("a", again.request_id, AckFor("tcp://127.0.0.1:2")),
-                     Status::Ok(), t0 + seconds(12));
+                     Status::Ok(), t0 + seconds(12), retry);
   EXPECT_EQ(membership.NonceOf("a"), 1u);
   EXPECT_TRUE((*sampler)->HasPeer("a"));
 }
@@ -242,7 +243,7 @@ TEST(Membership, AConfiguredPeerThatCannotBeJoinedSaysWhyOncePerCauseUntilItJoin
     membership.OnTick(t, out);
     if (out.empty()) membership.GreetAll(t, out);
     ASSERT_EQ(out.size(), 1u);
-    membership.OnReply(std::get<SendRequest>(out[0]).request_id, why, why, t);
+    membership.OnReply(std::get<SendRequest>(out[0]).request_id, why, why, t, out);
   };
   auto count = [&](const std::string& text) {
     std::string all = captured.str();
@@ -267,7 +268,7 @@ TEST(Membership, AConfiguredPeerThatCannotBeJoinedSaysWhyOncePerCauseUntilItJoin
   ASSERT_EQ(out.size(), 1u);
   const auto& hello = std::get<SendRequest>(out[0]);
   membership.OnReply(hello.request_id, From("a", hello.request_id, AckFor("tcp://127.0.0.1:2")),
-                     Status::Ok(), t);
+                     Status::Ok(), t, out);
   EXPECT_TRUE((*sampler)->HasPeer("a"));
   EXPECT_EQ(membership.JoinProblemOf("a"), "") << "a joined peer has no problem";
 }
@@ -498,6 +499,49 @@ TEST(Goodbye, LeavingSaysGoodbyeToEveryVerifiedPeerThatSpeaksVersion2) {
   EXPECT_TRUE(m->GoodbyesOutstanding());
   m->OnReply(goodbyes[0].request_id, From("a", 1, Goodbye{}), t0);
   EXPECT_FALSE(m->GoodbyesOutstanding());
+}
+
+// Issue 59, item 2: a node with 20 verified peers has at most 8 Goodbyes in flight; each answer
+// or timeout sends the next, in peer-table order, and a peer that left meanwhile is skipped.
+TEST(Goodbye, LeavingKeepsAtMostEightGoodbyesInFlightAndSendsTheNextAsEachEnds) {
+  TimePoint t0{};
+  std::vector<PeerAddress> peers;
+  for (int i = 0; i < 20; ++i) {
+    peers.push_back({"p" + std::string(i < 10 ? "0" : "") + std::to_string(i),
+                     "tcp://127.0.0.1:" + std::to_string(2000 + i)});
+  }
+  auto m = MakeMachine(MachineConfig("me", peers));
+  for (const SendRequest& r : All<SendRequest>(m->Start(t0))) {
+    m->OnReply(r.request_id, From(r.peer, r.request_id, AckFor(r.endpoint)), t0);
+  }
+
+  auto first = Requests(m->Leave("finished its rounds", t0), MessageType::kGoodbye);
+  ASSERT_EQ(first.size(), 8u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(first[i].peer, peers[i].id);
+  m->OnInbound(1, From("p08", 5, Goodbye{"stopped"}), t0);  // p08 leaves first: not told
+
+  std::vector<std::string> told;
+  for (const SendRequest& r : first) told.push_back(r.peer);
+  std::deque<SendRequest> in_flight(first.begin(), first.end());
+  while (!in_flight.empty()) {
+    EXPECT_TRUE(m->GoodbyesOutstanding());
+    SendRequest r = in_flight.front();
+    in_flight.pop_front();
+    // Every other one times out: a timeout frees its place as an answer does.
+    Actions next = told.size() % 2 ? m->OnReply(r.request_id, Status::Timeout("deadline"), t0)
+                                   : m->OnReply(r.request_id, From(r.peer, 1, Goodbye{}), t0);
+    for (SendRequest& s : Requests(next, MessageType::kGoodbye)) {
+      told.push_back(s.peer);
+      in_flight.push_back(std::move(s));
+    }
+    EXPECT_LE(in_flight.size(), 8u);
+  }
+  EXPECT_FALSE(m->GoodbyesOutstanding());
+  std::vector<std::string> expected;
+  for (int i = 0; i < 20; ++i) {
+    if (i != 8) expected.push_back(peers[i].id);
+  }
+  EXPECT_EQ(told, expected);
 }
 
 }  // namespace
