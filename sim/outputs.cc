@@ -23,6 +23,7 @@ class BufferedFileSink final : public spdlog::sinks::base_sink<std::mutex> {
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t formatted;
     formatter_->format(msg, formatted);
+    if (buffer_.empty()) buffer_.reserve(kBatchBytes + formatted.size());  // once per batch
     buffer_.append(formatted.data(), formatted.size());
     if (buffer_.size() >= kBatchBytes) flush_();
   }
@@ -34,9 +35,10 @@ class BufferedFileSink final : public spdlog::sinks::base_sink<std::mutex> {
   }
 
  private:
-  // Rationale: every simulated node holds up to this much; at 100,000 nodes 4 KiB is 400 MB,
-  // and a node that ends logs a line per peer that says goodbye.
-  static constexpr size_t kBatchBytes = 4 * 1024;
+  // Rationale: every simulated node holds up to this much; at 100,000 nodes 1 KiB is 100 MB
+  // (4 KiB, grown by doubling, held 5 KB a node), and a node that ends logs a line per peer that
+  // says goodbye. Appending a few lines at a time costs one open and close each.
+  static constexpr size_t kBatchBytes = 1024;
   std::string path_;
   std::string buffer_;
 };

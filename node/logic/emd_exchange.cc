@@ -28,7 +28,8 @@ EmdExchange::EmdExchange(EmdExchangeConfig config, NodeServices node, Membership
 
 std::mt19937_64& EmdExchange::WitnessRng() {
   if (!witness_rng_) {
-    witness_rng_.emplace(StableHash(node_.requests.self() + "/witness", config_.nonce));
+    witness_rng_ = std::make_unique<std::mt19937_64>(
+        StableHash(node_.requests.self() + "/witness", config_.nonce));
   }
   return *witness_rng_;
 }

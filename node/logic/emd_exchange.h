@@ -236,9 +236,10 @@ class EmdExchange {
   Membership& membership_;
   const ModelServer& server_;
   EmdWitness witness_;
-  // Witness choice and session ids (not sampling); made at its first use. Rationale: its 2.5 KB
-  // are most of a node's fixed state when no exchange runs, as in simulations of 100,000 nodes.
-  std::optional<std::mt19937_64> witness_rng_;
+  // Witness choice and session ids (not sampling); made at its first use, on the heap. Rationale:
+  // its 2.5 KB would be most of a node's fixed state when no exchange runs, as in simulations of
+  // 100,000 nodes (an optional would hold them inline even while empty).
+  std::unique_ptr<std::mt19937_64> witness_rng_;
   std::map<uint64_t, Pending> pending_;
   std::map<std::string, EmdRow> rows_;  // by peer
   // Automatic rule: each node's number in LeaningColumns (us 0, peers as first met), and, by

@@ -287,10 +287,12 @@ class SimulatedNetwork::Core {
     std::unordered_map<std::string, size_t> inbound_per_route;  // open requests per connection
     uint64_t next_serial = 1;
   };
-  // Who owns a connection.
+  // Who owns a connection: its client and the key of the connection in the client's
+  // `connections` (stable while the connection lives; its route is erased with it). Rationale: a
+  // pointer, not a copy, as a simulated node holds a connection per peer it talked to.
   struct Route {
     uint64_t client = 0;
-    std::string endpoint;
+    const std::string* endpoint = nullptr;
   };
 
   Station* Find(uint64_t id) {
@@ -312,10 +314,11 @@ class SimulatedNetwork::Core {
     Connection connection;
     connection.route = std::to_string(next_route_++);
     connection.server_key = server_key;
-    routes_[connection.route] = Route{c.id, endpoint};
-    Connection& made = c.connections.emplace(endpoint, std::move(connection)).first->second;
+    const std::string route = connection.route;
+    auto made = c.connections.emplace(endpoint, std::move(connection)).first;
+    routes_[route] = Route{c.id, &made->first};
     c.counters->Set(kOpenConnections, c.connections.size());
-    return made;
+    return made->second;
   }
 
   void Disconnect(Station& c, const std::string& endpoint) {
@@ -350,7 +353,7 @@ class SimulatedNetwork::Core {
           auto route_of = routes_.find(route);
           Connection* connection = nullptr;
           if (client && to && route_of != routes_.end()) {
-            auto it = client->connections.find(route_of->second.endpoint);
+            auto it = client->connections.find(*route_of->second.endpoint);
             if (it != client->connections.end()) connection = &it->second;
           }
           if (!connection) {
@@ -449,7 +452,7 @@ class SimulatedNetwork::Core {
     c.counters->Add(kBytesIn, bytes);
     std::optional<uint64_t> request_id = ReplyRequestId(frames[0], c.options.limits);
     auto connection =
-        owner == routes_.end() ? c.connections.end() : c.connections.find(owner->second.endpoint);
+        owner == routes_.end() ? c.connections.end() : c.connections.find(*owner->second.endpoint);
     // Only a reply to a request still pending on this very connection is accepted.
     if (!request_id || connection == c.connections.end() || connection->second.route != route ||
         !connection->second.request_ids.contains(*request_id)) {

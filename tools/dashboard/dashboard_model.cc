@@ -400,7 +400,8 @@ Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
     last_round = std::max(last_round, nodes[i].round);
   }
   std::vector<double> heat = FinishedHeat(run.dir, p, errors);
-  std::optional<launch::EmdMatrix> emd = launch::ReadEmdMatrix(run, p);
+  auto emd = launch::ReadEmdMatrix(run, p);
+  errors.Note(emd.status());
   auto policy = launch::ReadPolicyClusters(run, p);
   errors.Note(policy.status());
 
@@ -416,7 +417,7 @@ Status DashboardModel::ShowFinished(const launch::MethodRun& run) {
   m->dir = run.dir;
   m->nodes = std::move(nodes);
   m->heat = std::move(heat);
-  m->emd = std::move(emd);
+  m->emd = emd.ok() ? std::move(*emd) : std::nullopt;
   m->policy = policy.ok() ? *policy : std::nullopt;
   // The status the report gives the method (complete, interrupted or failed).
   m->state = launch::Summarize(run, p).status;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -330,8 +331,19 @@ Status WriteHeatmap(const MethodRun& run, const Partition& partition, const std:
   return plot::RenderHeatmapPng(*ordered, PathIn(run.dir, kHeatmapPngFile), options);
 }
 
-std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& partition) {
+Result<std::optional<EmdMatrix>> ReadEmdMatrix(const MethodRun& run, const Partition& partition) {
   size_t n = partition.ids.size();
+  std::optional<std::string> first_file;
+  for (size_t i = 0; i < n && i < run.nodes.size() && !first_file; ++i) {
+    const std::string path = PathIn(run.nodes[i].dir, kEmdFile);
+    if (std::filesystem::exists(path)) first_file = path;
+  }
+  if (!first_file) return std::optional<EmdMatrix>();
+  if (n > kMaxEmdMatrixNodes) {
+    return Status::TooLarge(*first_file + ": the EMD matrix of a run is read for at most " +
+                            std::to_string(kMaxEmdMatrixNodes) + " nodes; this run has " +
+                            std::to_string(n));
+  }
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < n; ++i) index[partition.ids[i]] = i;
   EmdMatrix emd;
@@ -369,15 +381,16 @@ std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& pa
       }
     }
   }
-  if (!any) return std::nullopt;
+  if (!any) return std::optional<EmdMatrix>();
   emd.found = similarity::ClustersFromNeighbourhoods(accepted);
   emd.ari = similarity::AdjustedRandIndex(partition.clusters, emd.found);
-  return emd;
+  return std::optional<EmdMatrix>(std::move(emd));
 }
 
 Result<std::optional<EmdMatrix>> WriteEmdMatrix(const MethodRun& run, const Partition& partition) {
-  std::optional<EmdMatrix> emd = ReadEmdMatrix(run, partition);
-  if (!emd) return emd;
+  auto read = ReadEmdMatrix(run, partition);
+  if (!read.ok() || !*read) return read;
+  std::optional<EmdMatrix>& emd = *read;
   std::map<std::string, int> clusters;
   for (size_t i = 0; i < partition.ids.size(); ++i)
     clusters[partition.ids[i]] = partition.clusters[i];
@@ -391,7 +404,7 @@ Result<std::optional<EmdMatrix>> WriteEmdMatrix(const MethodRun& run, const Part
   options.clusters = &clusters;
   MESHLEARN_RETURN_IF_ERROR(
       plot::RenderHeatmapPng(ordered, PathIn(run.dir, kEmdMatrixPngFile), options));
-  return emd;
+  return read;
 }
 
 Result<std::optional<PolicyClusters>> ReadPolicyClusters(const MethodRun& run,

@@ -61,14 +61,20 @@ struct EmdMatrix {
   std::optional<std::pair<int64_t, int64_t>> exchange_rounds;
 };
 
-// Reads the emd.csv files the nodes of `run` wrote so far; nullopt when none did.
-std::optional<EmdMatrix> ReadEmdMatrix(const MethodRun& run, const Partition& partition);
+// The largest run whose EMD matrix is read: the matrix is dense, N x N doubles and flags.
+inline constexpr size_t kMaxEmdMatrixNodes = 4096;
+
+// Reads the emd.csv files the nodes of `run` wrote so far; nullopt when none did. Nothing is
+// allocated before an emd.csv is found; kTooLarge naming the file and the limit when one is and
+// the run has more than kMaxEmdMatrixNodes nodes.
+Result<std::optional<EmdMatrix>> ReadEmdMatrix(const MethodRun& run, const Partition& partition);
 
 // When the nodes of `run` wrote emd.csv: writes "<run.dir>/emd_matrix.csv" (entry (i, j) =
 // EMD_ij, empty when not measured) and emd_matrix.png, finds clusters as identical mutual
 // neighbourhoods (file 000; DESIGN.md "EMD embedding exchange", step 5) and returns the adjusted
 // Rand index against the ground truth, with how long the exchange ran and in which rounds (as
-// ReadEmdMatrix). Returns nullopt when no node took part in the exchange.
+// ReadEmdMatrix). Returns nullopt when no node took part in the exchange, and ReadEmdMatrix's
+// errors.
 Result<std::optional<EmdMatrix>> WriteEmdMatrix(const MethodRun& run, const Partition& partition);
 
 // When nodes of `run` wrote cluster.csv (samplers louvain and temperature): each node's final

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -208,6 +210,56 @@ TEST(Report, PolicyClustersReadTheClusterCsvNodesWrite) {
   EXPECT_NE(bad.status().message().find("node-1/cluster.csv line 3, column 2 (label)"),
             std::string::npos)
       << bad.status().ToString();
+}
+
+// Issue 59: the EMD matrix is read only when a node wrote emd.csv, and only up to its limit; a
+// 100,000-node run without the exchange once failed allocating the dense N x N matrix.
+TEST(Report, EmdMatrixIsReadOnlyWhenANodeWroteEmdCsvAndUpToItsLimit) {
+  const std::string dir = ::testing::TempDir() + "/report_emd_matrix";
+  std::filesystem::remove_all(dir);
+  MethodRun run;
+  const Partition partition = NodesIn({0, 0, 1}, 2, true);
+  for (const std::string& id : partition.ids) {
+    run.nodes.push_back({.id = id, .dir = dir + "/node-" + id});
+    std::filesystem::create_directories(run.nodes.back().dir);
+  }
+  auto none = ReadEmdMatrix(run, partition);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->has_value());
+
+  const std::string header =
+      "peer,emd,ref,accepted,peer_accepted,mutual,witness,threshold,measured_round,measured_s\n";
+  ASSERT_TRUE(WriteFileAtomically(dir + "/node-0/emd.csv",
+                                  header + "1,0.25,0.5,1,1,1,,,3,1.5\n2,2.5,0.5,0,0,0,,,4,2.0\n")
+                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(dir + "/node-1/emd.csv", header + "0,0.5,0.5,1,1,1,,,3,1.0\n").ok());
+  auto read = ReadEmdMatrix(run, partition);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_TRUE(read->has_value());
+  const EmdMatrix& emd = **read;
+  EXPECT_DOUBLE_EQ(emd.matrix.values[0 * 3 + 1], 0.25);
+  EXPECT_DOUBLE_EQ(emd.matrix.values[0 * 3 + 2], 2.5);
+  EXPECT_DOUBLE_EQ(emd.matrix.values[1 * 3 + 0], 0.5);
+  EXPECT_TRUE(std::isnan(emd.matrix.values[2 * 3 + 0]));  // node 2 wrote nothing
+  EXPECT_EQ(emd.found[0], emd.found[1]);
+  EXPECT_NE(emd.found[0], emd.found[2]);
+  EXPECT_DOUBLE_EQ(emd.ari, 1.0);
+  EXPECT_DOUBLE_EQ(emd.exchange_seconds.value(), 2.0);
+  EXPECT_EQ(emd.exchange_rounds.value(), std::make_pair(int64_t{3}, int64_t{4}));
+
+  // One node past the limit: an error naming the file and the limit, not an allocation.
+  Partition large = NodesIn(std::vector<int>(kMaxEmdMatrixNodes + 1, 0), 1, true);
+  MethodRun large_run = run;
+  for (size_t i = run.nodes.size(); i < large.ids.size(); ++i)
+    large_run.nodes.push_back({.id = large.ids[i], .dir = dir + "/absent-" + large.ids[i]});
+  auto too_large = ReadEmdMatrix(large_run, large);
+  ASSERT_FALSE(too_large.ok());
+  EXPECT_EQ(too_large.status().code(), ErrorCode::kTooLarge);
+  EXPECT_NE(too_large.status().message().find("node-0/emd.csv"), std::string::npos)
+      << too_large.status().ToString();
+  EXPECT_NE(too_large.status().message().find("4096"), std::string::npos)
+      << too_large.status().ToString();
 }
 
 }  // namespace
