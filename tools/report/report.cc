@@ -350,12 +350,10 @@ Result<std::optional<EmdMatrix>> ReadEmdMatrix(const MethodRun& run, const Parti
   emd.matrix.row_ids = emd.matrix.col_ids = partition.ids;
   emd.matrix.values.assign(n * n, NAN);
   std::vector<std::vector<bool>> accepted(n, std::vector<bool>(n, false));
-  bool any = false;
   for (size_t i = 0; i < n && i < run.nodes.size(); ++i) {
     const std::string path = PathIn(run.nodes[i].dir, kEmdFile);
     auto text = ReadWholeFile(path);
     if (!text.ok()) continue;
-    any = true;
     // peer,emd,ref,accepted,peer_accepted,mutual,...; rows that do not parse are skipped.
     auto records = ParseCsv(*text, path);
     if (!records.ok()) continue;
@@ -381,7 +379,6 @@ Result<std::optional<EmdMatrix>> ReadEmdMatrix(const MethodRun& run, const Parti
       }
     }
   }
-  if (!any) return std::optional<EmdMatrix>();
   emd.found = similarity::ClustersFromNeighbourhoods(accepted);
   emd.ari = similarity::AdjustedRandIndex(partition.clusters, emd.found);
   return std::optional<EmdMatrix>(std::move(emd));
